@@ -1,0 +1,34 @@
+# The commands a newcomer needs. `make run` and `make test` are the two set-up commands of the README.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PACKAGE_FILES := $(wildcard packages/*/pyproject.toml apps/*/pyproject.toml)
+
+.PHONY: install run test lint format clean
+
+install: $(STAMP)
+
+$(STAMP): requirements-dev.txt constraints.txt $(PACKAGE_FILES)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt
+	touch $(STAMP)
+
+run: install  ## start the gateway on the embedded SQLite default (./data)
+	$(BIN)/sublane serve
+
+test: install  ## lint, type-check and run every test through tox
+	$(BIN)/tox run
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache

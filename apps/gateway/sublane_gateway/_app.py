@@ -1,0 +1,73 @@
+"""The FastAPI application: wires settings, storage, credential encryption and the APIs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import sqlalchemy as sa
+from fastapi import FastAPI
+from sqlalchemy.engine import Engine
+
+from sublane_core import (
+    Clock,
+    CredentialCipher,
+    CredentialKeyError,
+    Settings,
+    SystemClock,
+    create_db_engine,
+    load_or_create_key,
+)
+from sublane_gateway import management
+from sublane_gateway._bootstrap import bootstrap
+from sublane_gateway._errors import install_error_handlers
+from sublane_gateway._mutation_guard import MutationGuard
+from sublane_gateway._setup_page import router as setup_router
+from sublane_gateway._state import GatewayState
+
+__version__ = "0.1.0"
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+    """Build the gateway app. The database must already be migrated (``sublane migrate``/``serve``)."""
+    settings = settings or Settings()
+    engine = create_db_engine(settings.effective_database_url)
+    key = _credentials_key(settings, engine)
+    state = GatewayState(
+        settings=settings, engine=engine, cipher=CredentialCipher(key), clock=clock or SystemClock()
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        bootstrap(state)
+        try:
+            yield
+        finally:
+            engine.dispose()
+
+    app = FastAPI(
+        title="SubLane",
+        version=__version__,
+        summary="One API in front of a team's shared subscription accounts.",
+        lifespan=lifespan,
+    )
+    app.state.gateway = state
+    install_error_handlers(app)
+    app.include_router(management.router)
+    app.include_router(setup_router)
+    app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
+    return app
+
+
+def _credentials_key(settings: Settings, engine: Engine) -> bytes:
+    """The credential key; refuse to mint a new one while the database holds sealed credentials."""
+    path = settings.credentials_key_path
+    if not path.exists():
+        with engine.connect() as connection:
+            sealed = connection.execute(sa.text("SELECT count(*) FROM accounts")).scalar_one()
+        if sealed:
+            raise CredentialKeyError(
+                f"{path} is missing but the database holds {sealed} account(s) sealed with it; "
+                "restore credentials.key from the backup taken with the database (see README)"
+            )
+    return load_or_create_key(path)

@@ -1,0 +1,134 @@
+"""The ``sublane`` command: ``serve``, ``migrate`` and ``admin reset-password``."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from sqlmodel import Session, col, select
+
+from sublane_core import (
+    CredentialKeyError,
+    Settings,
+    User,
+    configure_logging,
+    create_db_engine,
+    current_revision,
+    head_revision,
+    settings_help,
+    upgrade_database,
+)
+from sublane_gateway._passwords import hash_password
+from sublane_gateway._sessions import forget_sessions_of
+
+
+def _settings_epilog() -> str:
+    lines = ["settings (environment variables, also read from ./.env):"]
+    for variable, default, meaning in settings_help():
+        lines.append(f"  {variable:<36} default {default:<34} {meaning}")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sublane", description="SubLane gateway.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="run migrations, then serve the gateway",
+        epilog=_settings_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--host", help="address to listen on (SUBLANE_HOST)")
+    serve.add_argument("--port", type=int, help="port to listen on (SUBLANE_PORT)")
+    commands.add_parser("migrate", help="create or upgrade the database schema, then exit")
+    admin = commands.add_parser("admin", help="administration from the shell")
+    admin_commands = admin.add_subparsers(dest="admin_command", required=True)
+    reset = admin_commands.add_parser(
+        "reset-password", help="set a user's password (read from stdin) and end their sessions"
+    )
+    reset.add_argument("username")
+    return parser
+
+
+def _load_settings(**overrides: Any) -> Settings:
+    try:
+        return Settings(**{key: value for key, value in overrides.items() if value is not None})
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, err['loc'])) or 'settings'}: {err['msg']}" for err in exc.errors()]
+        raise SystemExit("sublane: invalid settings:\n" + "\n".join(lines)) from None
+
+
+def _migrate(settings: Settings) -> None:
+    engine = create_db_engine(settings.effective_database_url)
+    try:
+        before = current_revision(engine)
+        upgrade_database(engine)
+        after = head_revision()
+    finally:
+        engine.dispose()
+    if before != after:
+        print(f"sublane: database upgraded from {before or 'empty'} to {after}", file=sys.stderr)
+
+
+def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    from sublane_gateway._app import create_app
+
+    configure_logging(settings.log_level, settings.log_format)
+    _migrate(settings)
+    try:
+        app = create_app(settings)
+    except CredentialKeyError as exc:
+        raise SystemExit(f"sublane: {exc}") from None
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        proxy_headers=False,
+        server_header=False,
+    )
+
+
+def _reset_password(settings: Settings, username: str) -> None:
+    password = (
+        getpass.getpass("New password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
+    )
+    if not 8 <= len(password) <= 256:
+        raise SystemExit("sublane: the password must be 8 to 256 characters")
+    engine = create_db_engine(settings.effective_database_url)
+    try:
+        upgrade_database(engine)
+        with Session(engine) as db:
+            user = db.exec(select(User).where(col(User.username) == username)).first()
+            if user is None or user.id is None:
+                raise SystemExit(f"sublane: no user named {username!r}")
+            user.password_hash = hash_password(password)
+            forget_sessions_of(db, user.id)
+            db.add(user)
+            db.commit()
+    finally:
+        engine.dispose()
+    print(f"sublane: password of {username!r} changed; their sessions have ended", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``sublane`` command."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        _serve(_load_settings(host=args.host, port=args.port))
+    elif args.command == "migrate":
+        _migrate(_load_settings())
+    else:
+        _reset_password(_load_settings(), args.username)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,187 @@
+"""Upstream accounts: import, rename, enable/disable, delete, limits (admin only).
+
+Credentials are parsed by the provider's adapter, encrypted before they touch the database, and
+never returned. Deleting an account removes its credentials and runtime state; request records keep
+its ID and show it as deleted (HIST-9).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, signals
+from sublane_gateway._sessions import AdminUser, DbSession
+from sublane_gateway._state import gateway_state
+from sublane_gateway.management._ids import get_or_404, require_existing
+from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
+from sublane_gateway.management._views import account_view, groups_of_accounts
+from sublane_providers import (
+    CredentialFormatError,
+    ImportedCredentials,
+    UnknownProviderError,
+    parse_credentials,
+    provider_names,
+)
+
+router = APIRouter(tags=["accounts"])
+
+
+def _parse(provider: str, credentials: dict[str, Any]) -> ImportedCredentials:
+    try:
+        return parse_credentials(provider, credentials)
+    except UnknownProviderError:
+        raise SubLaneError(
+            "unknown_provider",
+            f"Unknown provider {provider!r}; expected one of {', '.join(provider_names())}.",
+        ) from None
+    except CredentialFormatError as exc:
+        raise SubLaneError("invalid_credentials_file", str(exc)) from None
+
+
+def _view(db: DbSession, account: Account) -> dict[str, Any]:
+    assert account.id is not None
+    return account_view(account, groups_of_accounts(db, [account.id])[account.id])
+
+
+def _changed(account: Account, change: str) -> None:
+    assert account.id is not None
+    signals.account_changed.send(
+        signals.AccountChanged(
+            account_id=account.id,
+            change=change,
+            lifecycle_revision=account.lifecycle_revision,
+            max_concurrency=account.max_concurrency,
+        )
+    )
+
+
+@router.get("/api/accounts")
+def list_accounts(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Every account with provider, identity, auth state, groups and limit (never credentials)."""
+    accounts = db.exec(select(Account).order_by(col(Account.id))).all()
+    groups = groups_of_accounts(db, [account.id for account in accounts if account.id is not None])
+    return {
+        "items": [account_view(account, groups[account.id]) for account in accounts if account.id is not None]
+    }
+
+
+@router.get("/api/accounts/{account_id}")
+def get_account(account_id: int, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """One account."""
+    return _view(db, get_or_404(db, Account, account_id, "account"))
+
+
+@router.post("/api/accounts/import", status_code=201)
+def import_account(body: AccountImport, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Add an account from the content of its credential file (``auth.json``, ``.credentials.json``, …)."""
+    state = gateway_state(request)
+    imported = _parse(body.provider, body.credentials)
+    group_ids = require_existing(db, ResourceGroup, body.group_ids, "group")
+    now = state.clock.time()
+    account = Account(
+        provider=imported.provider,
+        name=body.name,
+        credentials=state.cipher.encrypt(imported.bundle),
+        credentials_expires_at=imported.expires_at,
+        identity_email=imported.identity.email,
+        identity_plan=imported.identity.plan,
+        identity_subject=imported.identity.subject,
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(account)
+    try:
+        db.flush()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("name_taken", f"An account named {body.name!r} exists.") from None
+    assert account.id is not None
+    db.add_all(GroupAccount(group_id=group_id, account_id=account.id) for group_id in group_ids)
+    db.commit()
+    _changed(account, "created")
+    return _view(db, account)
+
+
+@router.post("/api/accounts/{account_id}/credentials")
+def replace_credentials(
+    account_id: int, body: AccountCredentials, request: Request, _admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Re-authorize an account with a fresh credential file of the same provider."""
+    state = gateway_state(request)
+    account: Account = get_or_404(db, Account, account_id, "account")
+    imported = _parse(account.provider, body.credentials)
+    account.credentials = state.cipher.encrypt(imported.bundle)
+    account.credentials_expires_at = imported.expires_at
+    account.credentials_rejected_at = None
+    account.identity_email = imported.identity.email or account.identity_email
+    account.identity_plan = imported.identity.plan or account.identity_plan
+    account.identity_subject = imported.identity.subject or account.identity_subject
+    account.auth_state = AUTH_OK
+    account.auth_error = None
+    account.lifecycle_revision += 1
+    account.updated_at = state.clock.time()
+    db.add(account)
+    db.commit()
+    _changed(account, "reauthorized")
+    return _view(db, account)
+
+
+@router.patch("/api/accounts/{account_id}")
+def update_account(
+    account_id: int, body: AccountUpdate, request: Request, _admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Rename, enable or disable an account. Enabling or disabling advances its lifecycle revision."""
+    account: Account = get_or_404(db, Account, account_id, "account")
+    fields = body.model_fields_set
+    change = "updated"
+    if "name" in fields:
+        if body.name is None:
+            raise SubLaneError("invalid_request", "name cannot be null")
+        account.name = body.name
+    if "enabled" in fields:
+        if body.enabled is None:
+            raise SubLaneError("invalid_request", "enabled cannot be null")
+        if body.enabled != account.enabled:
+            account.enabled = body.enabled
+            account.lifecycle_revision += 1
+            change = "enabled" if body.enabled else "disabled"
+    account.updated_at = gateway_state(request).clock.time()
+    db.add(account)
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("name_taken", f"An account named {body.name!r} exists.") from None
+    _changed(account, change)
+    return _view(db, account)
+
+
+@router.delete("/api/accounts/{account_id}", status_code=204)
+def delete_account(account_id: int, _admin: AdminUser, db: DbSession) -> Response:
+    """Delete an account with its credentials and runtime state; its history stays."""
+    account: Account = get_or_404(db, Account, account_id, "account")
+    revision = account.lifecycle_revision
+    db.delete(account)
+    db.commit()
+    signals.account_changed.send(
+        signals.AccountChanged(account_id=account_id, change="deleted", lifecycle_revision=revision)
+    )
+    return Response(status_code=204)
+
+
+@router.patch("/api/accounts/{account_id}/limits")
+def set_limits(
+    account_id: int, body: AccountLimits, request: Request, _admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Set ``max_concurrency`` (1–1000): model requests the account may serve at once (ADM-1)."""
+    account: Account = get_or_404(db, Account, account_id, "account")
+    account.max_concurrency = body.max_concurrency
+    account.updated_at = gateway_state(request).clock.time()
+    db.add(account)
+    db.commit()
+    _changed(account, "limits")
+    return {"id": account.id, "max_concurrency": account.max_concurrency}

@@ -1,0 +1,69 @@
+"""Sign-in, sign-out, first-admin set-up and the caller's own profile."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from sqlmodel import col, func, select
+
+from sublane_core import ROLE_ADMIN, ResourceGroup, SubLaneError, User
+from sublane_gateway._bootstrap import create_user
+from sublane_gateway._passwords import verify_password
+from sublane_gateway._sessions import CurrentUser, DbSession, end_session, start_session
+from sublane_gateway._state import gateway_state
+from sublane_gateway.management._models import LoginBody, SetupBody
+from sublane_gateway.management._views import groups_of_users, user_view
+
+router = APIRouter(tags=["sign-in"])
+
+
+def _signed_in(user: User) -> dict[str, Any]:
+    return {"user": {"id": user.id, "username": user.username, "role": user.role}}
+
+
+@router.post("/api/auth/login")
+def login(body: LoginBody, request: Request, response: Response, db: DbSession) -> dict[str, Any]:
+    """Sign in with username and password; sets the session cookie."""
+    user = db.exec(select(User).where(col(User.username) == body.username)).first()
+    valid = verify_password(user.password_hash if user else None, body.password)
+    if user is None or not valid or not user.enabled:
+        raise SubLaneError("invalid_credentials")
+    start_session(request, response, db, user)
+    return _signed_in(user)
+
+
+@router.post("/api/auth/logout", status_code=204)
+def logout(request: Request, response: Response, db: DbSession) -> None:
+    """End the caller's session (idempotent)."""
+    end_session(request, response, db)
+
+
+@router.post("/api/auth/setup", status_code=201)
+def setup(body: SetupBody, request: Request, response: Response, db: DbSession) -> dict[str, Any]:
+    """Create the first admin with the one-time token printed at start-up, then sign in."""
+    state = gateway_state(request)
+    token = state.setup_token
+    if token is None or not hmac.compare_digest(token.encode(), body.token.encode()):
+        raise SubLaneError("setup_not_available")
+    if db.exec(select(func.count()).select_from(User)).one() > 0:
+        state.setup_token = None
+        raise SubLaneError("setup_not_available")
+    user = create_user(db, state, username=body.username, password=body.password, role=ROLE_ADMIN)
+    db.commit()
+    state.setup_token = None
+    start_session(request, response, db, user)
+    return _signed_in(user)
+
+
+@router.get("/api/me")
+def me(user: CurrentUser, db: DbSession) -> dict[str, Any]:
+    """The signed-in user and the groups they belong to."""
+    assert user.id is not None
+    group_ids = groups_of_users(db, [user.id])[user.id]
+    groups = db.exec(select(ResourceGroup).where(col(ResourceGroup.id).in_(group_ids))).all()
+    return {
+        "user": user_view(user),
+        "groups": [{"id": group.id, "name": group.name} for group in sorted(groups, key=lambda g: g.name)],
+    }

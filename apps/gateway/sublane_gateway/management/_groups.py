@@ -1,0 +1,136 @@
+"""Resource groups: their members, accounts and model policy (admin only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, delete, select
+
+from sublane_core import (
+    DEFAULT_GROUP_NAME,
+    Account,
+    GroupAccount,
+    GroupMember,
+    ResourceGroup,
+    SubLaneError,
+    User,
+    signals,
+)
+from sublane_gateway._sessions import AdminUser, DbSession
+from sublane_gateway._state import gateway_state
+from sublane_gateway.management._ids import get_or_404, require_existing
+from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate
+from sublane_gateway.management._views import group_view
+
+router = APIRouter(tags=["groups"])
+
+
+def _members(db: Session, group_ids: list[int]) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = {group_id: [] for group_id in group_ids}
+    for row in db.exec(select(GroupMember).where(col(GroupMember.group_id).in_(group_ids))):
+        result[row.group_id].append(row.user_id)
+    return result
+
+
+def _accounts(db: Session, group_ids: list[int]) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = {group_id: [] for group_id in group_ids}
+    for row in db.exec(select(GroupAccount).where(col(GroupAccount.group_id).in_(group_ids))):
+        result[row.group_id].append(row.account_id)
+    return result
+
+
+def _views(db: Session, groups: list[ResourceGroup]) -> list[dict[str, Any]]:
+    ids = [group.id for group in groups if group.id is not None]
+    members, accounts = _members(db, ids), _accounts(db, ids)
+    return [
+        group_view(group, sorted(members[group.id]), sorted(accounts[group.id]))
+        for group in groups
+        if group.id is not None
+    ]
+
+
+@router.get("/api/groups")
+def list_groups(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Every group with its member and account IDs."""
+    return {"items": _views(db, list(db.exec(select(ResourceGroup).order_by(col(ResourceGroup.id))).all()))}
+
+
+@router.post("/api/groups", status_code=201)
+def add_group(body: GroupCreate, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Add a group; ``model_policy`` ``{"allow": [...]}`` limits its models, ``null`` allows all."""
+    now = gateway_state(request).clock.time()
+    group = ResourceGroup(
+        name=body.name,
+        model_policy=body.model_policy.model_dump() if body.model_policy else None,
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(group)
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
+    assert group.id is not None
+    signals.access_changed.send(signals.AccessChanged("group", group.id))
+    return _views(db, [group])[0]
+
+
+@router.patch("/api/groups/{group_id}")
+def update_group(
+    group_id: int, body: GroupUpdate, request: Request, _admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Rename a group or change its model policy (``null`` removes the policy)."""
+    group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
+    fields = body.model_fields_set
+    if "name" in fields:
+        if body.name is None:
+            raise SubLaneError("invalid_request", "name cannot be null")
+        if group.name == DEFAULT_GROUP_NAME and body.name != DEFAULT_GROUP_NAME:
+            raise SubLaneError("invalid_request", "The default group keeps its name.")
+        group.name = body.name
+    if "model_policy" in fields:
+        group.model_policy = body.model_policy.model_dump() if body.model_policy else None
+    group.updated_at = gateway_state(request).clock.time()
+    db.add(group)
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
+    signals.access_changed.send(signals.AccessChanged("group", group_id))
+    return _views(db, [group])[0]
+
+
+@router.put("/api/groups/{group_id}/members")
+def set_members(
+    group_id: int, body: GroupMembers, request: Request, _admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Replace the group's members. Keys of removed members stop working in this group."""
+    group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
+    user_ids = require_existing(db, User, body.user_ids, "user")
+    db.exec(delete(GroupMember).where(col(GroupMember.group_id) == group_id))
+    db.add_all(GroupMember(group_id=group_id, user_id=user_id) for user_id in user_ids)
+    group.updated_at = gateway_state(request).clock.time()
+    db.add(group)
+    db.commit()
+    signals.access_changed.send(signals.AccessChanged("membership", group_id))
+    return _views(db, [group])[0]
+
+
+@router.put("/api/groups/{group_id}/accounts")
+def set_accounts(
+    group_id: int, body: GroupAccounts, request: Request, _admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Replace the group's accounts."""
+    group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
+    account_ids = require_existing(db, Account, body.account_ids, "account")
+    db.exec(delete(GroupAccount).where(col(GroupAccount.group_id) == group_id))
+    db.add_all(GroupAccount(group_id=group_id, account_id=account_id) for account_id in account_ids)
+    group.updated_at = gateway_state(request).clock.time()
+    db.add(group)
+    db.commit()
+    signals.access_changed.send(signals.AccessChanged("membership", group_id))
+    return _views(db, [group])[0]

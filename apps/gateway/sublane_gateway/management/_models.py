@@ -1,0 +1,109 @@
+"""Request bodies of the management API. Unknown fields are refused so typos never pass silently."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+Username = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@+-]+$")
+]
+Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+ModelId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
+Role = Literal["admin", "member"]
+Id = Annotated[int, Field(ge=1, le=2**62)]
+
+
+class Body(BaseModel):
+    """Base of every request body: strict about unknown fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoginBody(Body):
+    username: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+
+
+class SetupBody(Body):
+    token: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    username: Username
+    password: Password
+
+
+class UserCreate(Body):
+    username: Username
+    password: Password
+    role: Role = "member"
+    enabled: bool = True
+    member_concurrency: Annotated[int, Field(ge=0, le=1000)] | None = None
+    rpm: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    group_ids: list[Id] | None = Field(default=None, max_length=1000)
+
+
+class UserUpdate(Body):
+    username: Username | None = None
+    password: Password | None = None
+    role: Role | None = None
+    enabled: bool | None = None
+    member_concurrency: Annotated[int, Field(ge=0, le=1000)] | None = None
+    rpm: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+
+
+class ModelPolicy(Body):
+    allow: list[ModelId] = Field(max_length=1000)
+
+    @field_validator("allow")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
+
+
+class GroupCreate(Body):
+    name: Name
+    model_policy: ModelPolicy | None = None
+
+
+class GroupUpdate(Body):
+    name: Name | None = None
+    model_policy: ModelPolicy | None = None
+
+
+class GroupMembers(Body):
+    user_ids: list[Id] = Field(max_length=10_000)
+
+
+class GroupAccounts(Body):
+    account_ids: list[Id] = Field(max_length=10_000)
+
+
+class KeyCreate(Body):
+    name: Name
+    group_id: Id
+    expires_at: Annotated[float, Field(gt=0, lt=1e11)] | None = None
+
+
+class KeyUpdate(Body):
+    enabled: bool
+
+
+class AccountImport(Body):
+    provider: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    name: Name
+    credentials: dict[str, Any]
+    group_ids: list[Id] = Field(default_factory=list, max_length=1000)
+
+
+class AccountCredentials(Body):
+    credentials: dict[str, Any]
+
+
+class AccountUpdate(Body):
+    name: Name | None = None
+    enabled: bool | None = None
+
+
+class AccountLimits(Body):
+    max_concurrency: Annotated[int, Field(ge=1, le=1000)]

@@ -1,0 +1,98 @@
+"""SubLane core: what every other package shares.
+
+Settings, the SQLModel schema and its Alembic migrations, the typed signal bus, credential
+encryption, the clock, identifiers and the error catalogue.
+"""
+
+from sublane_core import _signals as signals
+from sublane_core._clock import Clock, FakeClock, SystemClock
+from sublane_core._crypto import (
+    CredentialCipher,
+    CredentialDecryptError,
+    CredentialKeyError,
+    load_or_create_key,
+)
+from sublane_core._db import create_db_engine
+from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
+from sublane_core._ids import new_request_id, new_secret_token, sha256_hex
+from sublane_core._logging import RedactingFilter, configure_logging, redact
+from sublane_core._migrations import current_revision, head_revision, upgrade_database
+from sublane_core._schema import (
+    ACCOUNT_WIDE,
+    AFFINITY_SCOPE_AUTO,
+    AUTH_OK,
+    AUTH_REAUTH_REQUIRED,
+    DEFAULT_GROUP_NAME,
+    DEFAULT_MAX_CONCURRENCY,
+    MAX_CONCURRENCY_RANGE,
+    PROVIDERS,
+    ROLE_ADMIN,
+    ROLE_MEMBER,
+    Account,
+    AccountCooldown,
+    Affinity,
+    ApiKey,
+    GroupAccount,
+    GroupMember,
+    QuotaObservation,
+    RequestRecord,
+    ResourceGroup,
+    User,
+    WebSession,
+)
+from sublane_core._settings import Settings, settings_help
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # settings
+    "Settings",
+    "settings_help",
+    # storage
+    "create_db_engine",
+    "current_revision",
+    "head_revision",
+    "upgrade_database",
+    # schema
+    "ACCOUNT_WIDE",
+    "AFFINITY_SCOPE_AUTO",
+    "AUTH_OK",
+    "AUTH_REAUTH_REQUIRED",
+    "DEFAULT_GROUP_NAME",
+    "DEFAULT_MAX_CONCURRENCY",
+    "MAX_CONCURRENCY_RANGE",
+    "PROVIDERS",
+    "ROLE_ADMIN",
+    "ROLE_MEMBER",
+    "Account",
+    "AccountCooldown",
+    "Affinity",
+    "ApiKey",
+    "GroupAccount",
+    "GroupMember",
+    "QuotaObservation",
+    "RequestRecord",
+    "ResourceGroup",
+    "User",
+    "WebSession",
+    # credentials
+    "CredentialCipher",
+    "CredentialDecryptError",
+    "CredentialKeyError",
+    "load_or_create_key",
+    # events
+    "signals",
+    # time, identifiers, errors, logs
+    "Clock",
+    "FakeClock",
+    "SystemClock",
+    "new_request_id",
+    "new_secret_token",
+    "sha256_hex",
+    "ERROR_CATALOGUE",
+    "ErrorSpec",
+    "SubLaneError",
+    "RedactingFilter",
+    "configure_logging",
+    "redact",
+]

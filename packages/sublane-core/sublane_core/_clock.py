@@ -1,0 +1,49 @@
+"""Time as a dependency: every component takes a :class:`Clock` so rules on time are tested exactly."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Monotonic time for durations and deadlines, wall time for stored timestamps."""
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin; never goes backwards."""
+        ...
+
+    def time(self) -> float:
+        """Unix seconds (wall clock)."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def time(self) -> float:
+        return time.time()
+
+
+class FakeClock:
+    """A clock that moves only when told to. Both readings advance together."""
+
+    def __init__(self, wall: float = 1_800_000_000.0, monotonic: float = 1_000.0) -> None:
+        self._wall = wall
+        self._monotonic = monotonic
+
+    def monotonic(self) -> float:
+        return self._monotonic
+
+    def time(self) -> float:
+        return self._wall
+
+    def advance(self, seconds: float) -> None:
+        """Move both readings forward by ``seconds`` (which must not be negative)."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        self._wall += seconds
+        self._monotonic += seconds

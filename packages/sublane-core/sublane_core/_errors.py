@@ -1,0 +1,90 @@
+"""The error catalogue: every stable ``code`` SubLane answers with, its HTTP status and message.
+
+Codes are a contract (SPEC §14): clients and scripts branch on them. Add codes, never rename them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    """What a code means on the wire."""
+
+    status: int
+    message: str
+
+
+ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
+    # -- request shape ---------------------------------------------------------------------------
+    "invalid_json": ErrorSpec(400, "The request body is not valid JSON."),
+    "invalid_request": ErrorSpec(400, "The request is not valid."),
+    "unsupported_media_type": ErrorSpec(415, "Send the body as application/json."),
+    "body_too_large": ErrorSpec(413, "The request body is too large."),
+    "cross_origin": ErrorSpec(403, "Cross-origin requests may not change anything."),
+    "not_found": ErrorSpec(404, "Not found."),
+    "method_not_allowed": ErrorSpec(405, "Method not allowed."),
+    # -- sign-in and roles -----------------------------------------------------------------------
+    "invalid_credentials": ErrorSpec(401, "Wrong username or password."),
+    "unauthenticated": ErrorSpec(401, "Sign in first."),
+    "forbidden": ErrorSpec(403, "You may not do that."),
+    "setup_not_available": ErrorSpec(409, "Set-up is finished or the link is not valid."),
+    # -- management ------------------------------------------------------------------------------
+    "name_taken": ErrorSpec(409, "That name is taken."),
+    "last_admin": ErrorSpec(409, "The last enabled admin cannot be demoted or disabled."),
+    "key_limit_reached": ErrorSpec(409, "A user may have at most 20 live keys."),
+    "not_group_member": ErrorSpec(400, "The key's owner is not a member of that group."),
+    "group_in_use": ErrorSpec(409, "The group still has keys."),
+    "unknown_provider": ErrorSpec(400, "Unknown provider."),
+    "invalid_credentials_file": ErrorSpec(400, "The credentials are not a file this provider writes."),
+    # -- client API: keys and admission (ADM) ----------------------------------------------------
+    "invalid_api_key": ErrorSpec(401, "The API key is missing, wrong, revoked, expired or paused."),
+    "workspace_busy": ErrorSpec(429, "SubLane is at capacity; try again shortly."),
+    "member_busy": ErrorSpec(429, "You have too many requests running at once."),
+    "member_rate_limited": ErrorSpec(429, "You have sent too many requests this minute."),
+    # -- client API: routing ---------------------------------------------------------------------
+    "model_not_found": ErrorSpec(404, "No account in this key's group serves that model."),
+    "model_not_allowed": ErrorSpec(403, "The group's model policy does not allow that model."),
+    "no_account_available": ErrorSpec(503, "No account in this key's group can serve the request now."),
+    "account_queue_full": ErrorSpec(429, "Too many requests are waiting for an account."),
+    "account_wait_timeout": ErrorSpec(429, "No account slot became free in time."),
+    "account_cooling": ErrorSpec(429, "The account is cooling down after upstream rate limiting."),
+    "model_cooling": ErrorSpec(429, "The model is cooling down on this account after failures."),
+    "model_rate_limited": ErrorSpec(429, "The provider rate-limited this model on the account."),
+    "quota_exhausted": ErrorSpec(403, "The account's subscription quota is used up."),
+    "account_refresh_failed": ErrorSpec(503, "The account's credentials could not be refreshed."),
+    "reauth_required": ErrorSpec(503, "The account must be signed in again."),
+    "upstream_forbidden": ErrorSpec(502, "The provider refused the request (HTTP 403)."),
+    "upstream_error": ErrorSpec(502, "The provider failed to answer."),
+    "upstream_timeout": ErrorSpec(504, "The provider did not answer in time."),
+    "request_timeout": ErrorSpec(504, "The request ran past its deadline."),
+    "shutting_down": ErrorSpec(503, "SubLane is shutting down."),
+    "internal_error": ErrorSpec(500, "Something went wrong inside SubLane."),
+}
+
+
+class SubLaneError(Exception):
+    """An error with a catalogued code; the web layer renders it in the caller's protocol shape."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str | None = None,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        spec = ERROR_CATALOGUE.get(code)
+        if spec is None:
+            raise KeyError(f"error code {code!r} is not in the catalogue")
+        self.code = code
+        self.message = message or spec.message
+        self.status = status if status is not None else spec.status
+        self.retry_after = retry_after
+        super().__init__(f"{code}: {self.message}")
+
+    def body(self) -> dict[str, dict[str, str]]:
+        """The management API's error shape: ``{"error": {"code", "message"}}``."""
+        return {"error": {"code": self.code, "message": self.message}}

@@ -1,0 +1,96 @@
+"""Structured, sanitized logs: secrets never reach a log line (STORE-4, CRED-9)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from typing import Any
+
+# Shapes of secrets SubLane handles: JWTs, provider tokens, our keys, bearer values, key=value pairs.
+_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),  # JWT
+    re.compile(r"sk-ant-[a-z]{2,4}\d{2}-[A-Za-z0-9_-]{8,}"),  # Claude OAuth / API tokens
+    re.compile(r"sk-[A-Za-z0-9_-]{16,}"),  # OpenAI-style keys
+    re.compile(r"ya29\.[A-Za-z0-9_.-]{8,}"),  # Google access tokens
+    re.compile(r"1//[A-Za-z0-9_-]{16,}"),  # Google refresh tokens
+    re.compile(r"sl_[A-Za-z0-9_-]{20,}"),  # SubLane keys
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(
+        r"(?i)((?:access_token|refresh_token|id_token|password|secret|api_key|code_verifier|code)"
+        r"[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,}]{4,}"
+    ),
+)
+REDACTED = "[redacted]"
+
+
+def redact(text: str) -> str:
+    """``text`` with anything shaped like a secret replaced by ``[redacted]``."""
+    for pattern in _SECRET_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites every record's message (arguments merged) and exception text through :func:`redact`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not lose the line
+            message = str(record.msg)
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, exception and ``extra`` fields."""
+
+    _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+        "message",
+        "asctime",
+        "color_message",  # uvicorn's ANSI-coloured copy of msg
+    }
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in self._RESERVED and not key.startswith("_"):
+                entry[key] = redact(value) if isinstance(value, str) else value
+        if record.exc_text:
+            entry["exc"] = record.exc_text
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
+    """Send every log line to stderr through the redacting filter, as JSON or plain text."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactingFilter())
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        formatter.converter = time.gmtime
+        handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = []
+        logger.propagate = True
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))

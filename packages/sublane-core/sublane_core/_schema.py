@@ -1,0 +1,252 @@
+"""The shared schema: SQLModel tables every package reads and writes.
+
+Alembic migrations (``sublane_core/migrations``) are the only way these tables are created or
+changed (STORE-1); a test checks that the migrated database matches these declarations. Times are
+Unix seconds as floats. Runtime tables are designed now so later migrations stay additive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+# Names for constraints, so that Alembic batch migrations on SQLite can address them later.
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ROLE_ADMIN = "admin"
+ROLE_MEMBER = "member"
+PROVIDERS = ("codex", "claude", "antigravity")
+AUTH_OK = "ok"
+AUTH_REAUTH_REQUIRED = "reauth_required"
+AFFINITY_SCOPE_AUTO = "auto"
+ACCOUNT_WIDE = ""  # the ``model`` of an account-wide cooldown row
+DEFAULT_GROUP_NAME = "default"
+DEFAULT_MAX_CONCURRENCY = 30
+MAX_CONCURRENCY_RANGE = (1, 1000)
+
+
+def _fk(target: str, *, cascade: bool = True) -> Any:
+    return sa.Column(
+        sa.Integer, sa.ForeignKey(target, ondelete="CASCADE" if cascade else None), nullable=False
+    )
+
+
+# -- people and access ---------------------------------------------------------------------------
+
+
+class User(SQLModel, table=True):
+    """A signed-in person: role ``admin`` or ``member``."""
+
+    __tablename__ = "users"
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    password_hash: str = Field(max_length=256)
+    role: str = Field(max_length=16)
+    enabled: bool = True
+    member_concurrency: int = Field(default=10, description="ADM-3; 0 = unlimited")
+    rpm: int = Field(default=0, description="ADM-4 requests per minute; 0 = unlimited")
+    created_at: float
+    updated_at: float
+
+
+class WebSession(SQLModel, table=True):
+    """A browser sign-in. Only a digest of the cookie value is stored."""
+
+    __tablename__ = "web_sessions"
+
+    token_digest: str = Field(primary_key=True, max_length=64)
+    user_id: int = Field(sa_column=_fk("users.id"))
+    created_at: float
+    expires_at: float = Field(index=True)
+
+
+class ResourceGroup(SQLModel, table=True):
+    """A set of accounts that a set of members may use; ``model_policy`` limits the models."""
+
+    __tablename__ = "resource_groups"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    model_policy: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+    created_at: float
+    updated_at: float
+
+
+class GroupMember(SQLModel, table=True):
+    """Membership of a user in a resource group."""
+
+    __tablename__ = "group_members"
+
+    group_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("resource_groups.id", ondelete="CASCADE"), primary_key=True
+        )
+    )
+    user_id: int = Field(
+        sa_column=sa.Column(sa.Integer, sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    )
+
+
+class GroupAccount(SQLModel, table=True):
+    """An account's place in a resource group."""
+
+    __tablename__ = "group_accounts"
+
+    group_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("resource_groups.id", ondelete="CASCADE"), primary_key=True
+        )
+    )
+    account_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True, index=True
+        )
+    )
+
+
+class ApiKey(SQLModel, table=True):
+    """A member's key, bound to one group for life. Only the SHA-256 digest of the secret is kept."""
+
+    __tablename__ = "api_keys"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(sa_column=_fk("users.id"))
+    group_id: int = Field(sa_column=_fk("resource_groups.id"))
+    name: str = Field(max_length=64)
+    digest: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    hint: str = Field(max_length=16, description="first and last characters, for recognition")
+    enabled: bool = True
+    created_at: float
+    expires_at: float | None = None
+    revoked_at: float | None = None
+
+
+# -- upstream accounts ---------------------------------------------------------------------------
+
+
+class Account(SQLModel, table=True):
+    """One upstream subscription login, with its credentials encrypted (CRED-9)."""
+
+    __tablename__ = "accounts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(max_length=16)
+    name: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    enabled: bool = True
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    credentials: bytes = Field(sa_type=sa.LargeBinary, description="AES-GCM sealed JSON bundle")
+    credentials_expires_at: float | None = Field(default=None, description="access token expiry")
+    credentials_rejected_at: float | None = Field(
+        default=None, description="CRED-5: the current access token was rejected upstream"
+    )
+    identity_email: str | None = Field(default=None, max_length=256)
+    identity_plan: str | None = Field(default=None, max_length=64)
+    identity_subject: str | None = Field(
+        default=None, max_length=256, description="upstream account/workspace/project id"
+    )
+    auth_state: str = Field(default=AUTH_OK, max_length=32)
+    auth_error: str | None = Field(default=None, max_length=64, description="sanitized code only")
+    lifecycle_revision: int = Field(default=1, description="advanced by enable/disable and re-auth")
+    created_at: float
+    updated_at: float
+
+
+# -- runtime state (scheduler, quota) -------------------------------------------------------------
+
+
+class AccountCooldown(SQLModel, table=True):
+    """An account-wide (``model == ""``) or model-scoped cooldown (COOL-7, MCOOL, AGL-2)."""
+
+    __tablename__ = "account_cooldowns"
+
+    account_id: int = Field(
+        sa_column=sa.Column(sa.Integer, sa.ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    )
+    model: str = Field(default=ACCOUNT_WIDE, primary_key=True, max_length=128)
+    until: float
+    reason: str = Field(max_length=32)
+    failure_streak: int = 0
+    lifecycle_revision: int = 1
+    runtime_revision: int = 0
+    updated_at: float
+
+
+class Affinity(SQLModel, table=True):
+    """A conversation's bound account (AFF-7), keyed by a digest of (group, conversation key)."""
+
+    __tablename__ = "affinity"
+
+    digest: str = Field(primary_key=True, max_length=64)
+    scope: str = Field(default=AFFINITY_SCOPE_AUTO, max_length=16)
+    group_id: int = Field(sa_column=_fk("resource_groups.id"))
+    account_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    model: str | None = Field(default=None, max_length=128)
+    created_at: float
+    last_used_at: float
+
+
+class QuotaObservation(SQLModel, table=True):
+    """One normalized quota window of an account as last observed (QUOTA-2, QUOTA-8)."""
+
+    __tablename__ = "quota_observations"
+
+    account_id: int = Field(
+        sa_column=sa.Column(sa.Integer, sa.ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    )
+    window: str = Field(primary_key=True, max_length=64)
+    model: str = Field(default="", primary_key=True, max_length=128, description="Antigravity model")
+    main: bool = Field(default=True, description="QUOTA-4: only main windows may exclude")
+    used_percent: float | None = None
+    window_seconds: int | None = None
+    resets_at: float | None = None
+    limit_reached: bool = False
+    plan: str | None = Field(default=None, max_length=64)
+    observed_at: float
+    lifecycle_revision: int = 1
+
+
+# -- history --------------------------------------------------------------------------------------
+
+
+class RequestRecord(SQLModel, table=True):
+    """Metadata of one model attempt (HIST-2). Never prompts, bodies, headers or secrets."""
+
+    __tablename__ = "request_records"
+    __table_args__ = (
+        sa.Index("ix_request_records_user_id_id", "user_id", "id"),
+        {"sqlite_autoincrement": True},  # HIST-6: IDs are never reused after cleanup
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    request_id: str = Field(max_length=40, sa_column_kwargs={"unique": True})
+    started_at: float = Field(index=True)
+    duration_ms: int | None = None
+    first_token_ms: int | None = None
+    user_id: int
+    key_id: int | None = None
+    group_id: int | None = None
+    account_id: int | None = None
+    provider: str | None = Field(default=None, max_length=16)
+    model: str = Field(max_length=128)
+    protocol: str = Field(max_length=32)
+    operation: str = Field(max_length=32)
+    outcome: str = Field(max_length=16)
+    error_code: str | None = Field(default=None, max_length=64)
+    upstream_status: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)

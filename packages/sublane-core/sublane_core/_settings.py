@@ -1,0 +1,115 @@
+"""Start-up configuration: every ``SUBLANE_*`` variable of SPEC §17, read once by pydantic-settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """SubLane's settings. Each field maps to ``SUBLANE_<FIELD>`` (also read from an optional ``.env``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SUBLANE_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        frozen=True,
+    )
+
+    # -- storage ---------------------------------------------------------------------------------
+    data_dir: Path = Field(Path("./data"), description="Holds sublane.db and credentials.key.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; default sqlite:///$SUBLANE_DATA_DIR/sublane.db."
+    )
+
+    # -- listening -------------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Address to listen on.")
+    port: int = Field(8080, ge=0, le=65535, description="Port to listen on.")
+
+    # -- first admin -----------------------------------------------------------------------------
+    admin_username: str | None = Field(None, description="First admin's name (empty database only).")
+    admin_password: SecretStr | None = Field(None, description="First admin's password.")
+
+    # -- admission and waiting (ADM, WAIT) -------------------------------------------------------
+    workspace_capacity: int = Field(128, ge=1, le=100_000, description="ADM-2 operations at once.")
+    member_concurrency_default: int = Field(
+        10, ge=0, le=1000, description="ADM-3 default per member; 0 = unlimited."
+    )
+    wait_timeout_s: float = Field(30, ge=0, le=3600, description="WAIT-1 longest wait for a slot.")
+    wait_queue_max: int = Field(100, ge=0, le=100_000, description="WAIT-1 waiters per resource group.")
+
+    # -- cooldowns (COOL, MCOOL) -----------------------------------------------------------------
+    cooldown_fallback_s: float = Field(
+        5, gt=0, le=3600, description="COOL-1 cooldown when Retry-After is absent."
+    )
+    model_failure_threshold: int = Field(
+        3, ge=0, le=1000, description="MCOOL-2 failures that cool a model; 0 disables."
+    )
+    model_failure_window_s: float = Field(120, gt=0, le=86_400, description="MCOOL-2 counting window.")
+    model_cooldown_initial_s: float = Field(10, gt=0, le=3600, description="MCOOL-2 first cooldown.")
+    model_cooldown_max_s: float = Field(300, gt=0, le=86_400, description="MCOOL-2 longest cooldown.")
+
+    # -- streaming and timeouts (TIME) -----------------------------------------------------------
+    sse_heartbeat_s: float = Field(10, gt=0, le=3600, description="TIME-1 SSE keep-alive period.")
+    stream_idle_timeout_s: float = Field(
+        0, ge=0, le=86_400, description="TIME-2 upstream idle limit; 0 = off."
+    )
+    header_timeout_s: float = Field(300, gt=0, le=86_400, description="TIME-3 inference header timeout.")
+    metadata_timeout_s: float = Field(30, gt=0, le=3600, description="TIME-3 quota/discovery/token timeout.")
+    request_timeout_s: float = Field(1800, gt=0, le=86_400, description="ADM-9/TIME-3 total deadline.")
+
+    # -- quota (QW) and history (HIST) -----------------------------------------------------------
+    gateway_quota_weighted: bool = Field(False, description="QW-1 quota-weighted rotation.")
+    history_max_records: int = Field(5000, ge=1, le=10_000_000, description="HIST-6 records kept.")
+    history_days: float = Field(7, gt=0, le=3650, description="HIST-6 days kept.")
+
+    # -- upstreams -------------------------------------------------------------------------------
+    codex_base_url: str = Field("https://chatgpt.com/backend-api", description="Codex backend base.")
+    openai_auth_url: str = Field("https://auth.openai.com", description="OpenAI OAuth base.")
+    claude_base_url: str = Field("https://api.anthropic.com", description="Claude API base.")
+    claude_auth_url: str = Field("https://platform.claude.com", description="Claude OAuth base.")
+    antigravity_base_url: str = Field(
+        "https://cloudcode-pa.googleapis.com", description="Antigravity (cloudcode-pa) base."
+    )
+    google_auth_url: str = Field("https://oauth2.googleapis.com", description="Google OAuth base.")
+
+    # -- sessions and logs (not in SPEC §17; additive) -------------------------------------------
+    session_ttl_s: int = Field(
+        7 * 24 * 3600, ge=60, le=365 * 24 * 3600, description="Web sign-in session lifetime."
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Extra Origin values accepted on mutations (e.g. behind a TLS proxy).",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
+    log_format: Literal["json", "text"] = Field("json", description="Log line format.")
+
+    @property
+    def effective_database_url(self) -> str:
+        """The database URL, defaulting to the SQLite file inside the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'sublane.db').as_posix()}"
+
+    @property
+    def credentials_key_path(self) -> Path:
+        """Where the credential encryption key lives (CRED-9)."""
+        return self.data_dir / "credentials.key"
+
+
+def settings_help() -> list[tuple[str, str, str]]:
+    """``(variable, default, meaning)`` for every setting, for ``sublane serve --help``."""
+    rows: list[tuple[str, str, str]] = []
+    for name, field in Settings.model_fields.items():
+        if field.default_factory is not None:
+            default = "[]"
+        elif field.default is None:
+            default = "unset"
+        else:
+            default = str(field.default)
+        rows.append((f"SUBLANE_{name.upper()}", default, field.description or ""))
+    return rows

@@ -1,0 +1,188 @@
+"""The event bus: every blinker signal SubLane's packages exchange, each with a typed payload.
+
+Signals *notify*; anything that must change a request's outcome is a direct, typed call. Receivers
+are connected by ``apps/gateway`` at start-up, never at import time. A receiver that raises is
+logged and skipped: it never breaks the request that sent the signal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from blinker import Namespace
+
+_namespace = Namespace()
+_log = logging.getLogger("sublane.signals")
+
+P = TypeVar("P")
+
+
+class TypedSignal(Generic[P]):
+    """A blinker signal whose senders and receivers agree on one payload type."""
+
+    def __init__(self, name: str, payload_type: type[P], doc: str) -> None:
+        self.name = name
+        self.payload_type = payload_type
+        self._signal = _namespace.signal(name, doc=doc)
+        self.__doc__ = doc
+
+    def connect(self, receiver: Callable[[P], None]) -> Callable[[], None]:
+        """Call ``receiver(payload)`` on every send; returns a function that disconnects it."""
+
+        def adapter(_sender: Any, payload: P) -> None:
+            receiver(payload)
+
+        self._signal.connect(adapter, weak=False)
+        return lambda: self._signal.disconnect(adapter)
+
+    def send(self, payload: P) -> None:
+        """Deliver ``payload`` to every receiver; a failing receiver is logged, never raised."""
+        if not isinstance(payload, self.payload_type):
+            raise TypeError(f"{self.name} carries {self.payload_type.__name__}, not {type(payload).__name__}")
+        if not self._signal.receivers:
+            return
+        for receiver in list(self._signal.receivers_for(None)):
+            try:
+                receiver(None, payload=payload)
+            except Exception:
+                _log.exception("receiver of %s failed", self.name)
+
+    @property
+    def has_receivers(self) -> bool:
+        """Whether anyone listens (senders may skip building a payload when nobody does)."""
+        return bool(self._signal.receivers)
+
+
+# -- payloads --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AccountChanged:
+    """An account was created, edited, enabled, disabled, re-authorized, deleted or had its limit set."""
+
+    account_id: int
+    change: str  # "created" | "updated" | "enabled" | "disabled" | "deleted" | "limits" | "reauthorized"
+    lifecycle_revision: int
+    max_concurrency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AccessChanged:
+    """Users, keys, groups or memberships changed: cached access decisions must be re-checked."""
+
+    kind: str  # "user" | "key" | "group" | "membership"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseAcquired:
+    """A model request took a slot on an account."""
+
+    request_id: str
+    account_id: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseReleased:
+    """A lease ended (exactly once per lease, ADM-6)."""
+
+    request_id: str
+    account_id: int
+    model: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSucceeded:
+    """An upstream call finished successfully; carries the runtime revision seen at dispatch (COOL-5)."""
+
+    account_id: int
+    model: str
+    runtime_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamFailed:
+    """An upstream call failed transiently (5xx, broken stream): counts toward MCOOL."""
+
+    account_id: int
+    model: str
+    runtime_revision: int
+    status: int | None
+    error_code: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRateLimited:
+    """The upstream answered 429 (COOL-1) or a model-scoped limit (AGL-1)."""
+
+    account_id: int
+    model: str | None  # None = account-wide
+    runtime_revision: int
+    retry_after_s: float | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaWindow:
+    """One normalized quota window (QUOTA-2)."""
+
+    window: str
+    used_percent: float | None
+    window_seconds: int | None
+    resets_at: float | None
+    limit_reached: bool = False
+    main: bool = True
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaObserved:
+    """A provider reported quota, from a response's headers or a quota read."""
+
+    account_id: int
+    lifecycle_revision: int
+    observed_at: float
+    plan: str | None
+    windows: tuple[QuotaWindow, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialsRefreshed:
+    """An account's OAuth credentials were refreshed and persisted."""
+
+    account_id: int
+    expires_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialsRejected:
+    """The token endpoint or the model endpoint rejected an account's credentials (CRED-6)."""
+
+    account_id: int
+    reauth_required: bool
+    reason: str
+
+
+# -- signals ---------------------------------------------------------------------------------------
+
+account_changed = TypedSignal("account-changed", AccountChanged, "An account's settings changed.")
+access_changed = TypedSignal("access-changed", AccessChanged, "Users, keys or groups changed.")
+lease_acquired = TypedSignal("lease-acquired", LeaseAcquired, "A request took an account slot.")
+lease_released = TypedSignal("lease-released", LeaseReleased, "A request gave its account slot back.")
+upstream_succeeded = TypedSignal("upstream-succeeded", UpstreamSucceeded, "An upstream call succeeded.")
+upstream_failed = TypedSignal("upstream-failed", UpstreamFailed, "An upstream call failed transiently.")
+upstream_rate_limited = TypedSignal(
+    "upstream-rate-limited", UpstreamRateLimited, "An upstream answered with a rate limit."
+)
+quota_observed = TypedSignal("quota-observed", QuotaObserved, "A provider reported quota.")
+credentials_refreshed = TypedSignal(
+    "credentials-refreshed", CredentialsRefreshed, "An account's credentials were refreshed."
+)
+credentials_rejected = TypedSignal(
+    "credentials-rejected", CredentialsRejected, "An account's credentials were rejected."
+)

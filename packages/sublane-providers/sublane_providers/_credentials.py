@@ -1,0 +1,86 @@
+"""What importing a credential file yields, whatever the provider."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_TOKEN_CHARS = 16_384
+
+
+class CredentialFormatError(ValueError):
+    """The credential file is not of a shape the provider writes. The message names no secret."""
+
+
+@dataclass(frozen=True, slots=True)
+class AccountIdentity:
+    """Who the upstream account is, as far as the credentials tell (never a secret)."""
+
+    email: str | None = None
+    plan: str | None = None
+    subject: str | None = None  # upstream account / workspace / project id
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedCredentials:
+    """A normalized credential bundle (to be encrypted) with its expiry and identity."""
+
+    provider: str
+    bundle: dict[str, Any]
+    expires_at: float | None
+    identity: AccountIdentity = field(default_factory=AccountIdentity)
+
+
+def require_token(data: Mapping[str, Any], key: str, where: str) -> str:
+    """``data[key]`` as a plausible token string, else :class:`CredentialFormatError`."""
+    token = optional_token(data, key, where)
+    if token is None:
+        raise CredentialFormatError(f"{where} has no {key!r}")
+    return token
+
+
+def optional_token(data: Mapping[str, Any], key: str, where: str) -> str | None:
+    """``data[key]`` as a token string when present and non-empty; reject anything else."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise CredentialFormatError(f"{where}: {key!r} must be a string")
+    if len(value) > MAX_TOKEN_CHARS or any(ch.isspace() for ch in value):
+        raise CredentialFormatError(f"{where}: {key!r} is not a token")
+    return value
+
+
+def optional_text(data: Mapping[str, Any], key: str, limit: int = 256) -> str | None:
+    """A short informational string (email, plan, project), or ``None`` when absent or unusable."""
+    value = data.get(key)
+    if isinstance(value, str) and value and len(value) <= limit:
+        return value
+    return None
+
+
+def require_object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` as a JSON object, else :class:`CredentialFormatError`."""
+    if not isinstance(value, Mapping):
+        raise CredentialFormatError(f"{where} must be a JSON object")
+    return value
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """Unix seconds from seconds, milliseconds or an ISO-8601 string; ``None`` when unusable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value) / 1000 if value > 10**11 else float(value)
+        return seconds if seconds > 0 else None
+    if isinstance(value, str) and value:
+        try:
+            parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        return parsed.timestamp()
+    return None
