@@ -1,4 +1,4 @@
-"""Request bodies of the management API. Unknown fields are refused so typos never pass silently."""
+"""Request bodies of the management API: strict types, and unknown fields refused so typos never pass."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ Id = Annotated[int, Field(ge=1, le=2**62)]
 class Body(BaseModel):
     """Base of every request body: strict about unknown fields."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class LoginBody(Body):

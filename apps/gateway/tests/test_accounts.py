@@ -1,0 +1,215 @@
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlmodel import Session, select
+
+from sublane_core import AccountCooldown, CredentialCipher, load_or_create_key
+from sublane_gateway.testing import Gateway
+
+
+def _jwt(claims: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+ACCESS = _jwt({"exp": 1_900_000_000, "note": "access-token-PLAINTEXT-MARKER"})
+REFRESH = "rt-PLAINTEXT-MARKER-0123456789"
+CODEX_AUTH_JSON = {
+    "auth_mode": "chatgpt",
+    "OPENAI_API_KEY": None,
+    "tokens": {
+        "id_token": _jwt(
+            {
+                "email": "dev@example.com",
+                "https://api.openai.com/auth": {"chatgpt_account_id": "acct-42", "chatgpt_plan_type": "plus"},
+            }
+        ),
+        "access_token": ACCESS,
+        "refresh_token": REFRESH,
+        "account_id": None,
+    },
+    "last_refresh": "2026-11-01T00:00:00Z",
+}
+CLAUDE_FILE = {
+    "claudeAiOauth": {
+        "accessToken": "sk-ant-oat01-PLAINTEXT-MARKER",
+        "refreshToken": "sk-ant-ort01-PLAINTEXT-MARKER",
+        "expiresAt": 1_900_000_000_000,
+        "scopes": ["user:inference", "user:profile"],
+        "subscriptionType": "max",
+    }
+}
+ANTIGRAVITY_FILE = {
+    "type": "antigravity",
+    "access_token": "ya29.PLAINTEXT-MARKER",
+    "refresh_token": "1//PLAINTEXT-MARKER",
+    "expires_in": 3599,
+    "timestamp": 1_900_000_000_000,
+    "email": "g@example.com",
+    "project_id": "proj-7",
+}
+
+
+def _import(admin: httpx.Client, provider: str, name: str, credentials: dict[str, Any], **extra: Any) -> httpx.Response:
+    return admin.post(
+        "/api/accounts/import", json={"provider": provider, "name": name, "credentials": credentials, **extra}
+    )
+
+
+def test_adm_1_imported_codex_account_defaults_to_30_and_shows_identity(admin: httpx.Client) -> None:
+    response = _import(admin, "codex", "team-plus", CODEX_AUTH_JSON, group_ids=[1])
+    assert response.status_code == 201, response.text
+    account = response.json()
+    assert account["provider"] == "codex"
+    assert account["max_concurrency"] == 30
+    assert account["identity"] == {"email": "dev@example.com", "plan": "plus", "subject": "acct-42"}
+    assert account["auth_state"] == "ok"
+    assert account["enabled"] is True
+    assert account["group_ids"] == [1]
+    assert account["credentials_expires_at"] == 1_900_000_000
+    assert "PLAINTEXT-MARKER" not in response.text
+    listed = admin.get("/api/accounts")
+    assert [item["name"] for item in listed.json()["items"]] == ["team-plus"]
+    assert "PLAINTEXT-MARKER" not in listed.text and "credentials" not in listed.json()["items"][0]
+
+
+@pytest.mark.parametrize(
+    ("provider", "credentials", "identity"),
+    [
+        ("claude", CLAUDE_FILE, {"email": None, "plan": "max", "subject": None}),
+        ("antigravity", ANTIGRAVITY_FILE, {"email": "g@example.com", "plan": None, "subject": "proj-7"}),
+    ],
+)
+def test_claude_and_antigravity_files_import(
+    admin: httpx.Client, provider: str, credentials: dict[str, Any], identity: dict[str, Any]
+) -> None:
+    response = _import(admin, provider, f"{provider}-1", credentials)
+    assert response.status_code == 201, response.text
+    assert response.json()["identity"] == identity
+    assert "PLAINTEXT-MARKER" not in response.text
+
+
+def test_cred_9_database_file_holds_no_plaintext_token(gateway: Gateway, admin: httpx.Client, data_dir: Path) -> None:
+    for provider, credentials in (("codex", CODEX_AUTH_JSON), ("claude", CLAUDE_FILE), ("antigravity", ANTIGRAVITY_FILE)):
+        assert _import(admin, provider, provider, credentials).status_code == 201
+    with Session(gateway.engine) as db:
+        db.exec(select(AccountCooldown)).all()
+        db.connection().exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = b"".join(path.read_bytes() for path in data_dir.glob("sublane.db*"))
+    assert b"PLAINTEXT-MARKER" not in raw
+    assert REFRESH.encode() not in raw
+    # ...but the key beside it opens them.
+    cipher = CredentialCipher(load_or_create_key(data_dir / "credentials.key", create=False))
+    with Session(gateway.engine) as db:
+        sealed = db.connection().exec_driver_sql("SELECT credentials FROM accounts WHERE provider='codex'").scalar_one()
+    assert cipher.decrypt(sealed)["refresh_token"] == REFRESH
+
+
+@pytest.mark.parametrize(
+    ("provider", "credentials", "code"),
+    [
+        ("openai", CODEX_AUTH_JSON, "unknown_provider"),
+        ("codex", CLAUDE_FILE, "invalid_credentials_file"),
+        ("claude", CODEX_AUTH_JSON, "invalid_credentials_file"),
+        ("antigravity", CLAUDE_FILE, "invalid_credentials_file"),
+        ("codex", {"tokens": {"access_token": ACCESS}}, "invalid_credentials_file"),
+        ("codex", {"tokens": None, "OPENAI_API_KEY": "sk-proj-abcdefghijklmnopqrstuv"}, "invalid_credentials_file"),
+    ],
+)
+def test_wrong_credential_files_are_refused_without_echo(
+    admin: httpx.Client, provider: str, credentials: dict[str, Any], code: str
+) -> None:
+    response = _import(admin, provider, "acct", credentials)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code
+    assert "PLAINTEXT-MARKER" not in response.text and "sk-proj" not in response.text
+    assert admin.get("/api/accounts").json()["items"] == []
+
+
+def test_bad_account_input(admin: httpx.Client) -> None:
+    assert _import(admin, "codex", "a", CODEX_AUTH_JSON).status_code == 201
+    duplicate = _import(admin, "codex", "a", CODEX_AUTH_JSON)
+    assert duplicate.status_code == 409 and duplicate.json()["error"]["code"] == "name_taken"
+    unknown_group = _import(admin, "codex", "b", CODEX_AUTH_JSON, group_ids=[99])
+    assert unknown_group.status_code == 400
+    not_an_object = admin.post("/api/accounts/import", json={"provider": "codex", "name": "c", "credentials": "x"})
+    assert not_an_object.status_code == 400
+    assert [item["name"] for item in admin.get("/api/accounts").json()["items"]] == ["a"]
+
+
+@pytest.mark.parametrize("value", [0, 1001, -1, 2.5, "10", None])
+def test_adm_1_limits_outside_1_to_1000_are_refused(admin: httpx.Client, value: object) -> None:
+    account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON).json()["id"]
+    response = admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": value})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert admin.get(f"/api/accounts/{account_id}").json()["max_concurrency"] == 30
+
+
+@pytest.mark.parametrize("value", [1, 1000])
+def test_adm_1_limits_within_1_to_1000_are_stored(admin: httpx.Client, value: int) -> None:
+    account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON).json()["id"]
+    response = admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": value})
+    assert response.status_code == 200
+    assert response.json() == {"id": account_id, "max_concurrency": value}
+    assert admin.get(f"/api/accounts/{account_id}").json()["max_concurrency"] == value
+
+
+def test_enable_and_disable_advance_the_lifecycle_revision(admin: httpx.Client) -> None:
+    account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON).json()["id"]
+    renamed = admin.patch(f"/api/accounts/{account_id}", json={"name": "renamed"}).json()
+    assert renamed["name"] == "renamed" and renamed["lifecycle_revision"] == 1
+    disabled = admin.patch(f"/api/accounts/{account_id}", json={"enabled": False}).json()
+    assert disabled["enabled"] is False and disabled["lifecycle_revision"] == 2
+    same = admin.patch(f"/api/accounts/{account_id}", json={"enabled": False}).json()
+    assert same["lifecycle_revision"] == 2
+    enabled = admin.patch(f"/api/accounts/{account_id}", json={"enabled": True}).json()
+    assert enabled["enabled"] is True and enabled["lifecycle_revision"] == 3
+
+
+def test_reimporting_credentials_reauthorizes(gateway: Gateway, admin: httpx.Client) -> None:
+    account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON).json()["id"]
+    with Session(gateway.engine) as db:
+        db.connection().exec_driver_sql(
+            "UPDATE accounts SET auth_state='reauth_required', auth_error='invalid_grant' WHERE id=?", (account_id,)
+        )
+        db.commit()
+    wrong_provider = admin.post(f"/api/accounts/{account_id}/credentials", json={"credentials": CLAUDE_FILE})
+    assert wrong_provider.status_code == 400
+    response = admin.post(f"/api/accounts/{account_id}/credentials", json={"credentials": CODEX_AUTH_JSON})
+    assert response.status_code == 200
+    assert response.json()["auth_state"] == "ok" and response.json()["auth_error"] is None
+    assert response.json()["lifecycle_revision"] == 2
+
+
+def test_delete_removes_the_account_and_its_runtime_state(gateway: Gateway, admin: httpx.Client) -> None:
+    account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON, group_ids=[1]).json()["id"]
+    with Session(gateway.engine) as db:
+        db.add(AccountCooldown(account_id=account_id, model="", until=1e12, reason="rate_limited", updated_at=0))
+        db.commit()
+    assert admin.delete(f"/api/accounts/{account_id}").status_code == 204
+    assert admin.get(f"/api/accounts/{account_id}").status_code == 404
+    assert admin.delete(f"/api/accounts/{account_id}").status_code == 404
+    assert admin.get("/api/groups").json()["items"][0]["account_ids"] == []
+    with Session(gateway.engine) as db:
+        assert db.exec(select(AccountCooldown)).all() == []
+
+
+def test_members_cannot_see_or_change_accounts(gateway: Gateway, admin: httpx.Client) -> None:
+    account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON).json()["id"]
+    _, member = gateway.member(admin, "bob")
+    assert member.get("/api/accounts").status_code == 403
+    assert member.get(f"/api/accounts/{account_id}").status_code == 403
+    assert _import(member, "codex", "mine", CODEX_AUTH_JSON).status_code == 403
+    assert member.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 2}).status_code == 403
+    assert member.patch(f"/api/accounts/{account_id}", json={"enabled": False}).status_code == 403
+    assert member.delete(f"/api/accounts/{account_id}").status_code == 403
+    assert admin.get(f"/api/accounts/{account_id}").json()["enabled"] is True

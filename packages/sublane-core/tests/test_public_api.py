@@ -1,0 +1,24 @@
+"""The public surface of sublane-core changes only on purpose: update this list with the change."""
+
+from __future__ import annotations
+
+import sublane_core
+
+EXPECTED = [
+    "Settings", "settings_help",
+    "create_db_engine", "current_revision", "head_revision", "upgrade_database",
+    "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
+    "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "PROVIDERS", "ROLE_ADMIN", "ROLE_MEMBER",
+    "Account", "AccountCooldown", "Affinity", "ApiKey", "GroupAccount", "GroupMember", "QuotaObservation",
+    "RequestRecord", "ResourceGroup", "User", "WebSession",
+    "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
+    "signals",
+    "Clock", "FakeClock", "SystemClock", "new_request_id", "new_secret_token", "sha256_hex",
+    "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "configure_logging", "redact",
+]  # fmt: skip
+
+
+def test_public_api_is_pinned() -> None:
+    assert sublane_core.__all__ == EXPECTED
+    for name in EXPECTED:
+        assert hasattr(sublane_core, name), name

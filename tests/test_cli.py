@@ -1,0 +1,229 @@
+"""The ``sublane`` command as a user runs it: a real process, a real port, a real database file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sublane"
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SUBLANE_")}
+    env.update({"SUBLANE_DATA_DIR": str(data_dir), "SUBLANE_LOG_FORMAT": "json"}, **extra)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serve(data_dir: Path, log: Path | None = None, **extra: str) -> Iterator[str]:
+    """Run ``sublane serve`` until the block ends; its output goes to ``log``."""
+    port = _free_port()
+    log = log or data_dir.parent / "serve.log"
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as output:
+        process = subprocess.Popen(
+            [SUBLANE, "serve", "--port", str(port)],
+            env=_env(data_dir, **extra),
+            cwd=data_dir.parent,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"sublane serve exited:\n{log.read_text()}")
+            try:
+                httpx.get(f"{url}/openapi.json", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_serve_help_lists_every_setting() -> None:
+    result = subprocess.run(
+        [SUBLANE, "serve", "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    for variable in (
+        "SUBLANE_DATA_DIR",
+        "SUBLANE_WORKSPACE_CAPACITY",
+        "SUBLANE_CODEX_BASE_URL",
+        "SUBLANE_HISTORY_DAYS",
+    ):
+        assert variable in result.stdout
+
+
+def test_store_1_migrate_creates_the_database_and_is_repeatable(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    first = subprocess.run(
+        [SUBLANE, "migrate"], env=_env(data_dir), capture_output=True, text=True, timeout=60
+    )
+    assert first.returncode == 0, first.stderr
+    assert (data_dir / "sublane.db").exists()
+    assert "upgraded from empty" in first.stderr
+    second = subprocess.run(
+        [SUBLANE, "migrate"], env=_env(data_dir), capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 0 and "upgraded" not in second.stderr
+
+
+def test_invalid_settings_fail_with_a_clear_message(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [SUBLANE, "migrate"],
+        env=_env(tmp_path / "data", SUBLANE_WORKSPACE_CAPACITY="none"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "workspace_capacity" in result.stderr
+
+
+CODEX_AUTH_JSON = {
+    "tokens": {
+        "access_token": "at-cli-PLAINTEXT",
+        "refresh_token": "rt-cli-PLAINTEXT",
+        "account_id": "acct-cli",
+    },
+    "last_refresh": "2026-11-01T00:00:00Z",
+}
+
+
+def test_readme_quick_start_flow_over_a_real_process(tmp_path: Path) -> None:
+    """Sign in as the bootstrap admin, add a member, a group, a key, a Codex account and a limit."""
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1") as url:
+        admin = httpx.Client(base_url=url, timeout=10)
+        assert (
+            admin.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"}).status_code
+            == 200
+        )
+        member = admin.post("/api/users", json={"username": "bob", "password": "bob-pass-12"}).json()
+        group = admin.post("/api/groups", json={"name": "team"}).json()
+        admin.put(f"/api/groups/{group['id']}/members", json={"user_ids": [member["id"]]})
+        key = admin.post(f"/api/users/{member['id']}/keys", json={"name": "laptop", "group_id": group["id"]})
+        assert key.status_code == 201 and key.json()["secret"].startswith("sl_")
+        account = admin.post(
+            "/api/accounts/import",
+            json={
+                "provider": "codex",
+                "name": "plus-1",
+                "credentials": CODEX_AUTH_JSON,
+                "group_ids": [group["id"]],
+            },
+        )
+        assert account.status_code == 201
+        limit = admin.patch(f"/api/accounts/{account.json()['id']}/limits", json={"max_concurrency": 4})
+        assert limit.json()["max_concurrency"] == 4
+        admin.close()
+    assert oct((data_dir / "credentials.key").stat().st_mode & 0o777) == "0o600"
+    # State survives a restart, and the stored secrets stay sealed.
+    with serve(data_dir) as url:
+        client = httpx.Client(base_url=url, timeout=10)
+        assert (
+            client.post("/api/auth/login", json={"username": "bob", "password": "bob-pass-12"}).status_code
+            == 200
+        )
+        assert [item["name"] for item in client.get("/api/me/keys").json()["items"]] == ["laptop"]
+        client.close()
+    assert b"PLAINTEXT" not in (data_dir / "sublane.db").read_bytes()
+
+
+def test_cred_9_serve_refuses_to_start_without_the_key_of_stored_credentials(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1") as url:
+        admin = httpx.Client(base_url=url, timeout=10)
+        admin.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"})
+        admin.post(
+            "/api/accounts/import", json={"provider": "codex", "name": "a", "credentials": CODEX_AUTH_JSON}
+        )
+        admin.close()
+    (data_dir / "credentials.key").unlink()
+    result = subprocess.run(
+        [SUBLANE, "serve", "--port", str(_free_port())],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "credentials.key" in result.stderr and "backup" in result.stderr
+    assert not (data_dir / "credentials.key").exists()
+
+
+def test_admin_reset_password_reads_stdin(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    env = _env(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1")
+    with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1"):
+        pass
+    reset = subprocess.run(
+        [SUBLANE, "admin", "reset-password", "admin"], env=env, input="a-new-password\n", capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert reset.returncode == 0, reset.stderr
+    assert "a-new-password" not in reset.stderr + reset.stdout
+    unknown = subprocess.run(
+        [SUBLANE, "admin", "reset-password", "ghost"], env=env, input="whatever-123\n", capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert unknown.returncode != 0 and "ghost" in unknown.stderr
+    short = subprocess.run(
+        [SUBLANE, "admin", "reset-password", "admin"], env=env, input="short\n", capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert short.returncode != 0
+    with serve(data_dir) as url:
+        client = httpx.Client(base_url=url, timeout=10)
+        ok = client.post("/api/auth/login", json={"username": "admin", "password": "a-new-password"})
+        assert ok.status_code == 200
+        client.close()
+
+
+def test_store_4_logs_never_show_secrets(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    log = tmp_path / "serve.log"
+    with serve(
+        data_dir, log, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-SECRET"
+    ) as url:
+        client = httpx.Client(base_url=url, timeout=10)
+        client.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-SECRET"})
+        client.post("/api/auth/login", json={"username": "admin", "password": "wrong-SECRET"})
+        client.post(
+            "/api/accounts/import", json={"provider": "codex", "name": "a", "credentials": CODEX_AUTH_JSON}
+        )
+        client.post(
+            "/api/accounts/import", json={"provider": "codex", "name": "b", "credentials": {"tokens": 5}}
+        )
+        client.close()
+    output = log.read_text()
+    assert "Uvicorn running" in output  # the log was written at all
+    assert "SECRET" not in output
+    assert "PLAINTEXT" not in output
