@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
 SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sublane"
 
@@ -179,26 +178,22 @@ def test_cred_9_serve_refuses_to_start_without_the_key_of_stored_credentials(tmp
     assert not (data_dir / "credentials.key").exists()
 
 
+def _reset(env: dict[str, str], username: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    command = [SUBLANE, "admin", "reset-password", username]
+    return subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, timeout=60)
+
+
 def test_admin_reset_password_reads_stdin(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     env = _env(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1")
     with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1"):
         pass
-    reset = subprocess.run(
-        [SUBLANE, "admin", "reset-password", "admin"], env=env, input="a-new-password\n", capture_output=True,
-        text=True, timeout=60,
-    )  # fmt: skip
+    reset = _reset(env, "admin", "a-new-password\n")
     assert reset.returncode == 0, reset.stderr
     assert "a-new-password" not in reset.stderr + reset.stdout
-    unknown = subprocess.run(
-        [SUBLANE, "admin", "reset-password", "ghost"], env=env, input="whatever-123\n", capture_output=True,
-        text=True, timeout=60,
-    )  # fmt: skip
+    unknown = _reset(env, "ghost", "whatever-123\n")
     assert unknown.returncode != 0 and "ghost" in unknown.stderr
-    short = subprocess.run(
-        [SUBLANE, "admin", "reset-password", "admin"], env=env, input="short\n", capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
+    short = _reset(env, "admin", "short\n")
     assert short.returncode != 0
     with serve(data_dir) as url:
         client = httpx.Client(base_url=url, timeout=10)

@@ -58,7 +58,9 @@ ANTIGRAVITY_FILE = {
 }
 
 
-def _import(admin: httpx.Client, provider: str, name: str, credentials: dict[str, Any], **extra: Any) -> httpx.Response:
+def _import(
+    admin: httpx.Client, provider: str, name: str, credentials: dict[str, Any], **extra: Any
+) -> httpx.Response:
     return admin.post(
         "/api/accounts/import", json={"provider": provider, "name": name, "credentials": credentials, **extra}
     )
@@ -97,8 +99,14 @@ def test_claude_and_antigravity_files_import(
     assert "PLAINTEXT-MARKER" not in response.text
 
 
-def test_cred_9_database_file_holds_no_plaintext_token(gateway: Gateway, admin: httpx.Client, data_dir: Path) -> None:
-    for provider, credentials in (("codex", CODEX_AUTH_JSON), ("claude", CLAUDE_FILE), ("antigravity", ANTIGRAVITY_FILE)):
+def test_cred_9_database_file_holds_no_plaintext_token(
+    gateway: Gateway, admin: httpx.Client, data_dir: Path
+) -> None:
+    for provider, credentials in (
+        ("codex", CODEX_AUTH_JSON),
+        ("claude", CLAUDE_FILE),
+        ("antigravity", ANTIGRAVITY_FILE),
+    ):
         assert _import(admin, provider, provider, credentials).status_code == 201
     with Session(gateway.engine) as db:
         db.exec(select(AccountCooldown)).all()
@@ -109,7 +117,11 @@ def test_cred_9_database_file_holds_no_plaintext_token(gateway: Gateway, admin: 
     # ...but the key beside it opens them.
     cipher = CredentialCipher(load_or_create_key(data_dir / "credentials.key", create=False))
     with Session(gateway.engine) as db:
-        sealed = db.connection().exec_driver_sql("SELECT credentials FROM accounts WHERE provider='codex'").scalar_one()
+        sealed = (
+            db.connection()
+            .exec_driver_sql("SELECT credentials FROM accounts WHERE provider='codex'")
+            .scalar_one()
+        )
     assert cipher.decrypt(sealed)["refresh_token"] == REFRESH
 
 
@@ -121,7 +133,11 @@ def test_cred_9_database_file_holds_no_plaintext_token(gateway: Gateway, admin: 
         ("claude", CODEX_AUTH_JSON, "invalid_credentials_file"),
         ("antigravity", CLAUDE_FILE, "invalid_credentials_file"),
         ("codex", {"tokens": {"access_token": ACCESS}}, "invalid_credentials_file"),
-        ("codex", {"tokens": None, "OPENAI_API_KEY": "sk-proj-abcdefghijklmnopqrstuv"}, "invalid_credentials_file"),
+        (
+            "codex",
+            {"tokens": None, "OPENAI_API_KEY": "sk-proj-abcdefghijklmnopqrstuv"},
+            "invalid_credentials_file",
+        ),
     ],
 )
 def test_wrong_credential_files_are_refused_without_echo(
@@ -140,7 +156,9 @@ def test_bad_account_input(admin: httpx.Client) -> None:
     assert duplicate.status_code == 409 and duplicate.json()["error"]["code"] == "name_taken"
     unknown_group = _import(admin, "codex", "b", CODEX_AUTH_JSON, group_ids=[99])
     assert unknown_group.status_code == 400
-    not_an_object = admin.post("/api/accounts/import", json={"provider": "codex", "name": "c", "credentials": "x"})
+    not_an_object = admin.post(
+        "/api/accounts/import", json={"provider": "codex", "name": "c", "credentials": "x"}
+    )
     assert not_an_object.status_code == 400
     assert [item["name"] for item in admin.get("/api/accounts").json()["items"]] == ["a"]
 
@@ -179,7 +197,8 @@ def test_reimporting_credentials_reauthorizes(gateway: Gateway, admin: httpx.Cli
     account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON).json()["id"]
     with Session(gateway.engine) as db:
         db.connection().exec_driver_sql(
-            "UPDATE accounts SET auth_state='reauth_required', auth_error='invalid_grant' WHERE id=?", (account_id,)
+            "UPDATE accounts SET auth_state='reauth_required', auth_error='invalid_grant' WHERE id=?",
+            (account_id,),
         )
         db.commit()
     wrong_provider = admin.post(f"/api/accounts/{account_id}/credentials", json={"credentials": CLAUDE_FILE})
@@ -193,7 +212,9 @@ def test_reimporting_credentials_reauthorizes(gateway: Gateway, admin: httpx.Cli
 def test_delete_removes_the_account_and_its_runtime_state(gateway: Gateway, admin: httpx.Client) -> None:
     account_id = _import(admin, "codex", "a", CODEX_AUTH_JSON, group_ids=[1]).json()["id"]
     with Session(gateway.engine) as db:
-        db.add(AccountCooldown(account_id=account_id, model="", until=1e12, reason="rate_limited", updated_at=0))
+        db.add(
+            AccountCooldown(account_id=account_id, model="", until=1e12, reason="rate_limited", updated_at=0)
+        )
         db.commit()
     assert admin.delete(f"/api/accounts/{account_id}").status_code == 204
     assert admin.get(f"/api/accounts/{account_id}").status_code == 404

@@ -81,10 +81,14 @@ def test_first_start_without_admin_variables_offers_a_one_time_setup(
         client = gateway.client()
         page = client.get("/setup")
         assert page.status_code == 200 and "Create the first admin" in page.text
-        wrong = client.post("/api/auth/setup", json={"token": "nope", "username": "root", "password": "rootpass1"})
+        wrong = client.post(
+            "/api/auth/setup", json={"token": "nope", "username": "root", "password": "rootpass1"}
+        )
         assert wrong.status_code == 409
         assert wrong.json()["error"]["code"] == "setup_not_available"
-        done = client.post("/api/auth/setup", json={"token": token, "username": "root", "password": "rootpass1"})
+        done = client.post(
+            "/api/auth/setup", json={"token": token, "username": "root", "password": "rootpass1"}
+        )
         assert done.status_code == 201
         assert done.json()["user"]["role"] == "admin"
         assert client.get("/api/users").status_code == 200  # signed in as the new admin

@@ -11,7 +11,9 @@ CODEX_FILE = {
 
 
 def _import(admin: httpx.Client, name: str) -> int:
-    response = admin.post("/api/accounts/import", json={"provider": "codex", "name": name, "credentials": CODEX_FILE})
+    response = admin.post(
+        "/api/accounts/import", json={"provider": "codex", "name": name, "credentials": CODEX_FILE}
+    )
     assert response.status_code == 201, response.text
     account_id: int = response.json()["id"]
     return account_id
@@ -25,7 +27,8 @@ def test_default_group_exists_from_first_start(admin: httpx.Client) -> None:
 
 def test_groups_with_model_policy_members_and_accounts(gateway: Gateway, admin: httpx.Client) -> None:
     created = admin.post(
-        "/api/groups", json={"name": "team", "model_policy": {"allow": ["gpt-5-codex", "gpt-5-codex", "claude-opus-4-8"]}}
+        "/api/groups",
+        json={"name": "team", "model_policy": {"allow": ["gpt-5-codex", "gpt-5-codex", "claude-opus-4-8"]}},
     )
     assert created.status_code == 201
     team = created.json()

@@ -82,7 +82,10 @@ def test_keys_only_for_groups_the_owner_belongs_to(gateway: Gateway, admin: http
     refused = member.post("/api/me/keys", json={"name": "k", "group_id": team["id"]})
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == "not_group_member"
-    assert admin.post(f"/api/users/{bob['id']}/keys", json={"name": "k", "group_id": team["id"]}).status_code == 400
+    assert (
+        admin.post(f"/api/users/{bob['id']}/keys", json={"name": "k", "group_id": team["id"]}).status_code
+        == 400
+    )
     assert member.post("/api/me/keys", json={"name": "k", "group_id": 404}).status_code == 404
     assert member.get("/api/me/keys").json()["items"] == []
 

@@ -32,7 +32,9 @@ def test_cross_origin_mutations_are_refused(admin: httpx.Client, headers: dict[s
 
 
 def test_same_origin_mutations_pass(gateway: Gateway, admin: httpx.Client) -> None:
-    response = admin.post("/api/groups", content=NEW_GROUP, headers={"Origin": gateway.url, "Content-Type": "application/json"})
+    response = admin.post(
+        "/api/groups", content=NEW_GROUP, headers={"Origin": gateway.url, "Content-Type": "application/json"}
+    )
     assert response.status_code == 201
 
 
@@ -67,7 +69,9 @@ def test_a_body_without_content_type_is_refused(admin: httpx.Client) -> None:
 
 
 def test_json_with_charset_is_json(admin: httpx.Client) -> None:
-    response = admin.post("/api/groups", content=NEW_GROUP, headers={"Content-Type": "application/json; charset=utf-8"})
+    response = admin.post(
+        "/api/groups", content=NEW_GROUP, headers={"Content-Type": "application/json; charset=utf-8"}
+    )
     assert response.status_code == 201
 
 

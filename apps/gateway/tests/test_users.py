@@ -84,7 +84,9 @@ def test_unknown_user_is_404(admin: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize("change", [{"role": "member"}, {"enabled": False}])
-def test_the_last_enabled_admin_cannot_be_demoted_or_disabled(admin: httpx.Client, change: dict[str, object]) -> None:
+def test_the_last_enabled_admin_cannot_be_demoted_or_disabled(
+    admin: httpx.Client, change: dict[str, object]
+) -> None:
     response = admin.patch("/api/users/1", json=change)
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "last_admin"
@@ -97,7 +99,9 @@ def test_an_admin_can_step_down_when_another_admin_exists(gateway: Gateway, admi
     assert admin.get("/api/users").status_code == 403
 
 
-def test_password_change_ends_sessions_and_the_new_password_works(gateway: Gateway, admin: httpx.Client) -> None:
+def test_password_change_ends_sessions_and_the_new_password_works(
+    gateway: Gateway, admin: httpx.Client
+) -> None:
     user, member = gateway.member(admin, "bob")
     assert admin.patch(f"/api/users/{user['id']}", json={"password": "brand-new-pass"}).status_code == 200
     assert member.get("/api/me").status_code == 401

@@ -30,7 +30,9 @@ def test_error_renders_the_management_shape() -> None:
     error = SubLaneError("account_cooling", retry_after=4.2)
     assert error.status == 429
     assert error.retry_after == 4.2
-    assert error.body() == {"error": {"code": "account_cooling", "message": ERROR_CATALOGUE["account_cooling"].message}}
+    assert error.body() == {
+        "error": {"code": "account_cooling", "message": ERROR_CATALOGUE["account_cooling"].message}
+    }
 
 
 def test_unknown_codes_are_refused() -> None:

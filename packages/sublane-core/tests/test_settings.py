@@ -30,7 +30,11 @@ def test_conf_defaults_match_spec_17() -> None:
     ) == (3, 120, 10, 300)
     assert settings.sse_heartbeat_s == 10
     assert settings.stream_idle_timeout_s == 0
-    assert (settings.header_timeout_s, settings.metadata_timeout_s, settings.request_timeout_s) == (300, 30, 1800)
+    assert (settings.header_timeout_s, settings.metadata_timeout_s, settings.request_timeout_s) == (
+        300,
+        30,
+        1800,
+    )
     assert settings.gateway_quota_weighted is False
     assert (settings.history_max_records, settings.history_days) == (5000, 7)
     assert settings.codex_base_url == "https://chatgpt.com/backend-api"
@@ -67,7 +71,12 @@ def test_conf_reads_dotenv_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("workspace_capacity", 0), ("member_concurrency_default", 1001), ("port", 70000), ("sse_heartbeat_s", 0)],
+    [
+        ("workspace_capacity", 0),
+        ("member_concurrency_default", 1001),
+        ("port", 70000),
+        ("sse_heartbeat_s", 0),
+    ],
 )
 def test_conf_rejects_out_of_range_values(name: str, value: int) -> None:
     with pytest.raises(ValidationError):
@@ -76,6 +85,11 @@ def test_conf_rejects_out_of_range_values(name: str, value: int) -> None:
 
 def test_conf_help_lists_every_variable() -> None:
     variables = {row[0] for row in settings_help()}
-    for name in ("SUBLANE_DATA_DIR", "SUBLANE_WAIT_QUEUE_MAX", "SUBLANE_GOOGLE_AUTH_URL", "SUBLANE_HISTORY_DAYS"):
+    for name in (
+        "SUBLANE_DATA_DIR",
+        "SUBLANE_WAIT_QUEUE_MAX",
+        "SUBLANE_GOOGLE_AUTH_URL",
+        "SUBLANE_HISTORY_DAYS",
+    ):
         assert name in variables
     assert len(variables) == len(Settings.model_fields)

@@ -32,7 +32,12 @@ ACCESS_TOKEN = fake_jwt({"exp": 1_900_000_000, "sub": "x"})
 def codex_auth_json(**tokens: Any) -> dict[str, Any]:
     base = {"id_token": ID_TOKEN, "access_token": ACCESS_TOKEN, "refresh_token": "rt_abc", "account_id": None}
     base.update(tokens)
-    return {"auth_mode": "chatgpt", "OPENAI_API_KEY": None, "tokens": base, "last_refresh": "2026-01-01T00:00:00Z"}
+    return {
+        "auth_mode": "chatgpt",
+        "OPENAI_API_KEY": None,
+        "tokens": base,
+        "last_refresh": "2026-01-01T00:00:00Z",
+    }
 
 
 def test_registry_lists_the_three_providers() -> None:
@@ -53,7 +58,13 @@ def test_codex_auth_json_identity_comes_from_the_id_token() -> None:
 
 
 def test_codex_explicit_account_id_wins_and_flat_shape_is_accepted() -> None:
-    flat = {"type": "codex", "access_token": ACCESS_TOKEN, "refresh_token": "rt", "account_id": "acct-x", "email": "a@b"}
+    flat = {
+        "type": "codex",
+        "access_token": ACCESS_TOKEN,
+        "refresh_token": "rt",
+        "account_id": "acct-x",
+        "email": "a@b",
+    }
     imported = parse_credentials("codex", flat)
     assert imported.identity.subject == "acct-x"
     assert imported.identity.email == "a@b"
