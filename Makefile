@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGE_FILES := $(wildcard packages/*/pyproject.toml apps/*/pyproject.toml)
 
-.PHONY: install run test lint format clean
+.PHONY: install run test lint format clean clients
 
 install: $(STAMP)
 
@@ -32,3 +32,6 @@ format: install
 
 clean:
 	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache
+
+clients:  ## the real Codex CLI and Claude Code, for the end-to-end tests
+	npm install --prefix .cache/node-clients --no-audit --no-fund @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197

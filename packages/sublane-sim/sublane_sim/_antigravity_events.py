@@ -1,0 +1,114 @@
+"""Antigravity `v1internal` stream chunks for one turn (PROTOCOLS.md 3.4)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._content import sample_arguments, text_chunks
+from ._google_errors import rpc_error
+from ._stream import Event
+from ._turns import Turn
+
+__all__ = ["AntigravityPlan", "build_antigravity_plan", "sse_encode"]
+
+
+@dataclass(slots=True)
+class AntigravityPlan:
+    events: list[Event]
+    failure: Callable[[], list[Event]]
+    aggregate: dict[str, Any]
+    success: str
+
+
+def _pick_function(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    for tool in request.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        for declaration in tool.get("functionDeclarations") or []:
+            if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
+                schema = declaration.get("parameters") or declaration.get("parametersJsonSchema")
+                return declaration["name"], sample_arguments(schema)
+    return "sim_tool", {}
+
+
+def build_antigravity_plan(
+    turn: Turn, body: dict[str, Any], response_id: str, created: str
+) -> AntigravityPlan:
+    behaviour = turn.behaviour
+    rng = turn.rng
+    usage = turn.usage
+    assert usage is not None
+    request = body.get("request") if isinstance(body.get("request"), dict) else {}
+    assert isinstance(request, dict)
+    config = request.get("generationConfig") or {}
+    thinking = config.get("thinkingConfig") if isinstance(config, dict) else None
+    wants_thoughts = isinstance(thinking, dict) and bool(thinking.get("includeThoughts"))
+    thought_deltas = behaviour.reasoning_deltas if behaviour.reasoning_deltas is not None else 0
+    if behaviour.reasoning_deltas is None and wants_thoughts:
+        thought_deltas = 2
+    trace_id = f"{rng.getrandbits(64):016x}"
+
+    def chunk(parts: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}}
+        response: dict[str, Any] = {"candidates": [candidate]}
+        if extra:
+            candidate.update(extra.get("candidate", {}))
+            response.update(extra.get("response", {}))
+        response.update({"modelVersion": turn.model, "responseId": response_id, "createTime": created})
+        return {"response": response, "traceId": trace_id, "metadata": {}}
+
+    events: list[Event] = []
+    all_parts: list[dict[str, Any]] = []
+    thoughts = text_chunks(rng, thought_deltas) if thought_deltas else []
+    signature = f"CsSim{rng.getrandbits(160):040x}"
+    for index, piece in enumerate(thoughts):
+        part: dict[str, Any] = {"text": piece, "thought": True}
+        if index == len(thoughts) - 1:
+            part["thoughtSignature"] = signature
+        events.append(Event(chunk([part]), delta=True))
+    if thoughts:
+        all_parts.append({"text": "".join(thoughts), "thought": True, "thoughtSignature": signature})
+    texts = text_chunks(rng, behaviour.deltas, behaviour.text)
+    for piece in texts:
+        events.append(Event(chunk([{"text": piece}]), delta=True))
+    all_parts.append({"text": "".join(texts)})
+    calls = 0
+    if behaviour.tool_call:
+        name, arguments = _pick_function(request)
+        call = {
+            "functionCall": {"name": name, "args": arguments, "id": f"call_sim{rng.getrandbits(64):016x}"}
+        }
+        events.append(Event(chunk([call]), delta=True))
+        all_parts.append(call)
+        calls = 1
+    usage.reasoning_tokens = thought_deltas
+    usage.output_tokens = behaviour.output_tokens or (len(texts) + calls)
+    usage_json = {
+        "promptTokenCount": usage.prompt_tokens,
+        "candidatesTokenCount": usage.output_tokens,
+        "thoughtsTokenCount": usage.reasoning_tokens,
+        "cachedContentTokenCount": usage.cached_tokens,
+        "totalTokenCount": usage.prompt_tokens + usage.output_tokens + usage.reasoning_tokens,
+    }
+    finish = "MAX_TOKENS" if behaviour.kind == "incomplete" else "STOP"
+    final_extra = {"candidate": {"finishReason": finish}, "response": {"usageMetadata": usage_json}}
+    events.append(Event(chunk([{"text": ""}], final_extra), terminal=True))
+    aggregate = chunk(all_parts, final_extra)
+
+    def failure() -> list[Event]:
+        message = behaviour.error_message or "The model is overloaded. Please try again later."
+        return [Event(rpc_error(503, message))]
+
+    return AntigravityPlan(
+        events, failure, aggregate, "incomplete" if finish == "MAX_TOKENS" else "completed"
+    )
+
+
+def sse_encode(event: Event) -> bytes:
+    """`data:`-only SSE, `\\r\\n` line ends as some Google front ends send them."""
+    return (
+        b"data: " + json.dumps(event.data, separators=(",", ":"), ensure_ascii=False).encode() + b"\r\n\r\n"
+    )
