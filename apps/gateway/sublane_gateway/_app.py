@@ -18,7 +18,7 @@ from sublane_core import (
     create_db_engine,
     load_or_create_key,
 )
-from sublane_gateway import management
+from sublane_gateway import client, management
 from sublane_gateway._bootstrap import bootstrap
 from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._mutation_guard import MutationGuard
@@ -38,11 +38,15 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     )
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         bootstrap(state)
+        runtime = client.build_runtime(settings, engine, state.cipher, state.clock)
+        runtime.connect_signals()
+        app.state.client = runtime
         try:
             yield
         finally:
+            await runtime.close()
             engine.dispose()
 
     app = FastAPI(
@@ -54,6 +58,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.gateway = state
     install_error_handlers(app)
     app.include_router(management.router)
+    app.include_router(client.router)
     app.include_router(setup_router)
     app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
     return app

@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp
 
-from sublane_core import FakeClock, Settings, create_db_engine, upgrade_database
+from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
 from sublane_gateway._app import create_app
 
 STARTUP_TIMEOUT_S = 15.0
@@ -62,7 +62,7 @@ class Gateway:
     url: str
     settings: Settings
     app: FastAPI
-    clock: FakeClock
+    clock: ShiftedClock
     _clients: list[httpx.Client] = field(default_factory=list)
 
     def client(self, **kwargs: Any) -> httpx.Client:
@@ -134,10 +134,10 @@ def migrate(settings: Settings) -> None:
 
 
 @contextmanager
-def running_gateway(settings: Settings, clock: FakeClock | None = None) -> Iterator[Gateway]:
+def running_gateway(settings: Settings, clock: ShiftedClock | None = None) -> Iterator[Gateway]:
     """Migrate, build the app and serve it on loopback until the block ends."""
     migrate(settings)
-    clock = clock or FakeClock(wall=time.time())
+    clock = clock or ShiftedClock()
     app = create_app(settings, clock=clock)
     with serve_in_thread(app) as url:
         gateway = Gateway(url=url, settings=settings, app=app, clock=clock)

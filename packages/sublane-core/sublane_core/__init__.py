@@ -5,7 +5,7 @@ encryption, the clock, identifiers and the error catalogue.
 """
 
 from sublane_core import _signals as signals
-from sublane_core._clock import Clock, FakeClock, SystemClock
+from sublane_core._clock import Clock, FakeClock, ShiftedClock, SystemClock
 from sublane_core._crypto import (
     CredentialCipher,
     CredentialDecryptError,
@@ -85,6 +85,7 @@ __all__ = [
     # time, identifiers, errors, logs
     "Clock",
     "FakeClock",
+    "ShiftedClock",
     "SystemClock",
     "new_request_id",
     "new_secret_token",

@@ -47,3 +47,26 @@ class FakeClock:
             raise ValueError("a clock cannot go backwards")
         self._wall += seconds
         self._monotonic += seconds
+
+
+class ShiftedClock:
+    """The real clock moved forward on demand: time flows, and tests can jump ahead.
+
+    For tests that run real servers (timeouts must really elapse) yet need to reach an expiry hours
+    away. Both readings jump together.
+    """
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self._offset
+
+    def time(self) -> float:
+        return time.time() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Jump ``seconds`` ahead (never back)."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        self._offset += seconds

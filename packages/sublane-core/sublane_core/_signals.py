@@ -168,6 +168,34 @@ class CredentialsRejected:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class RequestFinished:
+    """A model attempt ended: the metadata of HIST-2, sent before its slot is handed on (WAIT-7).
+
+    Never prompts, bodies, headers, IP addresses, session identifiers or credentials.
+    """
+
+    request_id: str
+    started_at: float
+    duration_ms: int
+    first_token_ms: int | None
+    user_id: int
+    key_id: int | None
+    group_id: int | None
+    account_id: int | None
+    provider: str | None
+    model: str
+    protocol: str
+    operation: str
+    outcome: str
+    error_code: str | None = None
+    upstream_status: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    routing: dict[str, Any] | None = None
+
+
 # -- signals ---------------------------------------------------------------------------------------
 
 account_changed = TypedSignal("account-changed", AccountChanged, "An account's settings changed.")
@@ -183,6 +211,7 @@ quota_observed = TypedSignal("quota-observed", QuotaObserved, "A provider report
 credentials_refreshed = TypedSignal(
     "credentials-refreshed", CredentialsRefreshed, "An account's credentials were refreshed."
 )
+request_finished = TypedSignal("request-finished", RequestFinished, "A model attempt ended.")
 credentials_rejected = TypedSignal(
     "credentials-rejected", CredentialsRejected, "An account's credentials were rejected."
 )

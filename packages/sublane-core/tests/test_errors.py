@@ -15,7 +15,7 @@ SPEC_CODES = {
     "model_rate_limited": 429,
     "quota_exhausted": 403,
     "account_refresh_failed": 503,
-    "upstream_forbidden": 502,
+    "upstream_forbidden": 403,
     "invalid_api_key": 401,
     "invalid_credentials": 401,
 }

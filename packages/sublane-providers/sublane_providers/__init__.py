@@ -1,8 +1,21 @@
 """SubLane provider adapters: Codex, Claude and Antigravity, found through one registry."""
 
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
+from sublane_providers._http import parse_retry_after
 from sublane_providers._jwt import expiry_of, unverified_claims
+from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
+from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
 from sublane_providers._registry import UnknownProviderError, parse_credentials, provider_names
+from sublane_providers._sse import SseEvent, SseFramer, encode_event, parse_event
+from sublane_providers._types import (
+    DeltaKind,
+    FailureKind,
+    Outcome,
+    StreamState,
+    TokenUsage,
+    UpstreamFailure,
+)
+from sublane_providers._vault import Credentials, CredentialVault
 
 __version__ = "0.1.0"
 
@@ -15,7 +28,28 @@ __all__ = [
     "AccountIdentity",
     "CredentialFormatError",
     "ImportedCredentials",
+    "CredentialVault",
+    "Credentials",
+    "RefreshedCredentials",
+    "RefreshFailed",
+    # logins
+    "PastedCallbackError",
+    "PkcePair",
+    "code_from_pasted",
+    "new_pkce_pair",
     # tokens
     "expiry_of",
     "unverified_claims",
+    # streams and outcomes
+    "DeltaKind",
+    "FailureKind",
+    "Outcome",
+    "StreamState",
+    "TokenUsage",
+    "UpstreamFailure",
+    "SseEvent",
+    "SseFramer",
+    "encode_event",
+    "parse_event",
+    "parse_retry_after",
 ]

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import sublane_providers
+import sublane_providers.codex
 
 EXPECTED = [
     "UnknownProviderError", "parse_credentials", "provider_names",
     "AccountIdentity", "CredentialFormatError", "ImportedCredentials",
+    "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed",
+    "PastedCallbackError", "PkcePair", "code_from_pasted", "new_pkce_pair",
     "expiry_of", "unverified_claims",
+    "DeltaKind", "FailureKind", "Outcome", "StreamState", "TokenUsage", "UpstreamFailure",
+    "SseEvent", "SseFramer", "encode_event", "parse_event", "parse_retry_after",
+]  # fmt: skip
+
+CODEX = [
+    "CodexAdapter", "CodexStreamObserver", "classify_failure", "compact_body", "parse_credentials",
+    "responses_body", "upstream_headers", "usage_of", "windows_from_headers", "windows_from_usage",
+    "ChatRequestError", "ChatStreamTranslator", "chat_to_responses", "responses_to_chat_completion",
 ]  # fmt: skip
 
 
 def test_public_api_is_pinned() -> None:
     assert sublane_providers.__all__ == EXPECTED
+    assert sorted(sublane_providers.codex.__all__) == sorted(CODEX)

@@ -1,5 +1,32 @@
-"""The Codex (ChatGPT login) provider."""
+"""The Codex (ChatGPT login) provider: OpenAI Responses over HTTP/SSE and WebSocket."""
 
+from sublane_providers.codex._adapter import CodexAdapter
+from sublane_providers.codex._chat import (
+    ChatRequestError,
+    ChatStreamTranslator,
+    chat_to_responses,
+    responses_to_chat_completion,
+)
 from sublane_providers.codex._credentials import parse_credentials
+from sublane_providers.codex._failures import classify_failure
+from sublane_providers.codex._quota import windows_from_headers, windows_from_usage
+from sublane_providers.codex._request import compact_body, responses_body, upstream_headers
+from sublane_providers.codex._stream import CodexStreamObserver, usage_of
 
-__all__ = ["parse_credentials"]
+__all__ = [
+    "CodexAdapter",
+    "CodexStreamObserver",
+    "classify_failure",
+    "compact_body",
+    "parse_credentials",
+    "responses_body",
+    "upstream_headers",
+    "usage_of",
+    "windows_from_headers",
+    "windows_from_usage",
+    # Chat Completions over Responses
+    "ChatRequestError",
+    "ChatStreamTranslator",
+    "chat_to_responses",
+    "responses_to_chat_completion",
+]

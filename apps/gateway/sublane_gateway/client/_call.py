@@ -1,0 +1,95 @@
+"""One model attempt from start to finish: its timings, outcome and the single release of its slot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sublane_core import Clock, signals
+from sublane_gateway.client._keys import Principal
+from sublane_providers import Outcome, StreamState
+from sublane_scheduler import Lease
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """Bookkeeping of one attempt. :meth:`finish` reports it, then releases the lease, once."""
+
+    clock: Clock
+    request_id: str
+    principal: Principal
+    model: str
+    protocol: str
+    operation: str
+    started_wall: float
+    started: float
+    provider: str | None = None
+    account_id: int | None = None
+    lease: Lease | None = None
+    upstream_status: int | None = None
+    routing: dict[str, Any] | None = None
+    state: StreamState = field(default_factory=StreamState)
+    first_output_at: float | None = None
+    finished: bool = False
+
+    @classmethod
+    def start(
+        cls, clock: Clock, request_id: str, principal: Principal, model: str, protocol: str, operation: str
+    ) -> ModelCall:
+        return cls(
+            clock=clock,
+            request_id=request_id,
+            principal=principal,
+            model=model[:128],
+            protocol=protocol,
+            operation=operation,
+            started_wall=clock.time(),
+            started=clock.monotonic(),
+        )
+
+    def note_output(self) -> None:
+        """Mark the first non-empty delta (HIST-5), measured from gateway processing start."""
+        if self.first_output_at is None and self.state.first_delta is not None:
+            self.first_output_at = self.clock.monotonic()
+
+    def finish(self, outcome: Outcome | str, error_code: str | None = None) -> bool:
+        """Report the attempt (before the slot is free, WAIT-7), then release it. Once only."""
+        if self.finished:
+            return False
+        self.finished = True
+        if signals.request_finished.has_receivers:
+            self._report(outcome, error_code)
+        if self.lease is not None:
+            self.lease.release(str(outcome))
+        return True
+
+    def _report(self, outcome: Outcome | str, error_code: str | None) -> None:
+        now = self.clock.monotonic()
+        usage = self.state.usage
+        signals.request_finished.send(
+            signals.RequestFinished(
+                request_id=self.request_id,
+                started_at=self.started_wall,
+                duration_ms=round((now - self.started) * 1000),
+                first_token_ms=(
+                    round((self.first_output_at - self.started) * 1000)
+                    if self.first_output_at is not None
+                    else None
+                ),
+                user_id=self.principal.user_id,
+                key_id=self.principal.key_id,
+                group_id=self.principal.group_id,
+                account_id=self.account_id,
+                provider=self.provider,
+                model=self.model,
+                protocol=self.protocol,
+                operation=self.operation,
+                outcome=str(outcome),
+                error_code=error_code,
+                upstream_status=self.upstream_status,
+                input_tokens=usage.input_tokens if usage else None,
+                output_tokens=usage.output_tokens if usage else None,
+                cached_tokens=usage.cached_tokens if usage else None,
+                routing=self.routing,
+            )
+        )

@@ -1,0 +1,139 @@
+"""API-key authentication for the client API, without a database round-trip per request.
+
+Keys are looked up by the SHA-256 digest of the presented secret. A verified key is cached with its
+owner and group for a short time; any change to users, keys, groups or memberships (the
+``access_changed`` signal, sent after the change commits) empties the cache, so a revoked key stops
+working at once. Expiry is re-checked on every request from the cached ``expires_at``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import anyio.to_thread
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from sublane_core import ApiKey, Clock, GroupMember, ResourceGroup, SubLaneError, User, sha256_hex
+
+KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
+CACHE_TTL_S = 60.0
+MAX_CACHED_KEYS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the key, its owner, its group and the owner's limits."""
+
+    key_id: int
+    key_name: str
+    user_id: int
+    username: str
+    group_id: int
+    group_name: str
+    model_policy: tuple[str, ...] | None  # None: every model
+    member_concurrency: int
+    rpm: int
+    expires_at: float | None
+
+
+def presented_secret(headers: Mapping[str, str]) -> str:
+    """The key from ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key``; all sent must agree."""
+    found: set[str] = set()
+    for name in KEY_HEADERS:
+        value = headers.get(name)
+        if value is None:
+            continue
+        if name == "authorization":
+            scheme, _, token = value.partition(" ")
+            if scheme.lower() != "bearer":
+                raise SubLaneError("invalid_api_key", "Use 'Authorization: Bearer <key>'.")
+            value = token
+        value = value.strip()
+        if value:
+            found.add(value)
+    if not found:
+        raise SubLaneError(
+            "invalid_api_key", "Send your SubLane key as 'Authorization: Bearer <key>' or 'x-api-key'."
+        )
+    if len(found) > 1:
+        raise SubLaneError("invalid_api_key", "The key headers disagree; send one key.")
+    return found.pop()
+
+
+class KeyAuthenticator:
+    """Turns a presented key into a :class:`Principal`, or refuses with 401 ``invalid_api_key``."""
+
+    def __init__(self, engine: Engine, clock: Clock, ttl_s: float = CACHE_TTL_S) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._cache: dict[str, tuple[Principal, float]] = {}
+        self._generation = 0
+        self._lock = threading.Lock()
+
+    def invalidate(self, _payload: object = None) -> None:
+        """Forget every cached key (connected to ``access_changed``)."""
+        with self._lock:
+            self._generation += 1
+            self._cache.clear()
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """The caller's principal; 401 for a missing, unknown, revoked, paused or expired key."""
+        digest = sha256_hex(presented_secret(headers))
+        now = self._clock.monotonic()
+        cached = self._cache.get(digest)
+        if cached is not None and cached[1] > now:
+            principal = cached[0]
+        else:
+            generation = self._generation
+            found = await anyio.to_thread.run_sync(self._load, digest)
+            if found is None:
+                raise SubLaneError("invalid_api_key")
+            principal = found
+            with self._lock:
+                if generation == self._generation:  # no access change raced the lookup
+                    if len(self._cache) >= MAX_CACHED_KEYS:
+                        self._cache.clear()
+                    self._cache[digest] = (principal, now + self._ttl_s)
+        if principal.expires_at is not None and principal.expires_at <= self._clock.time():
+            raise SubLaneError("invalid_api_key", "The API key has expired.")
+        return principal
+
+    def _load(self, digest: str) -> Principal | None:
+        with Session(self._engine) as db:
+            row = db.exec(
+                select(ApiKey, User, ResourceGroup)
+                .join(User, col(User.id) == col(ApiKey.user_id))
+                .join(ResourceGroup, col(ResourceGroup.id) == col(ApiKey.group_id))
+                .join(
+                    GroupMember,
+                    (col(GroupMember.group_id) == col(ApiKey.group_id))
+                    & (col(GroupMember.user_id) == col(ApiKey.user_id)),
+                )
+                .where(
+                    col(ApiKey.digest) == digest,
+                    col(ApiKey.revoked_at).is_(None),
+                    col(ApiKey.enabled),
+                    col(User.enabled),
+                )
+            ).first()
+        if row is None:
+            return None
+        key, user, group = row
+        assert key.id is not None and user.id is not None and group.id is not None
+        policy = group.model_policy.get("allow") if isinstance(group.model_policy, dict) else None
+        return Principal(
+            key_id=key.id,
+            key_name=key.name,
+            user_id=user.id,
+            username=user.username,
+            group_id=group.id,
+            group_name=group.name,
+            model_policy=tuple(policy) if isinstance(policy, list) else None,
+            member_concurrency=user.member_concurrency,
+            rpm=user.rpm,
+            expires_at=key.expires_at,
+        )

@@ -1,0 +1,142 @@
+"""Relaying an upstream SSE stream to the client, event by event, with heartbeats (TIME-1, TIME-2).
+
+Upstream bytes go out unchanged, cut at event boundaries so that a ``: keep-alive`` comment can go
+between events while the upstream is quiet. Only the events that scheduling and records need are
+decoded. When the client goes away mid-stream, the upstream is read for at most
+``POST_CANCEL_DRAIN_S`` more to collect final usage (ADM-8), then closed, and the slot released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+import httpx
+
+from sublane_gateway.client._call import ModelCall
+from sublane_providers import Outcome, SseFramer, parse_event
+
+_log = logging.getLogger("sublane.relay")
+
+KEEPALIVE = b": keep-alive\n\n"
+POST_CANCEL_DRAIN_S = 3.0
+_background: set[asyncio.Task[None]] = set()
+
+
+class EventObserver(Protocol):
+    """What a relay asks of a provider's stream observer."""
+
+    def wants(self, name: str | None) -> bool: ...
+
+    def observe(self, name: str | None, data: str | None) -> object: ...
+
+
+def event_name(block: bytes) -> str | None:
+    """The ``event:`` name of a block when it comes first (it does for Codex and Claude)."""
+    if block.startswith(b"event:"):
+        end = block.find(b"\n")
+        return block[6:end].strip().decode("utf-8", errors="replace") if end != -1 else None
+    return None
+
+
+def observe_blocks(observer: EventObserver, blocks: list[bytes]) -> None:
+    """Feed complete event blocks to the observer, decoding only what it wants."""
+    for block in blocks:
+        name = event_name(block)
+        if name is not None and not observer.wants(name):
+            observer.observe(name, None)
+            continue
+        event = parse_event(block)
+        observer.observe(event.name, event.data)
+
+
+async def relay_sse(
+    call: ModelCall,
+    response: httpx.Response,
+    observer: EventObserver,
+    *,
+    heartbeat_s: float,
+    idle_timeout_s: float,
+    on_end: Callable[[ModelCall], None],
+) -> AsyncIterator[bytes]:
+    """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once."""
+    framer = SseFramer()
+    chunks = response.aiter_raw().__aiter__()
+    pending: asyncio.Future[bytes] | None = None
+    clock = call.clock
+    last_event = clock.monotonic()
+    ended = False
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(chunks.__anext__())
+            wait = heartbeat_s
+            if idle_timeout_s:
+                wait = max(0.0, min(wait, last_event + idle_timeout_s - clock.monotonic()))
+            done, _ = await asyncio.wait((pending,), timeout=wait)
+            if not done:
+                if idle_timeout_s and clock.monotonic() - last_event >= idle_timeout_s:
+                    call.state.outcome = Outcome.ERROR
+                    call.state.error_code = "stream_idle_timeout"
+                    break
+                yield KEEPALIVE
+                continue
+            task, pending = pending, None
+            try:
+                chunk = task.result()
+            except StopAsyncIteration:
+                break
+            except httpx.HTTPError as exc:
+                call.state.error_code = "upstream_stream_error"
+                _log.info("upstream stream of %s broke: %s", call.request_id, type(exc).__name__)
+                break
+            blocks = framer.feed(chunk)
+            if blocks:
+                observe_blocks(observer, blocks)
+                call.note_output()
+                last_event = clock.monotonic()
+                yield b"".join(blocks) if len(blocks) > 1 else blocks[0]
+        ended = True
+    finally:
+        if ended:
+            if pending is not None:
+                pending.cancel()
+            await response.aclose()
+            on_end(call)
+        else:
+            # The client left (cancellation or generator close): finish in the background, where
+            # no cancel scope of the dead request can interrupt the drain.
+            drain = asyncio.get_running_loop().create_task(
+                _drain_after_cancel(call, response, chunks, pending, framer, observer, on_end)
+            )
+            _background.add(drain)
+            drain.add_done_callback(_background.discard)
+
+
+async def _drain_after_cancel(
+    call: ModelCall,
+    response: httpx.Response,
+    chunks: AsyncIterator[bytes],
+    pending: asyncio.Future[bytes] | None,
+    framer: SseFramer,
+    observer: EventObserver,
+    on_end: Callable[[ModelCall], None],
+) -> None:
+    try:
+        async with asyncio.timeout(POST_CANCEL_DRAIN_S):
+            while not call.state.finished:
+                chunk = await (pending if pending is not None else chunks.__anext__())
+                pending = None
+                observe_blocks(observer, framer.feed(chunk))
+    except (TimeoutError, StopAsyncIteration, httpx.HTTPError, asyncio.CancelledError):
+        pass
+    finally:
+        if pending is not None:
+            pending.cancel()
+        with contextlib.suppress(Exception):
+            await response.aclose()
+        call.state.outcome = Outcome.CANCELED
+        on_end(call)

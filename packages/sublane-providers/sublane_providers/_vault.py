@@ -1,0 +1,250 @@
+"""Usable upstream credentials for every account: on-demand refresh with the CRED rules.
+
+- CRED-1: a token within 2 minutes of expiry is refreshed before use, one refresh at a time per
+  account (the refresh token rotates: two concurrent refreshes would burn it).
+- CRED-2: when that refresh fails transiently, a provider that allows it (Codex) may still use the
+  old token while it has more than 30 s left and was not rejected upstream.
+- CRED-3: failed refreshes back off per account (30 s, 1 min, 2 min, 4 min, then 5 min; an OAuth
+  ``Retry-After`` up to 1 h wins). No background loop: the next request after the delay retries.
+- CRED-4: no usable token → ``account_refresh_failed`` (503) with a ``Retry-After``.
+- CRED-5: a rejection by the model endpoint is stored with the credentials, so a restart cannot
+  make that token usable again; backoff delays stay in memory.
+- CRED-6: only explicit token-endpoint credential errors mark the account ``reauth_required``.
+
+A refreshed bundle is encrypted and written to the database *before* it is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio.to_thread
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from sublane_core import (
+    AUTH_OK,
+    AUTH_REAUTH_REQUIRED,
+    Account,
+    Clock,
+    CredentialCipher,
+    SubLaneError,
+    signals,
+)
+from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
+
+_log = logging.getLogger("sublane.credentials")
+
+REFRESH_MARGIN_S = 120.0
+FALLBACK_MIN_REMAINING_S = 30.0
+BACKOFF_STEPS_S = (30.0, 60.0, 120.0, 240.0, 300.0)
+MAX_OAUTH_RETRY_AFTER_S = 3600.0
+
+
+class Refresher(Protocol):
+    """What the vault needs of an adapter."""
+
+    async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials: ...
+
+
+@dataclass(slots=True)
+class _Entry:
+    bundle: dict[str, Any]
+    expires_at: float | None
+    lifecycle_revision: int
+    rejected: bool
+    reauth_required: bool
+    failures: int = 0
+    retry_at: float = 0.0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """A usable bundle, with the lifecycle revision it belongs to."""
+
+    account_id: int
+    bundle: Mapping[str, Any]
+    lifecycle_revision: int
+
+
+class CredentialVault:
+    """Hands out usable credentials per account and keeps them fresh (one per gateway process)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        cipher: CredentialCipher,
+        clock: Clock,
+        refreshers: Mapping[str, Refresher],
+        *,
+        fallback_providers: frozenset[str] = frozenset({"codex"}),
+    ) -> None:
+        self._engine = engine
+        self._cipher = cipher
+        self._clock = clock
+        self._refreshers = refreshers
+        self._fallback = fallback_providers
+        self._entries: dict[int, _Entry] = {}
+
+    def forget(self, account_id: int) -> None:
+        """Drop what is cached of an account (it changed, was re-authorized or deleted)."""
+        self._entries.pop(account_id, None)
+
+    def refresh_retry_at(self, account_id: int) -> float | None:
+        """When the next refresh may be tried, while an account is backing off (runtime view)."""
+        entry = self._entries.get(account_id)
+        if entry is None or entry.failures == 0 or entry.retry_at <= self._clock.time():
+            return None
+        return entry.retry_at
+
+    async def _entry(self, account_id: int) -> _Entry:
+        entry = self._entries.get(account_id)
+        if entry is None:
+            entry = await anyio.to_thread.run_sync(self._load, account_id)
+            self._entries.setdefault(account_id, entry)
+            entry = self._entries[account_id]
+        return entry
+
+    def _load(self, account_id: int) -> _Entry:
+        with Session(self._engine) as db:
+            account = db.get(Account, account_id)
+            if account is None:
+                raise SubLaneError("no_account_available", "The account no longer exists.")
+            return _Entry(
+                bundle=self._cipher.decrypt(account.credentials),
+                expires_at=account.credentials_expires_at,
+                lifecycle_revision=account.lifecycle_revision,
+                rejected=account.credentials_rejected_at is not None,
+                reauth_required=account.auth_state == AUTH_REAUTH_REQUIRED,
+            )
+
+    def _usable_without_refresh(self, entry: _Entry, now: float, margin: float) -> bool:
+        if entry.rejected or not entry.bundle.get("access_token"):
+            return False
+        return entry.expires_at is None or entry.expires_at - now > margin
+
+    async def get(self, account_id: int, provider: str) -> Credentials:
+        """Usable credentials, refreshing first when due (CRED-1); raises the CRED-4 error when none."""
+        entry = await self._entry(account_id)
+        if entry.reauth_required:
+            raise SubLaneError("reauth_required")
+        now = self._clock.time()
+        if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
+            return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+        async with entry.lock:  # single flight: the second caller sees the first one's result
+            now = self._clock.time()
+            if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
+                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            if entry.retry_at <= now:
+                await self._refresh(account_id, provider, entry)
+                now = self._clock.time()
+                if self._usable_without_refresh(entry, now, 0):
+                    return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            if entry.reauth_required:
+                raise SubLaneError("reauth_required")
+            # CRED-2: the old token, while it lasts, for providers that allow the fallback.
+            if provider in self._fallback and self._usable_without_refresh(
+                entry, now, FALLBACK_MIN_REMAINING_S
+            ):
+                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            if provider not in self._fallback and self._usable_without_refresh(entry, now, 0):
+                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            raise SubLaneError("account_refresh_failed", retry_after=max(1.0, entry.retry_at - now))
+
+    async def rejected(
+        self, account_id: int, provider: str, used: Credentials, *, after_refresh: bool = False
+    ) -> Credentials:
+        """The model endpoint answered 401 to ``used``: refresh once and hand back the new token.
+
+        ``after_refresh``: ``used`` is what the previous call here returned, within the same request,
+        and was rejected too: a refreshed token still rejected means re-authorization (CRED-6).
+        Raises the CRED-4/6 errors when no other token can be had.
+        """
+        entry = await self._entry(account_id)
+        async with entry.lock:
+            if entry.bundle.get("access_token") != used.bundle.get("access_token"):
+                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)  # refreshed meanwhile
+            entry.rejected = True
+            await anyio.to_thread.run_sync(self._store_rejection, account_id, self._clock.time())
+            if after_refresh:
+                await self._mark_reauth(account_id, entry, "rejected_after_refresh")
+                raise SubLaneError("reauth_required")
+            await self._refresh(account_id, provider, entry)
+            if entry.reauth_required:
+                raise SubLaneError("reauth_required")
+            if entry.rejected:
+                raise SubLaneError(
+                    "account_refresh_failed", retry_after=max(1.0, entry.retry_at - self._clock.time())
+                )
+            return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+
+    async def _refresh(self, account_id: int, provider: str, entry: _Entry) -> None:
+        refresher = self._refreshers.get(provider)
+        if refresher is None:
+            raise SubLaneError("account_refresh_failed")
+        try:
+            result = await refresher.refresh(entry.bundle)
+        except RefreshFailed as failure:
+            if failure.permanent:
+                await self._mark_reauth(account_id, entry, failure.code)
+                return
+            entry.failures += 1
+            delay = BACKOFF_STEPS_S[min(entry.failures, len(BACKOFF_STEPS_S)) - 1]
+            if failure.retry_after is not None:
+                delay = max(delay, min(failure.retry_after, MAX_OAUTH_RETRY_AFTER_S))
+            entry.retry_at = self._clock.time() + delay
+            _log.warning(
+                "credential refresh of account %s failed (%s); next try in %.0f s",
+                account_id,
+                failure.code,
+                delay,
+            )
+            return
+        bundle = dict(result.bundle)
+        await anyio.to_thread.run_sync(self._store_refresh, account_id, bundle, result.expires_at)
+        entry.bundle, entry.expires_at = bundle, result.expires_at
+        entry.rejected = False
+        entry.failures, entry.retry_at = 0, 0.0
+        signals.credentials_refreshed.send(signals.CredentialsRefreshed(account_id, result.expires_at))
+
+    async def _mark_reauth(self, account_id: int, entry: _Entry, code: str) -> None:
+        entry.reauth_required = True
+        await anyio.to_thread.run_sync(self._store_reauth, account_id, code)
+        _log.warning("account %s needs re-authorization (%s)", account_id, code)
+        signals.credentials_rejected.send(signals.CredentialsRejected(account_id, True, code))
+
+    def _store_refresh(self, account_id: int, bundle: dict[str, Any], expires_at: float | None) -> None:
+        with Session(self._engine) as db:
+            account = db.get(Account, account_id)
+            if account is None:
+                return
+            account.credentials = self._cipher.encrypt(bundle)
+            account.credentials_expires_at = expires_at
+            account.credentials_rejected_at = None
+            account.auth_state, account.auth_error = AUTH_OK, None
+            account.updated_at = self._clock.time()
+            db.add(account)
+            db.commit()
+
+    def _store_rejection(self, account_id: int, now: float) -> None:
+        with Session(self._engine) as db:
+            account = db.get(Account, account_id)
+            if account is not None:
+                account.credentials_rejected_at = now
+                db.add(account)
+                db.commit()
+
+    def _store_reauth(self, account_id: int, code: str) -> None:
+        with Session(self._engine) as db:
+            account = db.get(Account, account_id)
+            if account is not None:
+                account.auth_state = AUTH_REAUTH_REQUIRED
+                account.auth_error = code[:64]
+                account.updated_at = self._clock.time()
+                db.add(account)
+                db.commit()

@@ -1,0 +1,112 @@
+"""Codex quota: the ``x-codex-*`` response headers and ``GET /wham/usage`` (PROTOCOLS §1.11).
+
+Only the main limit (the ``codex`` family, ``rate_limit`` in wham/usage) is ``main``; additional
+named limits are reported but can never exclude an account (QUOTA-4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sublane_core import signals
+
+QuotaWindow = signals.QuotaWindow
+
+_WINDOWS = ("primary", "secondary")
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def windows_from_headers(
+    headers: Mapping[str, str], now: float
+) -> tuple[str | None, tuple[QuotaWindow, ...]]:
+    """``(plan, windows)`` from a Codex response's ``x-codex-*`` headers (lower-case names)."""
+    lowered = {key.lower(): value for key, value in headers.items() if key.lower().startswith("x-")}
+    plan = lowered.get("x-codex-plan-type")
+    windows: list[QuotaWindow] = []
+    for family, main in _families(lowered):
+        for name in _WINDOWS:
+            prefix = f"x-{family}-{name}-"
+            used = _float(lowered.get(prefix + "used-percent"))
+            minutes = _float(lowered.get(prefix + "window-minutes"))
+            reset_at = _float(lowered.get(prefix + "reset-at"))
+            if reset_at is None:
+                after = _float(lowered.get(prefix + "reset-after-seconds"))
+                reset_at = now + after if after is not None else None
+            if not (used or minutes or reset_at):  # a window counts only when it says something
+                continue
+            windows.append(
+                QuotaWindow(
+                    window=name if main else f"{family}:{name}",
+                    used_percent=used,
+                    window_seconds=int(minutes * 60) if minutes else None,
+                    resets_at=reset_at,
+                    limit_reached=used is not None and used >= 100,
+                    main=main,
+                )
+            )
+    return plan, tuple(windows)
+
+
+def _families(headers: Mapping[str, str]) -> list[tuple[str, bool]]:
+    families = [("codex", True)]
+    for key in headers:
+        if key.endswith("-primary-used-percent") and key.startswith("x-"):
+            family = key[2 : -len("-primary-used-percent")]
+            if family != "codex":
+                families.append((family, False))
+    return families
+
+
+def windows_from_usage(payload: Mapping[str, Any], now: float) -> tuple[str | None, tuple[QuotaWindow, ...]]:
+    """``(plan, windows)`` from a ``GET /wham/usage`` answer."""
+    plan = payload.get("plan_type") if isinstance(payload.get("plan_type"), str) else None
+    windows: list[QuotaWindow] = []
+    windows.extend(_limit_windows(payload.get("rate_limit"), "", main=True, now=now))
+    extra = payload.get("additional_rate_limits")
+    if isinstance(extra, list):
+        for item in extra:
+            if isinstance(item, dict):
+                name = str(item.get("limit_name") or item.get("metered_feature") or "additional")[:40]
+                windows.extend(_limit_windows(item.get("rate_limit"), f"{name}:", main=False, now=now))
+    return plan, tuple(windows)
+
+
+def _limit_windows(limit: Any, prefix: str, *, main: bool, now: float) -> list[QuotaWindow]:
+    if not isinstance(limit, dict):
+        return []
+    reached = limit.get("limit_reached") is True or limit.get("allowed") is False
+    windows = []
+    for name in _WINDOWS:
+        window = limit.get(f"{name}_window")
+        if not isinstance(window, dict):
+            continue
+        used = _float(window.get("used_percent"))
+        reset_at = _float(window.get("reset_at"))
+        if reset_at is None:
+            after = _float(window.get("reset_after_seconds"))
+            reset_at = now + after if after is not None else None
+        seconds = _float(window.get("limit_window_seconds"))
+        windows.append(
+            QuotaWindow(
+                window=prefix + name,
+                used_percent=used,
+                window_seconds=int(seconds) if seconds else None,
+                resets_at=reset_at,
+                limit_reached=reached or (used is not None and used >= 100),
+                main=main,
+            )
+        )
+    return windows

@@ -1,0 +1,68 @@
+"""Building Codex backend requests from what a client sent (PROTOCOLS §1.2, §1.3)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+DEFAULT_ORIGINATOR = "codex_cli_rs"
+CONVERSATION_HEADERS = frozenset(
+    {"session_id", "session-id", "thread-id", "conversation_id", "x-client-request-id"}
+)
+_PASSTHROUGH = frozenset({"originator", "user-agent", "version", "accept-language"})
+_PASSTHROUGH_PREFIXES = ("x-codex-", "x-openai-", "x-responsesapi-")
+# Fields the backend rejects ("Unsupported parameter") or ignores, on every transport.
+_UNSUPPORTED = ("max_output_tokens", "temperature", "top_p", "prompt_cache_retention", "safety_identifier")
+# Fields meaningful only on a WebSocket (previous_response_id lives per socket; generate: prewarm).
+_HTTP_ONLY_DROP = ("stream_options", "generate", "previous_response_id")
+
+
+def upstream_headers(
+    client_headers: Mapping[str, str],
+    *,
+    access_token: str,
+    account_id: str | None,
+    bound: bool,
+) -> dict[str, str]:
+    """Headers for the backend: our bearer and account, the client's identity and turn headers.
+
+    With ``bound=False`` (no conversation key, AFF-2) the client's conversation headers are not sent
+    and a random correlation ID stands in, so unrelated calls never share an upstream session.
+    """
+    headers: dict[str, str] = {}
+    for raw_name, value in client_headers.items():
+        name = raw_name.lower()
+        if (
+            name in _PASSTHROUGH
+            or name.startswith(_PASSTHROUGH_PREFIXES)
+            or (name in CONVERSATION_HEADERS and bound)
+        ):
+            headers[name] = value
+    headers.setdefault("originator", DEFAULT_ORIGINATOR)
+    if not bound:
+        headers["x-client-request-id"] = str(uuid.uuid4())
+    headers["authorization"] = f"Bearer {access_token}"
+    if account_id:
+        headers["chatgpt-account-id"] = account_id
+    return headers
+
+
+def responses_body(body: Mapping[str, Any], *, model: str, websocket: bool = False) -> dict[str, Any]:
+    """The client's Responses body as the backend wants it: ``store:false``, ``stream:true``."""
+    prepared = dict(body)
+    prepared["model"] = model
+    prepared["store"] = False
+    prepared["stream"] = True
+    for key in _UNSUPPORTED + (() if websocket else _HTTP_ONLY_DROP):
+        prepared.pop(key, None)
+    return prepared
+
+
+def compact_body(body: Mapping[str, Any], *, model: str) -> dict[str, Any]:
+    """A compaction body: the Responses fields minus ``stream`` (it answers plain JSON)."""
+    prepared = dict(body)
+    prepared["model"] = model
+    for key in ("stream", "stream_options", "generate", "previous_response_id", *_UNSUPPORTED):
+        prepared.pop(key, None)
+    return prepared
