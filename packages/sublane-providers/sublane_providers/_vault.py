@@ -128,6 +128,15 @@ class CredentialVault:
             return False
         return entry.expires_at is None or entry.expires_at - now > margin
 
+    def needs_reauth(self, account_id: int) -> bool:
+        """Whether this process has seen the account's credentials die (CRED-6) since it loaded them.
+
+        Selection reads this so an account marked mid-flight stops getting requests at once, before
+        the account directory reloads the stored ``auth_state``.
+        """
+        entry = self._entries.get(account_id)
+        return entry is not None and entry.reauth_required
+
     async def get(self, account_id: int, provider: str) -> Credentials:
         """Usable credentials, refreshing first when due (CRED-1); raises the CRED-4 error when none."""
         entry = await self._entry(account_id)
@@ -136,9 +145,16 @@ class CredentialVault:
         now = self._clock.time()
         if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
             return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+        seen = entry.bundle.get("access_token")
         async with entry.lock:  # single flight: the second caller sees the first one's result
+            if entry.reauth_required:  # the refresh this caller waited for killed the credentials
+                raise SubLaneError("reauth_required")
             now = self._clock.time()
             if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
+                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            if entry.bundle.get("access_token") != seen and self._usable_without_refresh(entry, now, 0):
+                # Refreshed while this caller waited: use that token, even one issued with less than
+                # the margin left, rather than burning the refresh token once per waiter.
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             if entry.retry_at <= now:
                 await self._refresh(account_id, provider, entry)
@@ -167,6 +183,8 @@ class CredentialVault:
         """
         entry = await self._entry(account_id)
         async with entry.lock:
+            if entry.reauth_required:
+                raise SubLaneError("reauth_required")
             if entry.bundle.get("access_token") != used.bundle.get("access_token"):
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)  # refreshed meanwhile
             entry.rejected = True
@@ -174,6 +192,9 @@ class CredentialVault:
             if after_refresh:
                 await self._mark_reauth(account_id, entry, "rejected_after_refresh")
                 raise SubLaneError("reauth_required")
+            now = self._clock.time()
+            if entry.retry_at > now:  # CRED-3: a 401 during the backoff does not retry early
+                raise SubLaneError("account_refresh_failed", retry_after=max(1.0, entry.retry_at - now))
             await self._refresh(account_id, provider, entry)
             if entry.reauth_required:
                 raise SubLaneError("reauth_required")

@@ -74,7 +74,7 @@ async def eligible_accounts(
     for account in runtime.directory.of_group(principal.group_id):
         if account.provider != provider:
             continue
-        if not account.enabled or not account.auth_ok:
+        if not account.enabled or not account.auth_ok or runtime.vault.needs_reauth(account.id):
             excluded["unavailable"] = excluded.get("unavailable", 0) + 1
             continue
         usable.append(account)

@@ -61,8 +61,14 @@ async def relay_sse(
     heartbeat_s: float,
     idle_timeout_s: float,
     on_end: Callable[[ModelCall], None],
+    transform: Callable[[list[bytes]], bytes] | None = None,
+    trailer: Callable[[], bytes] | None = None,
 ) -> AsyncIterator[bytes]:
-    """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once."""
+    """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once.
+
+    ``transform`` turns complete upstream events into what the client gets (another protocol);
+    without it the bytes pass unchanged. ``trailer`` adds a last frame after a normal end.
+    """
     framer = SseFramer()
     chunks = response.aiter_raw().__aiter__()
     pending: asyncio.Future[bytes] | None = None
@@ -98,8 +104,17 @@ async def relay_sse(
                 observe_blocks(observer, blocks)
                 call.note_output()
                 last_event = clock.monotonic()
-                yield b"".join(blocks) if len(blocks) > 1 else blocks[0]
+                if transform is not None:
+                    out = transform(blocks)
+                    if out:
+                        yield out
+                else:
+                    yield b"".join(blocks) if len(blocks) > 1 else blocks[0]
         ended = True
+        if trailer is not None:
+            tail = trailer()
+            if tail:
+                yield tail
     finally:
         if ended:
             if pending is not None:

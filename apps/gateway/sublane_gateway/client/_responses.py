@@ -3,233 +3,80 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import httpx
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from sublane_core import SubLaneError, new_request_id, signals
-from sublane_gateway.client._bodies import conversation_key, read_json_object, require_model
-from sublane_gateway.client._call import ModelCall
-from sublane_gateway.client._dispatch import (
-    UpstreamRefused,
-    acquire,
-    check_policy,
-    eligible_accounts,
-    send_with_recovery,
-    split_model,
+from sublane_core import SubLaneError
+from sublane_gateway.client._codex_calls import (
+    SSE_HEADERS,
+    collect_final,
+    finish_call,
+    open_codex,
+    prepare_call,
+    refusal_response,
+    stream_failure_response,
 )
-from sublane_gateway.client._keys import Principal
+from sublane_gateway.client._dispatch import UpstreamRefused, check_policy
 from sublane_gateway.client._openai_errors import from_sublane_error, openai_error_response
 from sublane_gateway.client._relay import relay_sse
-from sublane_gateway.client._runtime import ClientRuntime, client_runtime
-from sublane_providers import Credentials, Outcome, SseFramer, parse_event
-from sublane_providers.codex import (
-    CodexStreamObserver,
-    compact_body,
-    responses_body,
-    upstream_headers,
-    usage_of,
-    windows_from_headers,
-)
+from sublane_providers import Outcome
+from sublane_providers.codex import CodexStreamObserver, usage_of
 
 router = APIRouter(tags=["client: OpenAI Responses"])
-
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-def _finish(call: ModelCall) -> None:
-    state = call.state
-    outcome = state.outcome or Outcome.ERROR
-    error_code = state.error_code if outcome in (Outcome.ERROR, Outcome.CANCELED) else None
-    if state.outcome is None and error_code is None:
-        error_code = "stream_incomplete"  # ended without a terminal event (MCOOL-1)
-    call.finish(outcome, error_code)
-
-
-def _observe_quota(runtime: ClientRuntime, account_id: int, revision: int, response: httpx.Response) -> None:
-    if not signals.quota_observed.has_receivers:
-        return
-    now = runtime.clock.time()
-    plan, windows = windows_from_headers(response.headers, now)
-    if windows:
-        signals.quota_observed.send(signals.QuotaObserved(account_id, revision, now, plan, windows))
-
-
-async def _open_codex(
-    runtime: ClientRuntime,
-    request: Request,
-    call: ModelCall,
-    principal: Principal,
-    body: dict[str, Any],
-    *,
-    url: str,
-    compact: bool,
-) -> httpx.Response:
-    """Select a Codex account, take its slot and get an accepted upstream response."""
-    candidates, routing = await eligible_accounts(runtime, principal, "codex", call.model)
-    call.routing = routing
-    lease = acquire(runtime, principal, candidates, call.request_id, call.model)
-    call.lease = lease
-    account = runtime.directory.get(lease.account_id)
-    assert account is not None
-    call.provider, call.account_id = "codex", account.id
-    bound = conversation_key(request.headers, body) is not None
-    payload = (compact_body if compact else responses_body)(body, model=call.model)
-    content = json.dumps(payload, separators=(",", ":")).encode()
-    client_headers = dict(request.headers)
-
-    def build(credentials: Credentials) -> httpx.Request:
-        token, account_id = runtime.codex.access(credentials.bundle)
-        headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
-        headers["content-type"] = "application/json"
-        headers["accept"] = "application/json" if compact else "text/event-stream"
-        return runtime.http.build_request("POST", url, content=content, headers=headers)
-
-    response, _credentials = await send_with_recovery(runtime, lease, account, build)
-    call.upstream_status = response.status_code
-    _observe_quota(runtime, account.id, account.lifecycle_revision, response)
-    return response
-
-
-async def _prepare(
-    request: Request, operation: str
-) -> tuple[ClientRuntime, Principal, dict[str, Any], ModelCall]:
-    runtime = client_runtime(request)
-    principal = await runtime.keys.authenticate(request.headers)
-    body, _raw = await read_json_object(request)
-    provider, model = split_model(require_model(body))
-    if provider not in (None, "codex"):
-        raise SubLaneError(
-            "model_not_found", f"No account in your group serves {provider}/{model} over Responses."
-        )
-    call = ModelCall.start(runtime.clock, new_request_id(), principal, model, "responses", operation)
-    return runtime, principal, body, call
-
-
-def _refusal(runtime: ClientRuntime, call: ModelCall, error: Exception) -> Response:
-    """End a call that got no upstream stream, in OpenAI's error shape."""
-    if isinstance(error, UpstreamRefused):
-        failure = error.failure
-        call.upstream_status = failure.status
-        call.finish(Outcome.ERROR, failure.code)
-        status = failure.status if failure.kind.value == "client_error" else None
-        if status is not None:
-            return openai_error_response(status, failure.code, failure.message, request_id=call.request_id)
-        spec_code = {
-            "rate_limited": "upstream_rate_limited",
-            "quota_exhausted": "upstream_rate_limited",
-            "forbidden": "upstream_forbidden",
-            "unauthorized": "reauth_required",
-        }.get(failure.kind.value, "upstream_error")
-        retry_after = failure.retry_after
-        if spec_code == "upstream_rate_limited" and retry_after is None:
-            retry_after = runtime.settings.cooldown_fallback_s
-        sub = SubLaneError(
-            spec_code, failure.message if spec_code != "upstream_error" else None, retry_after=retry_after
-        )
-        if spec_code == "upstream_error" and failure.status >= 500:
-            sub.status = failure.status if failure.status in (502, 503, 504) else 502
-        return from_sublane_error(sub, call.request_id)
-    assert isinstance(error, SubLaneError)
-    outcome = Outcome.REJECTED if error.status in (403, 404, 429) else Outcome.ERROR
-    call.finish(outcome, error.code)
-    return from_sublane_error(error, call.request_id)
 
 
 @router.post("/v1/responses", response_model=None)
 async def create_response(request: Request) -> Response:
     """OpenAI Responses as the Codex CLI speaks it: SSE when ``stream`` is true, else one JSON object."""
     try:
-        runtime, principal, body, call = await _prepare(request, "responses")
+        runtime, principal, body, call = await prepare_call(request, "responses", "responses")
     except SubLaneError as error:
         return from_sublane_error(error)
     try:
         check_policy(principal, call.model)
-        response = await _open_codex(
+        response = await open_codex(
             runtime, request, call, principal, body, url=runtime.codex.responses_url, compact=False
         )
     except (SubLaneError, UpstreamRefused) as error:
-        return _refusal(runtime, call, error)
+        return refusal_response(runtime, call, error)
     except BaseException:
         call.finish(Outcome.CANCELED, "client_canceled")
         raise
-    observer = CodexStreamObserver(call.state)
     headers = {"x-request-id": call.request_id}
     if body.get("stream") is True:
+        observer = CodexStreamObserver(call.state)
         stream = relay_sse(
             call,
             response,
             observer,
             heartbeat_s=runtime.settings.sse_heartbeat_s,
             idle_timeout_s=runtime.settings.stream_idle_timeout_s,
-            on_end=_finish,
+            on_end=finish_call,
         )
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers | SSE_HEADERS)
-    return await _aggregate(call, response, observer, headers)
-
-
-async def _aggregate(
-    call: ModelCall, response: httpx.Response, observer: CodexStreamObserver, headers: dict[str, str]
-) -> Response:
-    """Read the whole stream and answer with the final response object (non-streaming callers)."""
-    framer = SseFramer()
-    final: dict[str, Any] | None = None
-    items: list[Any] = []
-    try:
-        async for chunk in response.aiter_raw():
-            for block in framer.feed(chunk):
-                event = parse_event(block)
-                if event.data is None:
-                    continue
-                try:
-                    payload = json.loads(event.data)
-                except ValueError:
-                    continue
-                if not isinstance(payload, dict):
-                    continue
-                observer.observe_payload(payload)
-                call.note_output()
-                kind = payload.get("type")
-                if kind == "response.output_item.done":
-                    items.append(payload.get("item"))
-                elif kind in ("response.completed", "response.incomplete", "response.failed"):
-                    final = payload.get("response") if isinstance(payload.get("response"), dict) else None
-    except httpx.HTTPError:
-        call.state.error_code = "upstream_stream_error"
-    except BaseException:
-        await response.aclose()
-        call.finish(Outcome.CANCELED, "client_canceled")
-        raise
-    await response.aclose()
-    state = call.state
-    if state.outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE) and final is not None:
-        if not final.get("output"):
-            final["output"] = [item for item in items if item is not None]
-        _finish(call)
-        return JSONResponse(final, headers=headers)
-    _finish(call)
-    code = state.error_code or "upstream_stream_error"
-    message = state.error_message or "The upstream stream ended without a response."
-    return openai_error_response(502, code, message, request_id=call.request_id)
+    final = await collect_final(call, response)
+    if final is None:
+        return stream_failure_response(call)
+    return JSONResponse(final, headers=headers)
 
 
 @router.post("/v1/responses/compact", response_model=None)
 async def compact_response(request: Request) -> Response:
     """Remote compaction: plain JSON in, plain JSON out, on a Codex account."""
     try:
-        runtime, principal, body, call = await _prepare(request, "compact")
+        runtime, principal, body, call = await prepare_call(request, "responses", "compact")
     except SubLaneError as error:
         return from_sublane_error(error)
     try:
         check_policy(principal, call.model)
-        response = await _open_codex(
+        response = await open_codex(
             runtime, request, call, principal, body, url=runtime.codex.compact_url, compact=True
         )
     except (SubLaneError, UpstreamRefused) as error:
-        return _refusal(runtime, call, error)
+        return refusal_response(runtime, call, error)
     except BaseException:
         call.finish(Outcome.CANCELED, "client_canceled")
         raise

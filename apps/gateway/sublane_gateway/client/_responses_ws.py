@@ -1,0 +1,431 @@
+"""``GET /v1/responses`` upgraded to a WebSocket: Codex's Responses-over-WebSocket (PROTOCOLS §1.6).
+
+A client socket carries sequential turns (``response.create`` frames). Each turn is its own model
+attempt: its own lease, request ID and record (HIST-4: ``request_id`` is added to the created,
+completed and incomplete events and to gateway errors). Between turns the socket holds no slot
+(ADM-6). Turns go to an upstream WebSocket on the chosen account; the upstream socket is kept for
+the next turn on the same account, because ``previous_response_id`` only resolves there.
+
+A prewarm (``generate: false``) is forwarded to the conversation's account to warm its cache, but
+it is not a model attempt: it is never recorded (HIST-1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from typing import Any
+
+import websockets
+from fastapi import APIRouter
+from starlette.responses import JSONResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+
+from sublane_core import SubLaneError, new_request_id, signals
+from sublane_gateway.client._bodies import require_model
+from sublane_gateway.client._call import ModelCall
+from sublane_gateway.client._dispatch import check_policy, eligible_accounts, report_failure, split_model
+from sublane_gateway.client._keys import Principal
+from sublane_gateway.client._openai_errors import openai_error_body
+from sublane_gateway.client._runtime import ClientRuntime, client_runtime
+from sublane_providers import Credentials, FailureKind, Outcome
+from sublane_providers.codex import CodexStreamObserver, classify_failure, responses_body, upstream_headers
+from sublane_scheduler import AccountInfo, Lease
+
+router = APIRouter(tags=["client: OpenAI Responses"])
+_log = logging.getLogger("sublane.websocket")
+
+OPENAI_BETA = "responses_websockets=2026-02-06"
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+_TYPE_PATTERN = re.compile(r'"type"\s*:\s*"([^"]+)"')
+_TAGGED_EVENTS = frozenset({"response.created", "response.completed", "response.incomplete"})
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+
+
+class _TurnError(Exception):
+    """A turn ended before reaching the upstream stream; tell the client with an error frame."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(code)
+        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+
+def _error_frame(error: _TurnError, request_id: str | None) -> str:
+    body = openai_error_body(error.status, error.code, error.message)["error"]
+    frame: dict[str, Any] = {"type": "error", "status": error.status, "error": body}
+    if request_id:
+        frame["request_id"] = request_id
+    if error.retry_after is not None:
+        frame["headers"] = {"retry-after": str(max(1, round(error.retry_after)))}
+    return json.dumps(frame, separators=(",", ":"))
+
+
+def _frame_type(text: str) -> str | None:
+    match = _TYPE_PATTERN.search(text, 0, 200)
+    return match.group(1) if match else None
+
+
+class _Upstream:
+    """An upstream WebSocket on one account."""
+
+    def __init__(self, account: AccountInfo, connection: ClientConnection, credentials: Credentials) -> None:
+        self.account = account
+        self.connection = connection
+        self.credentials = credentials
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.connection.close()
+
+
+class ClientSocket:
+    """One client WebSocket and its turns."""
+
+    def __init__(self, runtime: ClientRuntime, websocket: WebSocket, principal: Principal) -> None:
+        self.runtime = runtime
+        self.websocket = websocket
+        self.principal = principal
+        self.headers = {key.lower(): value for key, value in websocket.headers.items()}
+        self.upstream: _Upstream | None = None
+        self.turn_running = False
+
+    # -- the frame loop -------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(inbox))
+        try:
+            while True:
+                text = await inbox.get()
+                if text is None:
+                    return
+                turn = asyncio.create_task(self._turn(text))
+                self.turn_running = True
+                waiter = asyncio.create_task(reader_done(reader))
+                done, _ = await asyncio.wait({turn, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                if turn not in done:  # the client went away mid-turn
+                    turn.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await turn
+                    return
+                self.turn_running = False
+                turn.result()
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            if self.upstream is not None:
+                await self.upstream.close()
+
+    async def _read(self, inbox: asyncio.Queue[str | None]) -> None:
+        try:
+            while True:
+                message = await self.websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:
+                    await self._send_error(
+                        _TurnError(400, "invalid_request", "Send JSON text frames."), None, ends_turn=False
+                    )
+                    continue
+                if self.turn_running:
+                    if _frame_type(text) in ("response.processed", "response.append"):
+                        continue  # acknowledgements; nothing to do
+                    await self._send_error(
+                        _TurnError(400, "turn_in_progress", "A response is still running on this socket."),
+                        None,
+                    )
+                    continue
+                await inbox.put(text)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await inbox.put(None)
+
+    async def _send_error(self, error: _TurnError, request_id: str | None, *, ends_turn: bool = True) -> None:
+        if ends_turn:
+            self.turn_running = False
+        with contextlib.suppress(Exception):
+            await self.websocket.send_text(_error_frame(error, request_id))
+
+    # -- one turn -------------------------------------------------------------------------------
+
+    async def _turn(self, text: str) -> None:
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            await self._send_error(_TurnError(400, "invalid_json", "The frame is not valid JSON."), None)
+            return
+        if not isinstance(frame, dict) or frame.get("type") not in ("response.create", "response.processed"):
+            await self._send_error(
+                _TurnError(400, "invalid_request", "Expected a 'response.create' frame."), None
+            )
+            return
+        if frame["type"] == "response.processed":
+            return
+        body = {key: value for key, value in frame.items() if key != "type"}
+        prewarm = body.get("generate") is False
+        try:
+            provider, model = split_model(require_model(body))
+        except SubLaneError as error:
+            await self._send_error(_TurnError(error.status, error.code, error.message), None)
+            return
+        if provider not in (None, "codex"):
+            await self._send_error(
+                _TurnError(404, "model_not_found", f"No account serves {provider}/{model}."), None
+            )
+            return
+        principal = self.principal
+        call = ModelCall.start(
+            self.runtime.clock, new_request_id(), principal, model, "responses_ws", "responses"
+        )
+        request_id = None if prewarm else call.request_id
+        try:
+            check_policy(principal, model)
+            lease, account = await self._acquire(call, prewarm)
+        except SubLaneError as error:
+            if not prewarm:
+                call.finish(Outcome.REJECTED, error.code)
+            await self._send_error(
+                _TurnError(error.status, error.code, error.message, error.retry_after), request_id
+            )
+            return
+        if lease is None:  # a prewarm with no free slot: answer it locally, nothing to warm
+            await self._local_prewarm(body)
+            return
+        call.lease, call.provider, call.account_id = lease, "codex", account.id
+        try:
+            await self._run(call, account, body, prewarm)
+        except asyncio.CancelledError:
+            self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
+            raise
+        except _TurnError as error:
+            self._end(call, prewarm, Outcome.ERROR, error.code)
+            await self._send_error(error, request_id)
+        except Exception:
+            _log.exception("websocket turn failed")
+            self._end(call, prewarm, Outcome.ERROR, "internal_error")
+            await self._send_error(
+                _TurnError(500, "internal_error", "SubLane failed during the turn."), request_id
+            )
+
+    def _end(self, call: ModelCall, prewarm: bool, outcome: Outcome, code: str | None) -> None:
+        if call.finished:
+            return
+        if prewarm:
+            if call.lease is not None:
+                call.lease.release(str(outcome))
+            call.finished = True
+        else:
+            call.finish(outcome, code)
+
+    async def _acquire(self, call: ModelCall, prewarm: bool) -> tuple[Lease | None, AccountInfo]:
+        runtime = self.runtime
+        candidates, routing = await eligible_accounts(runtime, self.principal, "codex", call.model)
+        call.routing = routing
+        if not candidates:
+            raise SubLaneError("model_not_found", f"No account in your group serves {call.model!r}.")
+        current = self.upstream.account.id if self.upstream is not None else None
+        for account in candidates:  # the socket's account first: its upstream holds the conversation
+            if account.id == current:
+                lease = runtime.leases.try_acquire(
+                    account.id, account.max_concurrency, call.request_id, call.model
+                )
+                if lease is not None:
+                    return lease, account
+        lease = runtime.rotation.acquire(self.principal.group_id, candidates, call.request_id, call.model)
+        if lease is None:
+            if prewarm:
+                return None, candidates[0]
+            raise SubLaneError("account_wait_timeout", retry_after=1)
+        chosen = runtime.directory.get(lease.account_id)
+        assert chosen is not None
+        return lease, chosen
+
+    async def _local_prewarm(self, body: dict[str, Any]) -> None:
+        response: dict[str, Any] = {
+            "id": "resp_" + new_request_id()[4:],
+            "object": "response",
+            "status": "completed",
+            "model": body.get("model"),
+            "output": [],
+            "usage": None,
+        }
+        await self.websocket.send_text(json.dumps({"type": "response.created", "response": response}))
+        self.turn_running = False
+        await self.websocket.send_text(json.dumps({"type": "response.completed", "response": response}))
+
+    async def _connect(self, account: AccountInfo) -> _Upstream:
+        runtime = self.runtime
+        if self.upstream is not None:
+            if self.upstream.account.id == account.id:
+                return self.upstream
+            await self.upstream.close()
+            self.upstream = None
+        credentials = await runtime.vault.get(account.id, account.provider)
+        refreshed = False
+        while True:
+            token, account_id = runtime.codex.access(credentials.bundle)
+            headers = upstream_headers(self.headers, access_token=token, account_id=account_id, bound=True)
+            headers.setdefault("openai-beta", self.headers.get("openai-beta", OPENAI_BETA))
+            try:
+                connection = await websockets.connect(
+                    runtime.codex.websocket_url,
+                    additional_headers=headers,
+                    max_size=MAX_FRAME_BYTES,
+                    open_timeout=runtime.settings.header_timeout_s,
+                    ping_interval=None,
+                    user_agent_header=None,
+                )
+            except InvalidStatus as refused:
+                status = refused.response.status_code
+                body = bytes(refused.response.body or b"")
+                failure = classify_failure(
+                    status, dict(refused.response.headers.raw_items()), body, runtime.clock.time()
+                )
+                if failure.kind is FailureKind.UNAUTHORIZED:
+                    credentials = await runtime.vault.rejected(
+                        account.id, account.provider, credentials, after_refresh=refreshed
+                    )
+                    refreshed = True
+                    continue
+                report_failure(runtime, account, "", failure)
+                raise _TurnError(
+                    status if status < 500 else 502, failure.code, failure.message, failure.retry_after
+                ) from None
+            except (OSError, TimeoutError, WebSocketException) as exc:
+                _log.warning("upstream websocket unreachable: %s", type(exc).__name__)
+                raise _TurnError(502, "upstream_error", "The provider could not be reached.") from None
+            self.upstream = _Upstream(account, connection, credentials)
+            return self.upstream
+
+    async def _run(self, call: ModelCall, account: AccountInfo, body: dict[str, Any], prewarm: bool) -> None:
+        try:
+            upstream = await self._connect(account)
+        except SubLaneError as error:
+            raise _TurnError(error.status, error.code, error.message, error.retry_after) from None
+        payload = responses_body(body, model=call.model, websocket=True)
+        payload["type"] = "response.create"
+        observer = CodexStreamObserver(call.state)
+        try:
+            await upstream.connection.send(json.dumps(payload, separators=(",", ":")))
+            while True:
+                text = await upstream.connection.recv(decode=True)
+                assert isinstance(text, str)
+                await self._forward(call, account, text, observer, prewarm)
+                if call.state.finished:
+                    break
+        except ConnectionClosed:
+            self.upstream = None
+            call.state.error_code = call.state.error_code or "upstream_stream_error"
+            raise _TurnError(
+                502, "upstream_stream_error", "The provider closed the socket mid-response."
+            ) from None
+        outcome = call.state.outcome or Outcome.ERROR
+        self._end(call, prewarm, outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+
+    async def _forward(
+        self, call: ModelCall, account: AccountInfo, text: str, observer: CodexStreamObserver, prewarm: bool
+    ) -> None:
+        kind = _frame_type(text)
+        if (
+            kind in _TAGGED_EVENTS
+            or kind in _TERMINAL
+            or kind == "codex.rate_limits"
+            or (kind is not None and observer.wants(kind))
+        ):
+            payload = json.loads(text)
+            if kind == "error" and isinstance(payload.get("status") or payload.get("status_code"), int):
+                self._wrapped_error(call, account, payload)
+            elif kind == "codex.rate_limits":
+                self._rate_limits(account, payload)
+            else:
+                observer.observe_payload(payload)
+                call.note_output()
+            if kind in _TAGGED_EVENTS or kind == "error":
+                if not prewarm:
+                    payload["request_id"] = call.request_id
+                text = json.dumps(payload, separators=(",", ":"))
+        else:
+            call.state.events += 1
+        if call.state.finished:
+            # Record and free the slot before the client can see the end and send its next turn
+            # (WAIT-7), and accept that next turn from now on.
+            outcome = call.state.outcome or Outcome.ERROR
+            self._end(call, prewarm, outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+            self.turn_running = False
+        await self.websocket.send_text(text)
+
+    def _wrapped_error(self, call: ModelCall, account: AccountInfo, payload: dict[str, Any]) -> None:
+        status = int(payload.get("status") or payload.get("status_code") or 500)
+        raw_headers = payload.get("headers")
+        headers = {str(k): str(v) for k, v in raw_headers.items()} if isinstance(raw_headers, dict) else {}
+        failure = classify_failure(
+            status, headers, json.dumps({"error": payload.get("error")}).encode(), self.runtime.clock.time()
+        )
+        report_failure(self.runtime, account, call.model, failure)
+        call.upstream_status = status
+        call.state.outcome = Outcome.ERROR
+        call.state.error_code = failure.code
+
+    def _rate_limits(self, account: AccountInfo, payload: dict[str, Any]) -> None:
+        if not signals.quota_observed.has_receivers:
+            return
+        limits = payload.get("rate_limits")
+        if not isinstance(limits, dict):
+            return
+        now = self.runtime.clock.time()
+        windows = []
+        for name in ("primary", "secondary"):
+            window = limits.get(name)
+            if isinstance(window, dict):
+                minutes = window.get("window_minutes")
+                used = window.get("used_percent")
+                reset = window.get("reset_at")
+                windows.append(
+                    signals.QuotaWindow(
+                        window=name,
+                        used_percent=float(used) if isinstance(used, int | float) else None,
+                        window_seconds=int(minutes * 60) if isinstance(minutes, int | float) else None,
+                        resets_at=float(reset) if isinstance(reset, int | float) else None,
+                        limit_reached=isinstance(used, int | float) and used >= 100,
+                    )
+                )
+        plan = payload.get("plan_type") if isinstance(payload.get("plan_type"), str) else None
+        signals.quota_observed.send(
+            signals.QuotaObserved(account.id, account.lifecycle_revision, now, plan, tuple(windows))
+        )
+
+
+async def reader_done(reader: asyncio.Task[None]) -> None:
+    """Wait until the client reader ends (the client went away)."""
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await asyncio.shield(reader)
+
+
+@router.websocket("/v1/responses")
+async def responses_websocket(websocket: WebSocket) -> None:
+    """Responses over WebSocket. A bad key is refused before the upgrade with HTTP 401."""
+    runtime = client_runtime(websocket)
+    try:
+        principal = await runtime.keys.authenticate(websocket.headers)
+    except SubLaneError as error:
+        body = openai_error_body(error.status, error.code, error.message)
+        try:
+            await websocket.send_denial_response(JSONResponse(body, status_code=error.status))
+        except RuntimeError:
+            await websocket.close(code=1008, reason=error.code)
+        return
+    await websocket.accept()
+    try:
+        await ClientSocket(runtime, websocket, principal).serve()
+    finally:
+        with contextlib.suppress(Exception):
+            await websocket.close()

@@ -1,0 +1,89 @@
+"""The real Codex CLI (npm ``@openai/codex``) through SubLane to the simulator, over HTTP and WebSocket.
+
+Skipped only when the client is not installed (``make clients``; ``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from gateway_pool import Pool
+
+from sublane_sim import Behaviour
+
+REPO = Path(__file__).resolve().parents[1]
+NODE_BIN = REPO / ".cache" / "node-clients" / "node_modules" / ".bin"
+ANSWER = "Hello through SubLane"
+
+pytestmark = pytest.mark.e2e
+
+
+def _client(name: str) -> Path:
+    binary = NODE_BIN / name
+    if shutil.which("npm") is None or not binary.exists():
+        pytest.skip(f"{name} is not installed under {NODE_BIN} (make clients)")
+    return binary
+
+
+def _codex(
+    pool: Pool, home: Path, *, websocket: bool, prompt: str = "say hi"
+) -> subprocess.CompletedProcess[str]:
+    args = [
+        str(_client("codex")),
+        "exec",
+        "--skip-git-repo-check",
+        "-c", "model_provider=sl",
+        "-c", 'model_providers.sl.name="sl"',
+        "-c", f'model_providers.sl.base_url="{pool.gateway.url}/v1"',
+        "-c", 'model_providers.sl.wire_api="responses"',
+        "-c", 'model_providers.sl.env_key="SUBLANE_KEY"',
+        "-m", "gpt-5-codex",
+    ]  # fmt: skip
+    if websocket:
+        args += ["-c", "model_providers.sl.supports_websockets=true"]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TERM": "dumb",
+        "SUBLANE_KEY": pool.key,
+    }
+    return subprocess.run(
+        [*args, prompt],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
+def test_codex_cli_completes_a_prompt_through_sublane(
+    make_pool: Callable[..., Pool], tmp_path: Path, websocket: bool
+) -> None:
+    _client("codex")
+    pool = make_pool()
+    account = pool.sim_accounts[0]
+    pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    result = _codex(pool, tmp_path, websocket=websocket)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ANSWER in result.stdout
+    endpoints = [record.endpoint for record in pool.sim.requests(account_id=account.id)]
+    if websocket:
+        assert "codex.ws.prewarm" in endpoints and "codex.ws.turn" in endpoints
+        assert "codex.responses" not in endpoints  # no fallback to HTTP
+    else:
+        assert "codex.responses" in endpoints
+    turns = [record for record in pool.finished if record.outcome == "success"]
+    assert len(turns) == 1  # the prewarm is not recorded
+    assert turns[0].protocol == ("responses_ws" if websocket else "responses")
+    upstream = pool.sim.requests(account_id=account.id)[-1]
+    assert upstream.headers["chatgpt-account-id"] == account.account_id
+    assert upstream.body["prompt_cache_key"]
+    assert pool.runtime.leases.total_in_flight() == 0
