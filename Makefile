@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGE_FILES := $(wildcard packages/*/pyproject.toml apps/*/pyproject.toml)
 
-.PHONY: install run test lint format clean clients
+.PHONY: install run test lint format clean clients demo
 
 install: $(STAMP)
 
@@ -17,6 +17,9 @@ $(STAMP): requirements-dev.txt constraints.txt $(PACKAGE_FILES)
 
 run: install  ## start the gateway on the embedded SQLite default (./data)
 	$(BIN)/sublane serve
+
+demo: install  ## the upstream simulator and a gateway wired to it, with accounts and a member key
+	$(BIN)/python scripts/demo.py
 
 test: install  ## lint, type-check and run every test through tox
 	$(BIN)/tox run

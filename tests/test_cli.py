@@ -222,3 +222,35 @@ def test_store_4_logs_never_show_secrets(tmp_path: Path) -> None:
     assert "Uvicorn running" in output  # the log was written at all
     assert "SECRET" not in output
     assert "PLAINTEXT" not in output
+
+
+def test_make_demo_serves_a_model_call(tmp_path: Path) -> None:
+    """``make demo`` (scripts/demo.py): simulator + gateway + key, and the printed curl works."""
+    port = _free_port()
+    log = tmp_path / "demo.log"
+    repo = Path(__file__).resolve().parents[1]
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [sys.executable, str(repo / "scripts" / "demo.py")],
+            env={**_env(tmp_path / "unused"), "SUBLANE_PORT": str(port)},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "member key" not in log.read_text():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        key = log.read_text().split("member key")[1].split()[0]
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/v1/responses",
+            headers={"authorization": f"Bearer {key}"},
+            json={"model": "gpt-5-codex", "input": "say hi", "stream": True},
+            timeout=30,
+        )
+        assert response.status_code == 200
+        assert "response.completed" in response.text
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

@@ -28,9 +28,9 @@ STARTUP_TIMEOUT_S = 15.0
 
 
 @contextmanager
-def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1") -> Iterator[str]:
-    """Serve ``app`` on ``host`` at a free port; yields the base URL (``http://127.0.0.1:PORT``)."""
-    config = uvicorn.Config(app, host=host, port=0, log_config=None, access_log=False, lifespan="on")
+def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve ``app`` on ``host`` (a free port by default); yields the base URL (``http://127.0.0.1:PORT``)."""
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="sublane-test-server", daemon=True)
     thread.start()
@@ -134,12 +134,14 @@ def migrate(settings: Settings) -> None:
 
 
 @contextmanager
-def running_gateway(settings: Settings, clock: ShiftedClock | None = None) -> Iterator[Gateway]:
+def running_gateway(
+    settings: Settings, clock: ShiftedClock | None = None, port: int = 0
+) -> Iterator[Gateway]:
     """Migrate, build the app and serve it on loopback until the block ends."""
     migrate(settings)
     clock = clock or ShiftedClock()
     app = create_app(settings, clock=clock)
-    with serve_in_thread(app) as url:
+    with serve_in_thread(app, port=port) as url:
         gateway = Gateway(url=url, settings=settings, app=app, clock=clock)
         try:
             yield gateway
