@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable
 
@@ -142,18 +143,38 @@ def test_adm_8_usage_is_collected_briefly_after_a_cancel(make_pool: Callable[...
     assert record.output_tokens is not None  # the terminal usage arrived within the 3 s drain
 
 
-def test_slots_never_exceed_max_concurrency(make_pool: Callable[..., Pool]) -> None:
+def test_adm_5_slots_never_exceed_max_concurrency_and_waiters_are_served(
+    make_pool: Callable[..., Pool],
+) -> None:
     pool = make_pool()
     pool.admin.patch(f"/api/accounts/{pool.account_ids[0]}/limits", json={"max_concurrency": 1})
-    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(deltas=10, pacing_ms=30))
-    with pool.client() as first, first.stream("POST", "/v1/responses", json=BODY) as streaming:
-        lines = streaming.iter_lines()
-        next(lines)
-        second = pool.client().post("/v1/responses", json=BODY)
-        assert second.status_code == 429
-        assert second.headers["retry-after"] == "1"
-        assert any("response.completed" in line for line in lines)
-    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+    account = pool.sim_accounts[0].id
+    pool.sim.set_default(account, Behaviour.ok(deltas=5, pacing_ms=40))
+    with concurrent.futures.ThreadPoolExecutor(4) as workers:
+        responses = list(workers.map(lambda _: pool.client().post("/v1/responses", json=BODY), range(4)))
+    assert [response.status_code for response in responses] == [200] * 4
+    assert pool.sim.counters(account).peak_streams == 1  # they waited their turn (WAIT-1)
+    assert pool.runtime.leases.total_in_flight() == 0
+
+
+def test_wait_2_wait_timeout_and_full_queue_are_429s(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(wait_timeout_s=0.3, wait_queue_max=1)
+    pool.admin.patch(f"/api/accounts/{pool.account_ids[0]}/limits", json={"max_concurrency": 1})
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=20, pacing_ms=100))
+    with concurrent.futures.ThreadPoolExecutor(3) as workers:
+        running = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.3)
+        waiting = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.1)
+        full = pool.client().post("/v1/responses", json=BODY)
+        assert full.status_code == 429 and full.json()["error"]["code"] == "account_queue_full"
+        assert full.headers["retry-after"] == "1"
+        timed_out = waiting.result()
+        assert timed_out.status_code == 429 and timed_out.json()["error"]["code"] == "account_wait_timeout"
+        assert timed_out.headers["retry-after"] == "1"
+        assert running.result().status_code == 200
+    outcomes = sorted(record.error_code or record.outcome for record in pool.finished)
+    assert outcomes == ["account_queue_full", "account_wait_timeout", "success"]
 
 
 def test_unreachable_upstream_is_a_502_and_never_cools(make_pool: Callable[..., Pool]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from collections.abc import Callable
 
@@ -214,3 +215,21 @@ def test_compaction_returns_the_upstream_json(make_pool: Callable[..., Pool]) ->
     assert any(item.get("type") == "compaction" for item in output)
     assert response.headers["x-request-id"].startswith("req_")
     assert pool.finished[-1].operation == "compact" and pool.finished[-1].first_token_ms is None
+
+
+def test_oversized_bodies_are_refused_before_any_upstream_call(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    host, port = pool.gateway.url.removeprefix("http://").split(":")
+    head = (
+        "POST /v1/responses HTTP/1.1\r\n"
+        f"Host: {host}\r\nAuthorization: Bearer {pool.key}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {65 * 1024 * 1024}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head.encode() + b'{"model": "gpt-5-codex"')
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"body_too_large" in answer
+    assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 0

@@ -135,8 +135,10 @@ async def test_upstream_wrapped_errors_reach_the_client_with_the_request_id(
         events = await _turn(ws, CREATE)
         assert events[-1]["type"] == "error"
         assert events[-1]["request_id"].startswith("req_")
-        again = await _turn(ws, CREATE)  # the socket stays usable
-        assert again[-1]["type"] == "response.completed"
+        again = await _turn(ws, CREATE)  # the socket stays usable; the account now cools (COOL-1)
+        assert again[-1]["error"]["code"] == "account_cooling"
+        assert 1 <= int(again[-1]["headers"]["retry-after"]) <= 5
+    assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 1  # never waited on (WAIT-9)
     assert pool.finished[0].outcome == "error" and pool.finished[0].upstream_status == 429
     assert pool.runtime.leases.total_in_flight() == 0
 

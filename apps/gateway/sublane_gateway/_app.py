@@ -41,7 +41,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         bootstrap(state)
         runtime = client.build_runtime(settings, engine, state.cipher, state.clock)
-        runtime.connect_signals()
+        await runtime.start()
         app.state.client = runtime
         try:
             yield

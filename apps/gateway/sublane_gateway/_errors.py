@@ -63,8 +63,19 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
     return response
 
 
-async def _unexpected_error(_request: Request, exc: Exception) -> Response:
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
     _log.error("unhandled error: %s", type(exc).__name__, exc_info=exc)
+    if request.url.path.startswith("/v1/"):  # client API: OpenAI's error shape
+        spec = ERROR_CATALOGUE["internal_error"]
+        body = {
+            "error": {
+                "message": spec.message,
+                "type": "server_error",
+                "param": None,
+                "code": "internal_error",
+            }
+        }
+        return JSONResponse(body, status_code=500)
     return error_response("internal_error")
 
 

@@ -39,6 +39,9 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "group_in_use": ErrorSpec(409, "The group still has keys."),
     "unknown_provider": ErrorSpec(400, "Unknown provider."),
     "invalid_credentials_file": ErrorSpec(400, "The credentials are not a file this provider writes."),
+    "oauth_state_unknown": ErrorSpec(400, "This login is unknown, expired or already used; start it again."),
+    "oauth_callback_invalid": ErrorSpec(400, "The pasted text holds no authorization code for this login."),
+    "oauth_exchange_failed": ErrorSpec(400, "The provider did not accept the authorization code."),
     # -- client API: keys and admission (ADM) ----------------------------------------------------
     "invalid_api_key": ErrorSpec(401, "The API key is missing, wrong, revoked, expired or paused."),
     "workspace_busy": ErrorSpec(429, "SubLane is at capacity; try again shortly."),

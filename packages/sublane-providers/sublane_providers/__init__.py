@@ -1,5 +1,6 @@
 """SubLane provider adapters: Codex, Claude and Antigravity, found through one registry."""
 
+from sublane_providers._adapter import ProviderAdapter, StreamObserver
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
 from sublane_providers._http import parse_retry_after
 from sublane_providers._jwt import expiry_of, unverified_claims
@@ -20,6 +21,9 @@ from sublane_providers._vault import Credentials, CredentialVault
 __version__ = "0.1.0"
 
 __all__ = [
+    # adapters
+    "ProviderAdapter",
+    "StreamObserver",
     # registry
     "UnknownProviderError",
     "parse_credentials",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import secrets
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -37,7 +38,15 @@ def authorize_url(base: str, params: dict[str, str]) -> str:
 
 
 class PastedCallbackError(ValueError):
-    """What was pasted holds no authorization code for this login."""
+    """What was pasted holds no authorization code for this login.
+
+    ``provider_error`` is the OAuth ``error`` the provider redirected with (``access_denied`` …):
+    the login is over and must be started again. Otherwise the paste was just wrong.
+    """
+
+    def __init__(self, message: str, *, provider_error: str | None = None) -> None:
+        super().__init__(message)
+        self.provider_error = provider_error
 
 
 def code_from_pasted(pasted: str, expected_state: str) -> str:
@@ -48,17 +57,20 @@ def code_from_pasted(pasted: str, expected_state: str) -> str:
     text = pasted.strip()
     if not text:
         raise PastedCallbackError("nothing was pasted")
-    if "://" in text or text.startswith("?") or "code=" in text:
+    if "://" in text or text.startswith("?") or "code=" in text or "error=" in text:
         query = urlsplit(text).query if "://" in text else text.lstrip("?")
         values = parse_qs(query)
         if "error" in values:
-            raise PastedCallbackError(f"the provider answered {values['error'][0][:64]!r}")
+            error = values["error"][0][:64]
+            raise PastedCallbackError(f"the provider answered {error!r}", provider_error=error)
         code = (values.get("code") or [""])[0]
         state = (values.get("state") or [""])[0]
     else:
         code, _, state = text.partition("#")
     if not code:
         raise PastedCallbackError("the pasted text holds no authorization code")
-    if state != expected_state:
+    if not state:
+        raise PastedCallbackError("the pasted text holds no state; paste the whole address")
+    if not hmac.compare_digest(state.encode(), expected_state.encode()):
         raise PastedCallbackError("the pasted text belongs to another login (state does not match)")
     return code

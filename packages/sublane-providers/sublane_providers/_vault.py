@@ -157,9 +157,9 @@ class CredentialVault:
                 # the margin left, rather than burning the refresh token once per waiter.
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             if entry.retry_at <= now:
-                await self._refresh(account_id, provider, entry)
-                now = self._clock.time()
-                if self._usable_without_refresh(entry, now, 0):
+                refreshed = await self._refresh(account_id, provider, entry)
+                now = self._clock.time()  # the attempt took time: re-check expiry (CRED-2)
+                if refreshed and self._usable_without_refresh(entry, now, 0):
                     return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             if entry.reauth_required:
                 raise SubLaneError("reauth_required")
@@ -204,7 +204,8 @@ class CredentialVault:
                 )
             return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
 
-    async def _refresh(self, account_id: int, provider: str, entry: _Entry) -> None:
+    async def _refresh(self, account_id: int, provider: str, entry: _Entry) -> bool:
+        """Refresh ``entry`` (lock held); ``True`` when it now holds fresh, stored credentials."""
         refresher = self._refreshers.get(provider)
         if refresher is None:
             raise SubLaneError("account_refresh_failed")
@@ -213,7 +214,7 @@ class CredentialVault:
         except RefreshFailed as failure:
             if failure.permanent:
                 await self._mark_reauth(account_id, entry, failure.code)
-                return
+                return False
             entry.failures += 1
             delay = BACKOFF_STEPS_S[min(entry.failures, len(BACKOFF_STEPS_S)) - 1]
             if failure.retry_after is not None:
@@ -225,13 +226,14 @@ class CredentialVault:
                 failure.code,
                 delay,
             )
-            return
+            return False
         bundle = dict(result.bundle)
         await anyio.to_thread.run_sync(self._store_refresh, account_id, bundle, result.expires_at)
         entry.bundle, entry.expires_at = bundle, result.expires_at
         entry.rejected = False
         entry.failures, entry.retry_at = 0, 0.0
         signals.credentials_refreshed.send(signals.CredentialsRefreshed(account_id, result.expires_at))
+        return True
 
     async def _mark_reauth(self, account_id: int, entry: _Entry, code: str) -> None:
         entry.reauth_required = True

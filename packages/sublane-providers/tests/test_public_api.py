@@ -6,6 +6,7 @@ import sublane_providers
 import sublane_providers.codex
 
 EXPECTED = [
+    "ProviderAdapter", "StreamObserver",
     "UnknownProviderError", "parse_credentials", "provider_names",
     "AccountIdentity", "CredentialFormatError", "ImportedCredentials",
     "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed",

@@ -42,12 +42,16 @@ class LeaseTable:
 
     def __init__(self) -> None:
         self._in_flight: dict[int, int] = {}
+        self._by_model: dict[tuple[int, str], int] = {}
         self._on_release: list[Callable[[int], None]] = []
         self.acquired_total = 0
         self.released_total = 0
 
     def in_flight(self, account_id: int) -> int:
         return self._in_flight.get(account_id, 0)
+
+    def in_flight_model(self, account_id: int, model: str) -> int:
+        return self._by_model.get((account_id, model), 0)
 
     def total_in_flight(self) -> int:
         return sum(self._in_flight.values())
@@ -62,6 +66,8 @@ class LeaseTable:
         if current >= limit:
             return None
         self._in_flight[account_id] = current + 1
+        key = (account_id, model)
+        self._by_model[key] = self._by_model.get(key, 0) + 1
         self.acquired_total += 1
         lease = Lease(self, account_id, request_id, model)
         if signals.lease_acquired.has_receivers:
@@ -74,6 +80,12 @@ class LeaseTable:
             self._in_flight[lease.account_id] = remaining
         else:
             self._in_flight.pop(lease.account_id, None)
+        key = (lease.account_id, lease.model)
+        left = self._by_model.get(key, 0) - 1
+        if left > 0:
+            self._by_model[key] = left
+        else:
+            self._by_model.pop(key, None)
         self.released_total += 1
         if signals.lease_released.has_receivers:
             signals.lease_released.send(

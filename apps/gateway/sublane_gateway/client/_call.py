@@ -8,7 +8,7 @@ from typing import Any
 from sublane_core import Clock, signals
 from sublane_gateway.client._keys import Principal
 from sublane_providers import Outcome, StreamState
-from sublane_scheduler import Lease
+from sublane_scheduler import Grant
 
 
 @dataclass(slots=True)
@@ -25,7 +25,7 @@ class ModelCall:
     started: float
     provider: str | None = None
     account_id: int | None = None
-    lease: Lease | None = None
+    grant: Grant | None = None
     upstream_status: int | None = None
     routing: dict[str, Any] | None = None
     state: StreamState = field(default_factory=StreamState)
@@ -59,9 +59,26 @@ class ModelCall:
         self.finished = True
         if signals.request_finished.has_receivers:
             self._report(outcome, error_code)
-        if self.lease is not None:
-            self.lease.release(str(outcome))
+        self._report_upstream(outcome, error_code)
+        if self.grant is not None:
+            self.grant.release(str(outcome))
         return True
+
+    def _report_upstream(self, outcome: Outcome | str, error_code: str | None) -> None:
+        """A stream that ended well clears failure streaks; one broken after a 200 is a failure (MCOOL-1)."""
+        if self.account_id is None or self.upstream_status != 200 or self.grant is None:
+            return
+        revision = self.grant.revision
+        if outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
+            if signals.upstream_succeeded.has_receivers:
+                signals.upstream_succeeded.send(
+                    signals.UpstreamSucceeded(self.account_id, self.model, revision)
+                )
+        elif outcome == Outcome.ERROR and signals.upstream_failed.has_receivers:
+            failure = signals.UpstreamFailed(
+                self.account_id, self.model, revision, 200, error_code or "stream_error"
+            )
+            signals.upstream_failed.send(failure)
 
     def _report(self, outcome: Outcome | str, error_code: str | None) -> None:
         now = self.clock.monotonic()

@@ -14,8 +14,8 @@ from sublane_gateway.client._bodies import conversation_key, read_json_object, r
 from sublane_gateway.client._call import ModelCall
 from sublane_gateway.client._dispatch import (
     UpstreamRefused,
-    acquire,
-    eligible_accounts,
+    check_policy,
+    schedule,
     send_with_recovery,
     split_model,
 )
@@ -64,14 +64,20 @@ async def open_codex(
     compact: bool,
 ) -> httpx.Response:
     """Select a Codex account, take its slot and get an accepted upstream response."""
-    candidates, routing = await eligible_accounts(runtime, principal, "codex", call.model)
-    call.routing = routing
-    lease = acquire(runtime, principal, candidates, call.request_id, call.model)
-    call.lease = lease
-    account = runtime.directory.get(lease.account_id)
-    assert account is not None
+    key = conversation_key(request.headers, body)
+    grant = await schedule(
+        runtime,
+        principal,
+        "codex",
+        call.model,
+        call.request_id,
+        conversation_key=key,
+        continuation=bool(body.get("previous_response_id")),
+    )
+    call.grant, call.routing = grant, grant.routing
+    account = grant.account
     call.provider, call.account_id = "codex", account.id
-    bound = conversation_key(request.headers, body) is not None
+    bound = key is not None
     payload = (compact_body if compact else responses_body)(body, model=call.model)
     content = json.dumps(payload, separators=(",", ":")).encode()
     client_headers = dict(request.headers)
@@ -83,7 +89,14 @@ async def open_codex(
         headers["accept"] = "application/json" if compact else "text/event-stream"
         return runtime.http.build_request("POST", url, content=content, headers=headers)
 
-    response, _credentials = await send_with_recovery(runtime, lease, account, build)
+    async def recheck() -> None:
+        current = await runtime.keys.authenticate_again(principal)
+        check_policy(current, call.model)
+        cooldown = runtime.scheduler.cooldowns.blocking(account.id, call.model)
+        if cooldown is not None or runtime.vault.needs_reauth(account.id):
+            raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+
+    response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     call.upstream_status = response.status_code
     _observe_quota(runtime, account.id, account.lifecycle_revision, response)
     return response

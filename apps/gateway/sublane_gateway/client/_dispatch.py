@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
@@ -19,8 +17,7 @@ from sublane_core import SubLaneError, signals
 from sublane_gateway.client._keys import Principal
 from sublane_gateway.client._runtime import ClientRuntime
 from sublane_providers import Credentials, FailureKind, UpstreamFailure
-from sublane_providers.codex import classify_failure
-from sublane_scheduler import AccountInfo, Lease
+from sublane_scheduler import AccountInfo, Candidates, Grant, RouteRequest
 
 _log = logging.getLogger("sublane.dispatch")
 
@@ -39,17 +36,6 @@ class UpstreamRefused(Exception):
         self.account_id = account_id
 
 
-@dataclass(slots=True)
-class Dispatched:
-    """An accepted upstream response (HTTP 200, body not read yet) and the slot it holds."""
-
-    lease: Lease
-    account: AccountInfo
-    response: httpx.Response
-    credentials: Credentials
-    routing: dict[str, Any] = field(default_factory=dict)
-
-
 def split_model(model: str) -> tuple[str | None, str]:
     """``(provider, model)``, an explicit provider prefix (``codex/`` …) taken off (AFF-6)."""
     prefix, sep, rest = model.partition("/")
@@ -66,8 +52,11 @@ def check_policy(principal: Principal, model: str) -> None:
 
 async def eligible_accounts(
     runtime: ClientRuntime, principal: Principal, provider: str, model: str
-) -> tuple[list[AccountInfo], dict[str, Any]]:
-    """The group's accounts of ``provider`` that may serve ``model`` now, and why others may not."""
+) -> Candidates:
+    """The group's accounts of ``provider`` that may serve ``model`` now, and why others may not.
+
+    Read again after every wait (WAIT-5): the account directory and key cache follow changes.
+    """
     await runtime.directory.refresh()
     excluded: dict[str, int] = {}
     usable: list[AccountInfo] = []
@@ -85,28 +74,49 @@ async def eligible_accounts(
             candidates.append(account)
         else:
             excluded["model_support"] = excluded.get("model_support", 0) + 1
-    return candidates, {"rule": "uniform_rotation", "candidates": len(candidates), "excluded": excluded}
+    return Candidates(candidates, excluded)
 
 
-def acquire(
-    runtime: ClientRuntime, principal: Principal, candidates: list[AccountInfo], request_id: str, model: str
-) -> Lease:
-    """A slot on the next candidate with room; 429 when every candidate is full."""
-    if not candidates:
-        raise SubLaneError("model_not_found", f"No account in your group serves {model!r}.")
-    lease = runtime.rotation.acquire(principal.group_id, candidates, request_id, model)
-    if lease is None:
-        raise SubLaneError("account_wait_timeout", retry_after=1)
-    return lease
+async def schedule(
+    runtime: ClientRuntime,
+    principal: Principal,
+    provider: str,
+    model: str,
+    request_id: str,
+    *,
+    conversation_key: str | None,
+    continuation: bool,
+    wait: bool = True,
+) -> Grant:
+    """Admit the request and take a slot on an account (waiting when needed)."""
+
+    async def eligible() -> Candidates:
+        current = await runtime.keys.authenticate_again(principal)  # WAIT-5: key, member, group
+        check_policy(current, model)
+        return await eligible_accounts(runtime, current, provider, model)
+
+    request = RouteRequest(
+        request_id=request_id,
+        user_id=principal.user_id,
+        group_id=principal.group_id,
+        model=model,
+        conversation_key=conversation_key,
+        continuation=continuation,
+        member_limit=principal.member_concurrency,
+        rpm=principal.rpm,
+        wait=wait,
+    )
+    return await runtime.scheduler.acquire(request, eligible)
 
 
 async def send_with_recovery(
     runtime: ClientRuntime,
-    lease: Lease,
-    account: AccountInfo,
+    grant: Grant,
     build: Callable[[Credentials], httpx.Request],
+    recheck: Callable[[], Awaitable[object]],
 ) -> tuple[httpx.Response, Credentials]:
-    """Send until accepted or refused for good; the caller owns the lease and releases it."""
+    """Send until accepted or refused for good; the caller owns the grant and releases it."""
+    account = grant.account
     credentials = await runtime.vault.get(account.id, account.provider)
     retries = 0
     refreshed = False
@@ -121,7 +131,8 @@ async def send_with_recovery(
         if response.status_code < 300:
             return response, credentials
         body = await _read_bounded(response)
-        failure = classify_failure(response.status_code, response.headers, body, runtime.clock.time())
+        adapter = runtime.adapters[account.provider]
+        failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
         if failure.kind is FailureKind.UNAUTHORIZED:
             credentials = await runtime.vault.rejected(
                 account.id, account.provider, credentials, after_refresh=refreshed
@@ -131,28 +142,27 @@ async def send_with_recovery(
         if failure.retryable and retries < MAX_RETRIES:
             await asyncio.sleep(RETRY_BACKOFF_S[retries])
             retries += 1
+            await recheck()  # RETRY-2: access, policy and account health still hold
             continue
-        report_failure(runtime, account, lease.model, failure)
+        report_failure(account, grant.lease.model, failure, grant.revision)
         raise UpstreamRefused(failure, account.id)
 
 
-def report_failure(
-    runtime: ClientRuntime, account: AccountInfo, model: str, failure: UpstreamFailure
-) -> None:
+def report_failure(account: AccountInfo, model: str, failure: UpstreamFailure, revision: int) -> None:
     """Tell the scheduler's receivers what the refusal means for the account (COOL, MCOOL)."""
     if failure.kind in (FailureKind.RATE_LIMITED, FailureKind.QUOTA_EXHAUSTED):
         signals.upstream_rate_limited.send(
             signals.UpstreamRateLimited(
                 account_id=account.id,
                 model=None,
-                runtime_revision=0,
+                runtime_revision=revision,
                 retry_after_s=failure.retry_after,
                 reason=failure.code,
             )
         )
     elif failure.kind is FailureKind.TRANSIENT:
         signals.upstream_failed.send(
-            signals.UpstreamFailed(account.id, model, 0, failure.status, failure.code)
+            signals.UpstreamFailed(account.id, model, revision, failure.status, failure.code)
         )
 
 

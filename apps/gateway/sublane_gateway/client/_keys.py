@@ -71,6 +71,7 @@ class KeyAuthenticator:
         self._clock = clock
         self._ttl_s = ttl_s
         self._cache: dict[str, tuple[Principal, float]] = {}
+        self._digests: dict[int, str] = {}
         self._generation = 0
         self._lock = threading.Lock()
 
@@ -82,7 +83,16 @@ class KeyAuthenticator:
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """The caller's principal; 401 for a missing, unknown, revoked, paused or expired key."""
-        digest = sha256_hex(presented_secret(headers))
+        return await self._principal(sha256_hex(presented_secret(headers)))
+
+    async def authenticate_again(self, principal: Principal) -> Principal:
+        """Check a principal again (after a wait or before a retry, WAIT-5/RETRY-2)."""
+        digest = self._digests.get(principal.key_id)
+        if digest is None:
+            raise SubLaneError("invalid_api_key")
+        return await self._principal(digest)
+
+    async def _principal(self, digest: str) -> Principal:
         now = self._clock.monotonic()
         cached = self._cache.get(digest)
         if cached is not None and cached[1] > now:
@@ -97,7 +107,9 @@ class KeyAuthenticator:
                 if generation == self._generation:  # no access change raced the lookup
                     if len(self._cache) >= MAX_CACHED_KEYS:
                         self._cache.clear()
+                        self._digests.clear()
                     self._cache[digest] = (principal, now + self._ttl_s)
+                    self._digests[principal.key_id] = digest
         if principal.expires_at is not None and principal.expires_at <= self._clock.time():
             raise SubLaneError("invalid_api_key", "The API key has expired.")
         return principal

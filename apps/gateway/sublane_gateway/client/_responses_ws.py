@@ -27,15 +27,15 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from sublane_core import SubLaneError, new_request_id, signals
-from sublane_gateway.client._bodies import require_model
+from sublane_gateway.client._bodies import conversation_key, require_model
 from sublane_gateway.client._call import ModelCall
-from sublane_gateway.client._dispatch import check_policy, eligible_accounts, report_failure, split_model
+from sublane_gateway.client._dispatch import check_policy, report_failure, schedule, split_model
 from sublane_gateway.client._keys import Principal
 from sublane_gateway.client._openai_errors import openai_error_body
 from sublane_gateway.client._runtime import ClientRuntime, client_runtime
 from sublane_providers import Credentials, FailureKind, Outcome
 from sublane_providers.codex import CodexStreamObserver, classify_failure, responses_body, upstream_headers
-from sublane_scheduler import AccountInfo, Lease
+from sublane_scheduler import AccountInfo, Grant
 
 router = APIRouter(tags=["client: OpenAI Responses"])
 _log = logging.getLogger("sublane.websocket")
@@ -189,7 +189,7 @@ class ClientSocket:
         request_id = None if prewarm else call.request_id
         try:
             check_policy(principal, model)
-            lease, account = await self._acquire(call, prewarm)
+            grant = await self._acquire(call, body, prewarm)
         except SubLaneError as error:
             if not prewarm:
                 call.finish(Outcome.REJECTED, error.code)
@@ -197,10 +197,11 @@ class ClientSocket:
                 _TurnError(error.status, error.code, error.message, error.retry_after), request_id
             )
             return
-        if lease is None:  # a prewarm with no free slot: answer it locally, nothing to warm
+        if grant is None:  # a prewarm with no free slot: answer it locally, nothing to warm
             await self._local_prewarm(body)
             return
-        call.lease, call.provider, call.account_id = lease, "codex", account.id
+        account = grant.account
+        call.grant, call.routing, call.provider, call.account_id = grant, grant.routing, "codex", account.id
         try:
             await self._run(call, account, body, prewarm)
         except asyncio.CancelledError:
@@ -220,34 +221,30 @@ class ClientSocket:
         if call.finished:
             return
         if prewarm:
-            if call.lease is not None:
-                call.lease.release(str(outcome))
+            if call.grant is not None:
+                call.grant.release(str(outcome))
             call.finished = True
         else:
             call.finish(outcome, code)
 
-    async def _acquire(self, call: ModelCall, prewarm: bool) -> tuple[Lease | None, AccountInfo]:
-        runtime = self.runtime
-        candidates, routing = await eligible_accounts(runtime, self.principal, "codex", call.model)
-        call.routing = routing
-        if not candidates:
-            raise SubLaneError("model_not_found", f"No account in your group serves {call.model!r}.")
-        current = self.upstream.account.id if self.upstream is not None else None
-        for account in candidates:  # the socket's account first: its upstream holds the conversation
-            if account.id == current:
-                lease = runtime.leases.try_acquire(
-                    account.id, account.max_concurrency, call.request_id, call.model
-                )
-                if lease is not None:
-                    return lease, account
-        lease = runtime.rotation.acquire(self.principal.group_id, candidates, call.request_id, call.model)
-        if lease is None:
-            if prewarm:
-                return None, candidates[0]
-            raise SubLaneError("account_wait_timeout", retry_after=1)
-        chosen = runtime.directory.get(lease.account_id)
-        assert chosen is not None
-        return lease, chosen
+    async def _acquire(self, call: ModelCall, body: dict[str, Any], prewarm: bool) -> Grant | None:
+        """The turn's slot; a prewarm never waits (no slot: it is answered locally)."""
+        key = conversation_key(self.headers, body)
+        try:
+            return await schedule(
+                self.runtime,
+                self.principal,
+                "codex",
+                call.model,
+                call.request_id,
+                conversation_key=key,
+                continuation=bool(body.get("previous_response_id")),
+                wait=not prewarm,
+            )
+        except SubLaneError as error:
+            if prewarm and error.code in ("account_wait_timeout", "account_queue_full"):
+                return None
+            raise
 
     async def _local_prewarm(self, body: dict[str, Any]) -> None:
         response: dict[str, Any] = {
@@ -296,7 +293,7 @@ class ClientSocket:
                     )
                     refreshed = True
                     continue
-                report_failure(runtime, account, "", failure)
+                report_failure(account, "", failure, runtime.scheduler.cooldowns.revision(account.id))
                 raise _TurnError(
                     status if status < 500 else 502, failure.code, failure.message, failure.retry_after
                 ) from None
@@ -370,7 +367,8 @@ class ClientSocket:
         failure = classify_failure(
             status, headers, json.dumps({"error": payload.get("error")}).encode(), self.runtime.clock.time()
         )
-        report_failure(self.runtime, account, call.model, failure)
+        revision = call.grant.revision if call.grant is not None else 0
+        report_failure(account, call.model, failure, revision)
         call.upstream_status = status
         call.state.outcome = Outcome.ERROR
         call.state.error_code = failure.code

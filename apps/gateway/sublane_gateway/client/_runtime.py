@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -11,10 +12,20 @@ from starlette.requests import HTTPConnection
 
 from sublane_core import Clock, CredentialCipher, Settings, signals
 from sublane_gateway.client._catalog import ModelCatalog
+from sublane_gateway.client._cooldown_store import CooldownStore
 from sublane_gateway.client._keys import KeyAuthenticator
-from sublane_providers import CredentialVault
+from sublane_providers import CredentialVault, ProviderAdapter
 from sublane_providers.codex import CodexAdapter
-from sublane_scheduler import AccountDirectory, LeaseTable, RoundRobin
+from sublane_scheduler import (
+    AccountDirectory,
+    Admission,
+    AffinityStore,
+    CooldownBook,
+    CooldownPolicy,
+    LeaseTable,
+    Scheduler,
+    WaitRoom,
+)
 
 HTTP_POOL_SIZE = 512
 
@@ -29,31 +40,97 @@ class ClientRuntime:
     keys: KeyAuthenticator
     directory: AccountDirectory
     leases: LeaseTable
-    rotation: RoundRobin
+    scheduler: Scheduler
+    cooldown_store: CooldownStore
     vault: CredentialVault
     catalog: ModelCatalog
     codex: CodexAdapter
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
+    _loop: asyncio.AbstractEventLoop | None = None
+    _tasks: set[asyncio.Future[None]] = field(default_factory=set)
+
+    @property
+    def adapters(self) -> dict[str, ProviderAdapter]:
+        """The provider adapters by name."""
+        return {"codex": self.codex}
+
+    async def start(self) -> None:
+        """Load persisted runtime state and listen to the signals (inside the app's event loop)."""
+        self._loop = asyncio.get_running_loop()
+        await self.cooldown_store.restore(self.scheduler.cooldowns)
+        self.connect_signals()
+
+    def _on_loop(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the event loop: management routes send signals from worker threads."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            callback()
+        else:
+            loop.call_soon_threadsafe(callback)
 
     def connect_signals(self) -> None:
-        """Keep caches true to the database: forget what a change made stale."""
+        """Keep caches true to the database, and feed upstream outcomes to the cooldowns."""
+        scheduler = self.scheduler
 
         def on_account(payload: signals.AccountChanged) -> None:
-            self.directory.invalidate()
-            self.vault.forget(payload.account_id)
-            if payload.change in ("deleted", "reauthorized", "enabled", "disabled"):
-                self.catalog.forget(payload.account_id)
+            def apply() -> None:
+                self.directory.invalidate()
+                self.vault.forget(payload.account_id)
+                if payload.change in ("deleted", "reauthorized", "enabled", "disabled"):
+                    self.catalog.forget(payload.account_id)
+                if payload.change == "deleted":
+                    scheduler.cooldowns.forget(payload.account_id)
+                    scheduler.affinity.forget_account(payload.account_id)
+                if payload.change == "limits":
+                    task = asyncio.ensure_future(self._limits_changed(payload.account_id))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+
+            self._on_loop(apply)
 
         def on_access(_payload: signals.AccessChanged) -> None:
-            self.keys.invalidate()
-            self.directory.invalidate()
+            def apply() -> None:
+                self.keys.invalidate()
+                self.directory.invalidate()
+
+            self._on_loop(apply)
+
+        def on_rate_limited(payload: signals.UpstreamRateLimited) -> None:
+            if payload.model is None:
+                scheduler.cooldowns.rate_limited(payload.account_id, payload.retry_after_s, payload.reason)
+            else:
+                scheduler.cooldowns.model_limited(
+                    payload.account_id, payload.model, payload.retry_after_s, "provider:" + payload.reason
+                )
+
+        def on_failed(payload: signals.UpstreamFailed) -> None:
+            scheduler.cooldowns.failed(payload.account_id, payload.model, payload.runtime_revision)
+
+        def on_succeeded(payload: signals.UpstreamSucceeded) -> None:
+            if scheduler.cooldowns.succeeded(payload.account_id, payload.model, payload.runtime_revision):
+                scheduler.offer(payload.account_id)  # a proven account may take its waiters again
 
         self._disconnects += [
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
+            signals.upstream_rate_limited.connect(on_rate_limited),
+            signals.upstream_failed.connect(on_failed),
+            signals.upstream_succeeded.connect(on_succeeded),
         ]
 
+    async def _limits_changed(self, account_id: int) -> None:
+        await self.directory.refresh()
+        self.scheduler.limits_changed(account_id)
+
     async def close(self) -> None:
+        self.scheduler.room.close()  # waiters end at once with shutting_down (WAIT-6)
+        self.cooldown_store.flush()
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
@@ -78,6 +155,29 @@ def build_runtime(
     )
     leases = LeaseTable()
     vault = CredentialVault(engine, cipher, clock, {"codex": codex})
+    directory = AccountDirectory(engine)
+    cooldown_store = CooldownStore(engine, clock)
+    cooldowns = CooldownBook(
+        clock,
+        CooldownPolicy(
+            fallback_s=settings.cooldown_fallback_s,
+            model_threshold=settings.model_failure_threshold,
+            model_window_s=settings.model_failure_window_s,
+            model_initial_s=settings.model_cooldown_initial_s,
+            model_max_s=settings.model_cooldown_max_s,
+        ),
+        persist=cooldown_store.save,
+    )
+    scheduler = Scheduler(
+        clock=clock,
+        directory=directory,
+        leases=leases,
+        cooldowns=cooldowns,
+        affinity=AffinityStore(engine, clock),
+        admission=Admission(clock, settings.workspace_capacity),
+        room=WaitRoom(settings.wait_queue_max),
+        wait_timeout_s=settings.wait_timeout_s,
+    )
 
     async def discover_codex(account_id: int) -> list[str]:
         credentials = await vault.get(account_id, "codex")
@@ -88,9 +188,10 @@ def build_runtime(
         clock=clock,
         http=http,
         keys=KeyAuthenticator(engine, clock),
-        directory=AccountDirectory(engine),
+        directory=directory,
         leases=leases,
-        rotation=RoundRobin(leases),
+        scheduler=scheduler,
+        cooldown_store=cooldown_store,
         vault=vault,
         catalog=ModelCatalog(clock, {"codex": discover_codex}),
         codex=codex,

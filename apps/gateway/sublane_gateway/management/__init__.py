@@ -2,10 +2,10 @@
 
 from fastapi import APIRouter
 
-from sublane_gateway.management import _accounts, _auth, _groups, _keys, _users
+from sublane_gateway.management import _accounts, _auth, _groups, _keys, _oauth, _users
 
 router = APIRouter()
-for _module in (_auth, _users, _groups, _keys, _accounts):
+for _module in (_auth, _users, _groups, _keys, _accounts, _oauth):
     router.include_router(_module.router)
 
 __all__ = ["router"]

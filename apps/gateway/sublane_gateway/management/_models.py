@@ -107,3 +107,15 @@ class AccountUpdate(Body):
 
 class AccountLimits(Body):
     max_concurrency: Annotated[int, Field(ge=1, le=1000)]
+
+
+class OAuthStart(Body):
+    provider: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    name: Name | None = None
+    group_ids: list[Id] = Field(default_factory=list, max_length=1000)
+
+
+class OAuthComplete(Body):
+    state: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    callback_url: Annotated[str, StringConstraints(min_length=1, max_length=8192)]
+    name: Name | None = None

@@ -10,13 +10,18 @@ from typing import Any
 import httpx
 
 from sublane_core import signals
-from sublane_providers._credentials import ImportedCredentials
+from sublane_providers._adapter import ProviderAdapter
+from sublane_providers._credentials import CredentialFormatError, ImportedCredentials
 from sublane_providers._http import header
 from sublane_providers._jwt import expiry_of
 from sublane_providers._oauth import PkcePair, authorize_url, new_pkce_pair
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
+from sublane_providers._types import UpstreamFailure
 from sublane_providers.codex._credentials import parse_credentials
-from sublane_providers.codex._quota import windows_from_usage
+from sublane_providers.codex._failures import classify_failure
+from sublane_providers.codex._quota import windows_from_headers, windows_from_usage
+from sublane_providers.codex._request import responses_body, upstream_headers
+from sublane_providers.codex._stream import CodexStreamObserver
 
 CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"  # the public Codex CLI OAuth client
 REDIRECT_URI = "http://localhost:1455/auth/callback"
@@ -56,10 +61,11 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(seconds, MAX_OAUTH_RETRY_AFTER_S)
 
 
-class CodexAdapter:
+class CodexAdapter(ProviderAdapter):
     """Talks to the Codex backend and the OpenAI OAuth server for one SubLane process."""
 
     name = "codex"
+    refresh_fallback = True
 
     def __init__(
         self, *, base_url: str, auth_url: str, http: httpx.AsyncClient, metadata_timeout: float
@@ -83,6 +89,41 @@ class CodexAdapter:
     @property
     def compact_url(self) -> str:
         return f"{self.base_url}/codex/responses/compact"
+
+    # -- the adapter interface ----------------------------------------------------------------------
+
+    @staticmethod
+    def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
+        return parse_credentials(data)
+
+    def stream_request(
+        self,
+        bundle: Mapping[str, Any],
+        body: Mapping[str, Any],
+        client_headers: Mapping[str, str],
+        *,
+        bound: bool,
+    ) -> httpx.Request:
+        token, account_id = self.access(bundle)
+        headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
+        headers["content-type"] = "application/json"
+        headers["accept"] = "text/event-stream"
+        payload = responses_body(body, model=str(body["model"]))
+        content = json.dumps(payload, separators=(",", ":")).encode()
+        return self._http.build_request("POST", self.responses_url, content=content, headers=headers)
+
+    def new_observer(self) -> CodexStreamObserver:
+        return CodexStreamObserver()
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: bytes, now: float
+    ) -> UpstreamFailure:
+        return classify_failure(status, headers, body, now)
+
+    def quota_from_headers(
+        self, headers: Mapping[str, str], now: float
+    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+        return windows_from_headers(headers, now)
 
     # -- credentials ------------------------------------------------------------------------------
 
@@ -150,7 +191,11 @@ class CodexAdapter:
         return url, state, pkce
 
     async def complete_login(self, code: str, pkce: PkcePair) -> ImportedCredentials:
-        """Exchange the pasted authorization code for tokens and read the identity from them."""
+        """Exchange the pasted authorization code for tokens and read the identity from them.
+
+        Raises :class:`RefreshFailed`: ``permanent`` when the OAuth server refused the code (a new
+        login is needed), transient for network failures and server errors.
+        """
         try:
             response = await self._http.post(
                 f"{self.auth_url}/oauth/token",
@@ -167,13 +212,19 @@ class CodexAdapter:
             raise RefreshFailed(f"network:{type(exc).__name__}", permanent=False) from None
         if response.status_code != 200:
             code_name = _error_code(response.content) or f"http_{response.status_code}"
-            raise RefreshFailed(code_name[:64], permanent=True)
-        payload = response.json()
+            raise RefreshFailed(code_name[:64], permanent=response.status_code < 500)
+        try:
+            payload = response.json()
+        except ValueError:
+            raise RefreshFailed("invalid_token_response", permanent=True) from None
         if not isinstance(payload, dict):
             raise RefreshFailed("invalid_token_response", permanent=True)
-        return parse_credentials(
-            {"tokens": {key: payload.get(key) for key in ("id_token", "access_token", "refresh_token")}}
-        )
+        try:
+            return parse_credentials(
+                {"tokens": {key: payload.get(key) for key in ("id_token", "access_token", "refresh_token")}}
+            )
+        except CredentialFormatError:
+            raise RefreshFailed("invalid_token_response", permanent=True) from None
 
     # -- metadata ---------------------------------------------------------------------------------
 

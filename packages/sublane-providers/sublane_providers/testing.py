@@ -1,0 +1,191 @@
+"""The shared contract test kit: every adapter's tests subclass :class:`AdapterContract`.
+
+The kit runs the adapter against the upstream simulator (``sublane-sim``, a test dependency) and
+checks what the gateway relies on: credential files parse to an identity, a normal stream yields a
+first delta, usage and success, broken streams never look like success, error answers are
+classified alike across providers, refresh separates permanent from transient failures, and quota
+and model catalogues can be read. A new adapter passes the kit or is not done (STYLE.md).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+
+from sublane_providers._adapter import ProviderAdapter
+from sublane_providers._refresh import RefreshFailed
+from sublane_providers._sse import SseFramer, parse_event
+from sublane_providers._types import FailureKind, Outcome, StreamState
+from sublane_sim import Behaviour, RefreshOutcome, SimAccount, Simulator
+
+
+class AdapterContract(ABC):
+    """Subclass with ``provider``, ``model``, :meth:`make_adapter` and :meth:`native_body`."""
+
+    provider: ClassVar[str]
+    model: ClassVar[str]
+
+    @abstractmethod
+    def make_adapter(self, sim: Simulator, http: httpx.AsyncClient) -> ProviderAdapter:
+        """The adapter under test, pointed at the simulator."""
+
+    @abstractmethod
+    def native_body(self) -> dict[str, Any]:
+        """A minimal inference body in the provider's native protocol, for ``model``."""
+
+    # -- fixtures -----------------------------------------------------------------------------------
+
+    @pytest.fixture
+    async def http(self) -> AsyncIterator[httpx.AsyncClient]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            yield client
+
+    @pytest.fixture
+    def adapter(self, sim: Simulator, http: httpx.AsyncClient) -> ProviderAdapter:
+        return self.make_adapter(sim, http)
+
+    @pytest.fixture
+    def account(self, sim: Simulator) -> SimAccount:
+        return sim.create_account(self.provider)  # type: ignore[arg-type]
+
+    @pytest.fixture
+    def bundle(self, adapter: ProviderAdapter, account: SimAccount) -> dict[str, Any]:
+        return dict(adapter.parse_credentials(account.credentials).bundle)
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    async def stream(
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any]
+    ) -> tuple[int, StreamState, bytes]:
+        """Send one streaming request; ``(status, observed state, error body)``."""
+        request = adapter.stream_request(bundle, self.native_body(), {}, bound=False)
+        observer = adapter.new_observer()
+        framer = SseFramer()
+        response = await http.send(request, stream=True)
+        try:
+            if response.status_code >= 300:
+                return response.status_code, observer.state, await response.aread()
+            try:
+                async for chunk in response.aiter_raw():
+                    for block in framer.feed(chunk):
+                        event = parse_event(block)
+                        observer.observe(event.name, event.data)
+            except httpx.HTTPError:
+                pass  # a cut connection: the state shows what arrived
+            return response.status_code, observer.state, b""
+        finally:
+            await response.aclose()
+
+    # -- the contract -------------------------------------------------------------------------------
+
+    def test_contract_parses_its_credential_file(self, adapter: ProviderAdapter, account: SimAccount) -> None:
+        imported = adapter.parse_credentials(account.credentials)
+        assert imported.provider == self.provider
+        assert imported.bundle.get("refresh_token")
+        assert imported.identity.email or imported.identity.plan or imported.identity.subject
+
+    async def test_contract_normal_stream_gives_first_delta_usage_and_success(
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any]
+    ) -> None:
+        status, state, _ = await self.stream(adapter, http, bundle)
+        assert status == 200
+        assert state.outcome is Outcome.SUCCESS
+        assert state.first_delta is not None
+        assert state.usage is not None and (state.usage.input_tokens or 0) > 0
+
+    async def test_contract_cut_stream_is_never_success(
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
+        account: SimAccount,
+    ) -> None:  # fmt: skip
+        sim.script(account.id, Behaviour.cut(2, cut_mode="eof"))
+        _, state, _ = await self.stream(adapter, http, bundle)
+        assert state.outcome is None or state.outcome is Outcome.ERROR
+
+    async def test_contract_in_stream_overload_is_an_error(
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
+        account: SimAccount,
+    ) -> None:  # fmt: skip
+        sim.script(account.id, Behaviour.overload(1))
+        status, state, _ = await self.stream(adapter, http, bundle)
+        assert status == 200
+        assert state.outcome is Outcome.ERROR and state.error_code
+
+    @pytest.mark.parametrize(
+        ("status", "kind"),
+        [
+            (401, FailureKind.UNAUTHORIZED),
+            (403, FailureKind.FORBIDDEN),
+            (503, FailureKind.TRANSIENT),
+            (500, FailureKind.TRANSIENT),
+            (400, FailureKind.CLIENT_ERROR),
+        ],
+    )
+    async def test_contract_error_answers_are_classified(
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
+        account: SimAccount, status: int, kind: FailureKind,
+    ) -> None:  # fmt: skip
+        sim.script(account.id, Behaviour.error(status))
+        got, _, body = await self.stream(adapter, http, bundle)
+        assert got == status
+        failure = adapter.classify_failure(status, {}, body, 0.0)
+        assert failure.kind is kind
+        assert failure.retryable is (status in (500, 503))
+
+    async def test_contract_429_is_a_rate_limit_with_its_retry_after(
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
+        account: SimAccount,
+    ) -> None:  # fmt: skip
+        sim.script(account.id, Behaviour.error(429, retry_after="17"))
+        status, _, body = await self.stream(adapter, http, bundle)
+        assert status == 429
+        failure = adapter.classify_failure(429, {"retry-after": "17"}, body, 0.0)
+        assert failure.kind in (
+            FailureKind.RATE_LIMITED,
+            FailureKind.QUOTA_EXHAUSTED,
+            FailureKind.MODEL_RATE_LIMITED,
+        )
+        assert failure.retry_after == 17
+
+    async def test_contract_refresh_gives_fresh_credentials(
+        self, adapter: ProviderAdapter, bundle: dict[str, Any]
+    ) -> None:
+        refreshed = await adapter.refresh(bundle)
+        assert refreshed.bundle["access_token"] != bundle["access_token"]
+        assert refreshed.bundle.get("refresh_token")
+
+    async def test_contract_dead_refresh_token_is_permanent(
+        self, adapter: ProviderAdapter, bundle: dict[str, Any], sim: Simulator, account: SimAccount
+    ) -> None:
+        sim.revoke_refresh_token(account.id)
+        with pytest.raises(RefreshFailed) as failed:
+            await adapter.refresh(bundle)
+        assert failed.value.permanent
+
+    async def test_contract_transient_refresh_failure_is_not_permanent(
+        self, adapter: ProviderAdapter, bundle: dict[str, Any], sim: Simulator, account: SimAccount
+    ) -> None:
+        sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
+        with pytest.raises(RefreshFailed) as failed:
+            await adapter.refresh(bundle)
+        assert not failed.value.permanent
+
+    async def test_contract_refresh_retry_after_is_kept(
+        self, adapter: ProviderAdapter, bundle: dict[str, Any], sim: Simulator, account: SimAccount
+    ) -> None:
+        sim.script_refresh(account.id, RefreshOutcome(kind="error", status=429, retry_after="600"))
+        with pytest.raises(RefreshFailed) as failed:
+            await adapter.refresh(bundle)
+        assert not failed.value.permanent and failed.value.retry_after == 600
+
+    async def test_contract_reads_quota(self, adapter: ProviderAdapter, bundle: dict[str, Any]) -> None:
+        _plan, windows = await adapter.read_quota(bundle, 0.0)
+        assert windows
+        assert any(window.main for window in windows)
+
+    async def test_contract_lists_models(self, adapter: ProviderAdapter, bundle: dict[str, Any]) -> None:
+        models = await adapter.list_models(bundle)
+        assert self.model in models

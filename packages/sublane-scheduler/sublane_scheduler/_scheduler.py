@@ -1,0 +1,256 @@
+"""Choosing an account for a model request and taking its slot (SPEC §1–3).
+
+The scheduler keeps the hot path in memory: the account directory, the lease table, cooldowns and
+cached bindings. Per request it reads at most one binding from the database (the first time a
+conversation is seen in this process) and writes one when a binding is made.
+
+Order of decisions: admission (ADM-2…4) → the group's eligible accounts (model support, policy,
+health; re-checked after every wake-up, WAIT-5) → a bound conversation keeps its account, cooling
+or not (AFF-3, WAIT-9), unless the client switched model with full history and the account cannot
+serve it (AFF-4) → otherwise rotation among accounts that are not cooling (AFF-5) → a free slot, or
+a wait in the group's queue (WAIT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sublane_core import Clock, SubLaneError
+from sublane_scheduler._admission import Admission, Ticket
+from sublane_scheduler._affinity import AffinityStore, binding_digest
+from sublane_scheduler._cooldowns import Cooldown, CooldownBook
+from sublane_scheduler._directory import AccountDirectory, AccountInfo
+from sublane_scheduler._leases import Lease, LeaseTable
+from sublane_scheduler._rotation import RoundRobin
+from sublane_scheduler._waiting import Waiter, WaitRoom, wait_for_lease
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRequest:
+    """What selection needs to know about a request."""
+
+    request_id: str
+    user_id: int
+    group_id: int
+    model: str
+    conversation_key: str | None = None
+    continuation: bool = False  # carries an upstream continuation (previous_response_id): AFF-4 never applies
+    member_limit: int = 0
+    rpm: int = 0
+    wait: bool = True  # False: no slot now means account_wait_timeout at once (e.g. a prewarm)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The group's accounts that may serve the model now, and why the others may not."""
+
+    accounts: list[AccountInfo]
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+Eligible = Callable[[], Awaitable[Candidates]]
+
+
+@dataclass(slots=True)
+class Grant:
+    """A slot on an account, with what selection decided (HIST-12) and the revision at dispatch (COOL-5)."""
+
+    lease: Lease
+    account: AccountInfo
+    revision: int
+    routing: dict[str, Any]
+    bound: bool
+    ticket: Ticket
+
+    def release(self, outcome: str) -> None:
+        """Give back the slot and the admission ticket (each once)."""
+        self.lease.release(outcome)
+        self.ticket.close()
+
+
+class Scheduler:
+    """One per gateway process."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        directory: AccountDirectory,
+        leases: LeaseTable,
+        cooldowns: CooldownBook,
+        affinity: AffinityStore,
+        admission: Admission,
+        room: WaitRoom,
+        wait_timeout_s: float,
+    ) -> None:
+        self.clock = clock
+        self.directory = directory
+        self.leases = leases
+        self.cooldowns = cooldowns
+        self.affinity = affinity
+        self.admission = admission
+        self.room = room
+        self.wait_timeout_s = wait_timeout_s
+        self.rotation = RoundRobin()
+        leases.on_release(self.offer)
+
+    # -- slots ------------------------------------------------------------------------------------
+
+    def take(self, account: AccountInfo, model: str, request_id: str) -> Lease | None:
+        """A slot on ``account`` if it admits one now: its limit, or a single recovery probe (COOL-4)."""
+        if self.cooldowns.blocking(account.id, model) is not None:
+            return None
+        if self.cooldowns.probe_only(account.id, model):
+            if self.leases.in_flight(account.id) > 0 or self.leases.in_flight_model(account.id, model) > 0:
+                return None
+            return self.leases.try_acquire(account.id, 1, request_id, model)
+        return self.leases.try_acquire(account.id, account.max_concurrency, request_id, model)
+
+    def offer(self, account_id: int) -> None:
+        """A slot freed or a limit rose: hand it to the account's oldest waiter (WAIT-3, ADM-7)."""
+        account = self.directory.get(account_id)
+        if account is None:
+            return
+
+        def try_lease(_account_id: int, waiter: Waiter) -> Lease | None:
+            return self.take(account, waiter.model, waiter.request_id)
+
+        self.room.offer(account_id, try_lease)
+
+    def limits_changed(self, account_id: int) -> None:
+        """After a limit change: waiters may fit now (raise); a lower limit only stops new admissions."""
+        self.offer(account_id)
+
+    # -- selection --------------------------------------------------------------------------------
+
+    async def acquire(self, request: RouteRequest, eligible: Eligible) -> Grant:
+        """Admit, select, and take a slot (waiting for one when needed)."""
+        ticket = self.admission.enter(request.user_id, request.member_limit, request.rpm)
+        try:
+            return await self._select(request, eligible, ticket)
+        except BaseException:
+            ticket.close()
+            raise
+
+    async def _select(self, request: RouteRequest, eligible: Eligible, ticket: Ticket) -> Grant:
+        deadline = self.clock.monotonic() + self.wait_timeout_s
+        digest = (
+            binding_digest(request.group_id, request.conversation_key) if request.conversation_key else None
+        )
+        await self.directory.refresh()
+        while True:
+            candidates = await eligible()
+            ids = {account.id for account in candidates.accounts}
+            bound_id = await self.affinity.get(digest) if digest else None
+            routing: dict[str, Any] = {"excluded": dict(candidates.excluded)}
+            if bound_id is not None and self.directory.get(bound_id) is not None:
+                account = self.directory.get(bound_id)
+                assert account is not None
+                if bound_id in ids:
+                    lease = self._bound_slot(account, request, routing)
+                    pool = [account]
+                    routing["rule"] = "kept_binding"
+                elif request.continuation or not candidates.accounts:
+                    raise self._bound_unavailable(account, request)
+                else:  # AFF-4: a portable history may move to an account that serves the new model
+                    lease, pool = self._rotate(request, candidates, routing)
+                    routing["rule"] = "model_switch_rotation"
+            else:
+                if not candidates.accounts:
+                    raise SubLaneError(
+                        "model_not_found", f"No account in your group serves {request.model!r}."
+                    )
+                lease, pool = self._rotate(request, candidates, routing)
+                routing["rule"] = "uniform_rotation"
+            routing["candidates"] = len(pool)
+            if lease is None:
+                remaining = deadline - self.clock.monotonic()
+                if remaining <= 0 or not request.wait:
+                    raise SubLaneError("account_wait_timeout", retry_after=1)
+                waiter = self.room.enter(
+                    request.group_id, (a.id for a in pool), request.request_id, request.model
+                )
+                lease = await wait_for_lease(self.room, waiter, remaining)
+                if lease.account_id not in {a.id for a in pool} or not await self._still_fine(
+                    lease, eligible
+                ):
+                    lease.release("rejected")  # WAIT-5: things changed while waiting; decide again
+                    continue
+            account = self.directory.get(lease.account_id)
+            assert account is not None
+            if digest is not None and bound_id != account.id:
+                await self.affinity.bind(digest, request.group_id, account.id, request.model)
+            return Grant(
+                lease=lease,
+                account=account,
+                revision=self.cooldowns.revision(account.id),
+                routing=routing,
+                bound=digest is not None,
+                ticket=ticket,
+            )
+
+    def _bound_slot(
+        self, account: AccountInfo, request: RouteRequest, routing: dict[str, Any]
+    ) -> Lease | None:
+        cooldown = self.cooldowns.blocking(account.id, request.model)
+        if cooldown is not None:  # WAIT-9: never waited on; the conversation stays bound (AFF-3)
+            raise self._cooling_error(cooldown)
+        lease = self.take(account, request.model, request.request_id)
+        if lease is None:
+            routing["excluded"]["capacity"] = routing["excluded"].get("capacity", 0) + 1
+        return lease
+
+    def _rotate(
+        self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
+    ) -> tuple[Lease | None, list[AccountInfo]]:
+        usable: list[AccountInfo] = []
+        cooling: list[Cooldown] = []
+        for account in candidates.accounts:
+            cooldown = self.cooldowns.blocking(account.id, request.model)
+            if cooldown is None:
+                usable.append(account)
+            else:
+                cooling.append(cooldown)
+        if cooling:
+            routing["excluded"]["cooldown"] = routing["excluded"].get("cooldown", 0) + len(cooling)
+        if not usable:
+            raise self._cooling_error(min(cooling, key=lambda c: c.until))
+        lease = self.rotation.acquire(
+            request.group_id, usable, lambda account: self.take(account, request.model, request.request_id)
+        )
+        if lease is None:
+            routing["excluded"]["capacity"] = routing["excluded"].get("capacity", 0) + len(usable)
+        return lease, usable
+
+    async def _still_fine(self, lease: Lease, eligible: Eligible) -> bool:
+        candidates = await eligible()
+        if lease.account_id not in {account.id for account in candidates.accounts}:
+            return False
+        return self.cooldowns.blocking(lease.account_id, lease.model) is None
+
+    @staticmethod
+    def _no_candidates(request: RouteRequest, candidates: Candidates) -> SubLaneError:
+        if candidates.excluded.get("unavailable"):
+            return SubLaneError(
+                "no_account_available", f"No account that serves {request.model!r} is available now."
+            )
+        return SubLaneError("model_not_found", f"No account in your group serves {request.model!r}.")
+
+    def _cooling_error(self, cooldown: Cooldown) -> SubLaneError:
+        code = (
+            "account_cooling"
+            if cooldown.model == ""
+            else ("model_rate_limited" if cooldown.reason.startswith("provider:") else "model_cooling")
+        )
+        return SubLaneError(code, retry_after=self.cooldowns.retry_after(cooldown))
+
+    def _bound_unavailable(self, account: AccountInfo, request: RouteRequest) -> SubLaneError:
+        if not account.enabled or not account.auth_ok:
+            return SubLaneError(
+                "no_account_available", "The account this conversation is bound to is not available now."
+            )
+        return SubLaneError(
+            "model_not_found", f"The account this conversation is bound to does not serve {request.model!r}."
+        )
