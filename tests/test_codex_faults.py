@@ -184,3 +184,38 @@ def test_unreachable_upstream_is_a_502_and_never_cools(make_pool: Callable[..., 
     assert response.json()["error"]["code"] == "upstream_error"
     assert pool.runtime.leases.total_in_flight() == 0
     assert pool.finished[-1].outcome == "error"
+
+
+def test_retry_3_a_long_upstream_hint_is_returned_not_waited_out(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    account = pool.sim_accounts[0].id
+    pool.sim.script(account, Behaviour.error(503, retry_after="120"))
+    started = time.monotonic()
+    response = pool.client().post("/v1/responses", json=BODY)
+    assert time.monotonic() - started < 2
+    assert response.status_code == 503 and response.headers["retry-after"] == "120"
+    assert pool.sim.counters(account).model_requests == 1
+
+
+def test_time_3_header_timeout_ends_a_silent_upstream(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(header_timeout_s=0.5)
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(header_delay_ms=3000))
+    started = time.monotonic()
+    response = pool.client().post("/v1/responses", json=BODY)
+    assert time.monotonic() - started < 2.5
+    assert response.status_code == 504 and response.json()["error"]["code"] == "upstream_timeout"
+    state = pool.admin.get("/api/accounts/runtime").json()["accounts"][0]
+    assert state["state"] == "ready"  # COOL-2: a timeout never cools the account
+
+
+def test_adm_9_the_request_deadline_ends_a_long_stream(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(request_timeout_s=0.8, sse_heartbeat_s=0.2)
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(deltas=100, pacing_ms=50))
+    started = time.monotonic()
+    response = pool.client().post("/v1/responses", json=BODY)
+    assert time.monotonic() - started < 3
+    assert "response.completed" not in response.text
+    assert pool.finished[-1].error_code == "request_timeout"
+    assert pool.runtime.leases.total_in_flight() == 0
+    state = pool.admin.get("/api/accounts/runtime").json()["accounts"][0]
+    assert state["state"] == "ready" and state["limited_models"] == []  # COOL-2

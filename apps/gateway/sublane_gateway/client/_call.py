@@ -68,6 +68,8 @@ class ModelCall:
         """A stream that ended well clears failure streaks; one broken after a 200 is a failure (MCOOL-1)."""
         if self.account_id is None or self.upstream_status != 200 or self.grant is None:
             return
+        if error_code == "request_timeout":  # our own deadline says nothing about the account (COOL-2)
+            return
         revision = self.grant.revision
         if outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
             if signals.upstream_succeeded.has_receivers:

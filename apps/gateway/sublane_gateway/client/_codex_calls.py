@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -148,7 +149,7 @@ def refusal_response(runtime: ClientRuntime, call: ModelCall, error: Exception) 
     return from_sublane_error(error, call.request_id)
 
 
-async def collect_final(call: ModelCall, response: httpx.Response) -> dict[str, Any] | None:
+async def collect_final(call: ModelCall, response: httpx.Response, deadline: float) -> dict[str, Any] | None:
     """Read the whole stream; the final response object (output back-filled), or ``None`` on failure.
 
     The call is finished here. Used for callers that did not ask for a stream.
@@ -158,26 +159,29 @@ async def collect_final(call: ModelCall, response: httpx.Response) -> dict[str, 
     final: dict[str, Any] | None = None
     items: list[Any] = []
     try:
-        async for chunk in response.aiter_raw():
-            for block in framer.feed(chunk):
-                event = parse_event(block)
-                if event.data is None:
-                    continue
-                try:
-                    payload = json.loads(event.data)
-                except ValueError:
-                    continue
-                if not isinstance(payload, dict):
-                    continue
-                observer.observe_payload(payload)
-                call.note_output()
-                kind = payload.get("type")
-                if kind == "response.output_item.done":
-                    items.append(payload.get("item"))
-                elif kind in ("response.completed", "response.incomplete", "response.failed"):
-                    final = payload.get("response") if isinstance(payload.get("response"), dict) else None
+        async with asyncio.timeout(max(0.0, deadline - call.clock.monotonic())):
+            async for chunk in response.aiter_raw():
+                for block in framer.feed(chunk):
+                    event = parse_event(block)
+                    if event.data is None:
+                        continue
+                    try:
+                        payload = json.loads(event.data)
+                    except ValueError:
+                        continue
+                    if not isinstance(payload, dict):
+                        continue
+                    observer.observe_payload(payload)
+                    call.note_output()
+                    kind = payload.get("type")
+                    if kind == "response.output_item.done":
+                        items.append(payload.get("item"))
+                    elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                        final = payload.get("response") if isinstance(payload.get("response"), dict) else None
     except httpx.HTTPError:
         call.state.error_code = "upstream_stream_error"
+    except TimeoutError:
+        call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except BaseException:
         await response.aclose()
         call.finish(Outcome.CANCELED, "client_canceled")
@@ -197,4 +201,6 @@ def stream_failure_response(call: ModelCall) -> Response:
     state = call.state
     code = state.error_code or "upstream_stream_error"
     message = state.error_message or "The upstream stream ended without a response."
-    return openai_error_response(502, code, message, request_id=call.request_id)
+    return openai_error_response(
+        504 if code == "request_timeout" else 502, code, message, request_id=call.request_id
+    )

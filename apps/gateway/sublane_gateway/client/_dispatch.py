@@ -23,6 +23,7 @@ _log = logging.getLogger("sublane.dispatch")
 
 MAX_RETRIES = 2
 RETRY_BACKOFF_S = (0.2, 0.6)
+MAX_WAITED_HINT_S = 2.0
 MAX_ERROR_BODY = 64 * 1024
 PROVIDER_PREFIXES = ("codex", "claude", "antigravity")
 
@@ -139,8 +140,10 @@ async def send_with_recovery(
             )
             refreshed = True
             continue
-        if failure.retryable and retries < MAX_RETRIES:
-            await asyncio.sleep(RETRY_BACKOFF_S[retries])
+        hint = failure.retry_after
+        if failure.retryable and retries < MAX_RETRIES and (hint is None or hint <= MAX_WAITED_HINT_S):
+            # RETRY-3: a long upstream hint goes back to the client instead of being waited out.
+            await asyncio.sleep(max(RETRY_BACKOFF_S[retries], hint or 0.0))
             retries += 1
             await recheck()  # RETRY-2: access, policy and account health still hold
             continue

@@ -63,11 +63,13 @@ async def relay_sse(
     on_end: Callable[[ModelCall], None],
     transform: Callable[[list[bytes]], bytes] | None = None,
     trailer: Callable[[], bytes] | None = None,
+    deadline: float | None = None,
 ) -> AsyncIterator[bytes]:
     """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once.
 
     ``transform`` turns complete upstream events into what the client gets (another protocol);
     without it the bytes pass unchanged. ``trailer`` adds a last frame after a normal end.
+    ``deadline`` (monotonic) ends the stream with ``request_timeout`` (ADM-9).
     """
     framer = SseFramer()
     chunks = response.aiter_raw().__aiter__()
@@ -82,8 +84,14 @@ async def relay_sse(
             wait = heartbeat_s
             if idle_timeout_s:
                 wait = max(0.0, min(wait, last_event + idle_timeout_s - clock.monotonic()))
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - clock.monotonic()))
             done, _ = await asyncio.wait((pending,), timeout=wait)
             if not done:
+                if deadline is not None and clock.monotonic() >= deadline:
+                    call.state.outcome = Outcome.ERROR
+                    call.state.error_code = "request_timeout"
+                    break
                 if idle_timeout_s and clock.monotonic() - last_event >= idle_timeout_s:
                     call.state.outcome = Outcome.ERROR
                     call.state.error_code = "stream_idle_timeout"

@@ -55,9 +55,10 @@ async def create_response(request: Request) -> Response:
             heartbeat_s=runtime.settings.sse_heartbeat_s,
             idle_timeout_s=runtime.settings.stream_idle_timeout_s,
             on_end=finish_call,
+            deadline=call.started + runtime.settings.request_timeout_s,
         )
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers | SSE_HEADERS)
-    final = await collect_final(call, response)
+    final = await collect_final(call, response, call.started + runtime.settings.request_timeout_s)
     if final is None:
         return stream_failure_response(call)
     return JSONResponse(final, headers=headers)

@@ -2,10 +2,11 @@
 
 from fastapi import APIRouter
 
-from sublane_gateway.management import _accounts, _auth, _groups, _keys, _oauth, _users
+from sublane_gateway.management import _accounts, _auth, _groups, _keys, _oauth, _runtime_view, _users
 
 router = APIRouter()
-for _module in (_auth, _users, _groups, _keys, _accounts, _oauth):
+# The runtime view first: /api/accounts/runtime must win over /api/accounts/{account_id}.
+for _module in (_runtime_view, _auth, _users, _groups, _keys, _accounts, _oauth):
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -1,0 +1,149 @@
+"""The scheduling picture of every account (SPEC §14 runtime answer) and Clear cooldown (COOL-6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from sublane_core import Account, QuotaObservation, SubLaneError, signals
+from sublane_gateway._sessions import AdminUser
+from sublane_gateway._state import gateway_state
+from sublane_gateway.client import ClientRuntime, client_runtime
+
+router = APIRouter(tags=["scheduling"])
+
+QUOTA_FRESH_S = 120.0
+
+
+def quota_rows(rows: list[QuotaObservation], now: float) -> list[dict[str, Any]]:
+    """Quota windows with freshness and pace (QUOTA-10): points of usage ahead (+) of an even pace.
+
+    Pace is computed at the observation time, from the window length and reset, and only for a
+    fresh, complete observation that is not past its reset.
+    """
+    result = []
+    for row in rows:
+        fresh = now - row.observed_at <= QUOTA_FRESH_S and row.observed_at <= now
+        if row.resets_at is not None and row.resets_at <= now:
+            fresh = False
+        pace = None
+        if fresh and row.used_percent is not None and row.window_seconds and row.resets_at is not None:
+            elapsed = row.window_seconds - (row.resets_at - row.observed_at)
+            if 0 <= elapsed <= row.window_seconds:
+                pace = round(row.used_percent - 100.0 * elapsed / row.window_seconds, 1)
+        result.append(
+            {
+                "window": row.window if not row.model else f"{row.model}:{row.window}",
+                "used_percent": row.used_percent,
+                "window_seconds": row.window_seconds,
+                "resets_at": row.resets_at,
+                "observed_at": row.observed_at,
+                "fresh": fresh,
+                "pace_points": pace,
+            }
+        )
+    return result
+
+
+def _load(engine: Engine) -> tuple[list[Account], dict[int, list[QuotaObservation]]]:
+    with Session(engine) as db:
+        accounts = list(db.exec(select(Account).order_by(col(Account.id))))
+        quota: dict[int, list[QuotaObservation]] = {}
+        for row in db.exec(select(QuotaObservation)):
+            account = next((a for a in accounts if a.id == row.account_id), None)
+            if account is not None and row.lifecycle_revision == account.lifecycle_revision:
+                quota.setdefault(row.account_id, []).append(row)
+    return accounts, quota
+
+
+def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str, Any]]) -> dict[str, Any]:
+    """One account's entry of the runtime answer."""
+    assert account.id is not None
+    scheduler = runtime.scheduler
+    cooldowns = scheduler.cooldowns
+    in_flight = runtime.leases.in_flight(account.id)
+    cooldown = cooldowns.active(account.id)
+    limited = cooldowns.limited_models(account.id)
+    retry_at = runtime.vault.refresh_retry_at(account.id)
+    reauth = account.auth_state == "reauth_required" or runtime.vault.needs_reauth(account.id)
+    exhausted = any(row["fresh"] and (row["used_percent"] or 0) >= 100 for row in quota)
+    if not account.enabled:
+        state = "disabled"
+    elif reauth:
+        state = "reauth_required"
+    elif cooldown is not None:
+        state = "cooling"
+    elif retry_at is not None:
+        state = "refresh_backoff"
+    elif exhausted:
+        state = "quota_exhausted"
+    elif limited:
+        state = "model_limited"
+    elif in_flight >= account.max_concurrency:
+        state = "busy"
+    else:
+        state = "ready"
+    return {
+        "id": account.id,
+        "name": account.name,
+        "provider": account.provider,
+        "enabled": account.enabled,
+        "state": state,
+        "in_flight": in_flight,
+        "max_concurrency": account.max_concurrency,
+        "waiters": scheduler.room.waiting(account.id),
+        "cooldown_until": cooldown.until if cooldown else None,
+        "cooldown_reason": cooldown.reason if cooldown else None,
+        "limited_models": [{"model": c.model, "until": c.until, "reason": c.reason} for c in limited],
+        "auth_state": "reauth_required" if reauth else account.auth_state,
+        "refresh_retry_at": retry_at,
+        "quota": quota,
+    }
+
+
+@router.get("/api/accounts/runtime")
+async def runtime_view(request: Request, _admin: AdminUser) -> dict[str, Any]:
+    """Per-account scheduling state, in-flight / limit, waiters, cooldowns and quota."""
+    runtime = client_runtime(request)
+    accounts, quota = await anyio.to_thread.run_sync(_load, gateway_state(request).engine)
+    now = runtime.clock.time()
+    admission = runtime.scheduler.admission
+    return {
+        "workspace": {
+            "in_use": admission.in_use,
+            "capacity": admission.capacity,
+            "waiting": runtime.scheduler.room.waiting(),
+        },
+        "accounts": [
+            account_state(runtime, account, quota_rows(quota.get(account.id or 0, []), now))
+            for account in accounts
+        ],
+    }
+
+
+@router.post("/api/accounts/{account_id}/resume")
+async def resume(account_id: int, request: Request, _admin: AdminUser) -> dict[str, Any]:
+    """Clear cooldown: account and model cooldowns and failure streaks; the runtime revision advances.
+
+    It does not enable the account, repair authorization or restore subscription quota (COOL-6).
+    """
+    runtime = client_runtime(request)
+    engine = gateway_state(request).engine
+
+    def load() -> Account | None:
+        with Session(engine) as db:
+            return db.get(Account, account_id)
+
+    account = await anyio.to_thread.run_sync(load)
+    if account is None:
+        raise SubLaneError("not_found", f"No account with id {account_id}.")
+    runtime.scheduler.cooldowns.clear(account_id)
+    runtime.scheduler.offer(account_id)
+    signals.account_changed.send(
+        signals.AccountChanged(account_id, "resumed", account.lifecycle_revision, account.max_concurrency)
+    )
+    return account_state(runtime, account, [])

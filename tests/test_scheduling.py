@@ -1,0 +1,276 @@
+"""Scheduling through the gateway against the simulator: affinity, cooldowns, waiting, admission, runtime."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gateway_pool import Pool, settings_for
+
+from sublane_gateway.testing import running_gateway
+from sublane_sim import Behaviour, Simulator
+
+BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
+
+
+def _served_by(pool: Pool) -> list[str]:
+    """Simulator account IDs that served each model request, in order."""
+    return [record.account_id for record in pool.sim.requests(endpoint="codex.responses")]
+
+
+def _runtime(pool: Pool) -> dict[int, dict[str, object]]:
+    answer = pool.admin.get("/api/accounts/runtime")
+    assert answer.status_code == 200, answer.text
+    return {account["id"]: account for account in answer.json()["accounts"]}
+
+
+def test_aff_1_session_header_keeps_a_conversation_on_one_account(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    client = pool.client()
+    for _ in range(3):
+        client.post("/v1/responses", json=BODY, headers={"session-id": "thread-a"})
+    for _ in range(3):
+        client.post("/v1/responses", json=BODY, headers={"Session_id": "thread-b"})
+    served = _served_by(pool)
+    assert len(set(served[:3])) == 1 and len(set(served[3:])) == 1
+    assert served[0] != served[3]  # new conversations rotate (AFF-5)
+
+
+def test_aff_1_prompt_cache_key_is_a_conversation_key_too(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=3)
+    for _ in range(4):
+        pool.client().post("/v1/responses", json={**BODY, "prompt_cache_key": "cache-1"})
+    assert len(set(_served_by(pool))) == 1
+
+
+def test_aff_5_calls_without_a_key_rotate(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=3)
+    for _ in range(6):
+        pool.client().post("/v1/responses", json=BODY)
+    served = _served_by(pool)
+    assert len(set(served)) == 3 and served[:3] == served[3:]
+
+
+def test_aff_7_bindings_survive_a_restart(sim: Simulator, tmp_path: Path) -> None:
+    accounts = [sim.create_account("codex") for _ in range(2)]
+    settings = settings_for(sim, tmp_path / "data")
+    with running_gateway(settings) as gateway:
+        admin = gateway.admin()
+        for index, account in enumerate(accounts):
+            admin.post(
+                "/api/accounts/import",
+                json={
+                    "provider": "codex",
+                    "name": f"a{index}",
+                    "credentials": account.credentials,
+                    "group_ids": [1],
+                },
+            )
+        key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        client = gateway.client(headers={"authorization": f"Bearer {key}"})
+        client.post("/v1/responses", json=BODY, headers={"session-id": "long-thread"})
+        first = [record.account_id for record in sim.requests(endpoint="codex.responses")][-1]
+    for _ in range(3):  # after a restart the cursor starts empty, yet the binding holds
+        with running_gateway(settings) as gateway:
+            client = gateway.client(headers={"authorization": f"Bearer {key}"})
+            client.post("/v1/responses", json=BODY, headers={"session-id": "long-thread"})
+            assert [record.account_id for record in sim.requests(endpoint="codex.responses")][-1] == first
+
+
+def test_aff_3_a_bound_conversation_is_not_moved_by_a_cooldown(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    client = pool.client()
+    headers = {"session-id": "thread-1"}
+    client.post("/v1/responses", json=BODY, headers=headers)
+    bound = _served_by(pool)[-1]
+    pool.sim.script(bound, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="30"))
+    assert client.post("/v1/responses", json=BODY, headers=headers).status_code == 429
+    again = client.post("/v1/responses", json=BODY, headers=headers)
+    assert again.status_code == 429
+    assert again.json()["error"]["code"] == "account_cooling"
+    assert 1 <= int(again.headers["retry-after"]) <= 30
+    assert _served_by(pool).count(bound) == 2 and len(_served_by(pool)) == 2  # never moved, never waited
+
+
+def test_wait_9_new_requests_skip_a_cooling_account(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    first = pool.sim_accounts[0].id
+    pool.sim.script(first, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="30"))
+    client = pool.client()
+    statuses = [client.post("/v1/responses", json=BODY).status_code for _ in range(4)]
+    assert statuses.count(429) == 1
+    assert _served_by(pool).count(first) == 1  # only the request that met the 429
+
+
+def test_cool_6_resume_clears_the_cooldown_and_the_account_serves_again(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="60")
+    )
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 429
+    state = _runtime(pool)[account_id]
+    assert state["state"] == "cooling" and state["cooldown_reason"] and state["cooldown_until"]
+    assert pool.client().post("/v1/responses", json=BODY).json()["error"]["code"] == "account_cooling"
+    resumed = pool.admin.post(f"/api/accounts/{account_id}/resume")
+    assert resumed.status_code == 200 and resumed.json()["state"] == "ready"
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+    assert pool.admin.post("/api/accounts/999/resume").status_code == 404
+
+
+def test_cool_7_cooldowns_survive_a_restart(sim: Simulator, tmp_path: Path) -> None:
+    account = sim.create_account("codex")
+    settings = settings_for(sim, tmp_path / "data")
+    with running_gateway(settings) as gateway:
+        admin = gateway.admin()
+        body = {"provider": "codex", "name": "a", "credentials": account.credentials, "group_ids": [1]}
+        admin.post("/api/accounts/import", json=body)
+        key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        sim.script(account.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="120"))
+        client = gateway.client(headers={"authorization": f"Bearer {key}"})
+        assert client.post("/v1/responses", json=BODY).status_code == 429
+    with running_gateway(settings) as gateway:
+        client = gateway.client(headers={"authorization": f"Bearer {key}"})
+        response = client.post("/v1/responses", json=BODY)
+        assert response.json()["error"]["code"] == "account_cooling"
+    assert sim.counters(account.id).model_requests == 1
+
+
+def test_mcool_1_repeated_5xx_cool_the_model_only(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(model_failure_threshold=2)
+    account = pool.sim_accounts[0].id
+    pool.sim.script(account, *[Behaviour.error(500)] * 6)
+    client = pool.client()
+    assert client.post("/v1/responses", json=BODY).status_code == 502  # 3 attempts: one logical failure
+    assert client.post("/v1/responses", json=BODY).status_code == 502
+    cooled = client.post("/v1/responses", json=BODY)
+    assert cooled.status_code == 429 and cooled.json()["error"]["code"] == "model_cooling"
+    state = _runtime(pool)[pool.account_ids[0]]
+    assert state["state"] == "model_limited"
+    assert [item["model"] for item in state["limited_models"]] == ["gpt-5-codex"]  # type: ignore[union-attr]
+    other = client.post("/v1/responses", json={**BODY, "model": "gpt-5"})
+    assert other.status_code == 200  # other models on the account stay eligible (MCOOL-3)
+
+
+def test_adm_7_raising_a_limit_wakes_waiters_at_once(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 1})
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=30, pacing_ms=100))
+    with concurrent.futures.ThreadPoolExecutor(2) as workers:
+        first = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.4)
+        second = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.3)
+        assert _runtime(pool)[account_id]["waiters"] == 1
+        started = time.monotonic()
+        pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 2})
+        deadline = time.monotonic() + 2
+        while pool.sim.counters(pool.sim_accounts[0].id).current_streams < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert time.monotonic() - started < 1.5  # well before the first stream's 3 s end
+        assert first.result().status_code == second.result().status_code == 200
+
+
+def test_adm_3_member_concurrency(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    pool.admin.patch("/api/users/1", json={"member_concurrency": 1})
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=10, pacing_ms=60))
+    with concurrent.futures.ThreadPoolExecutor(2) as workers:
+        running = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.3)
+        refused = pool.client().post("/v1/responses", json=BODY)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "member_busy"
+        assert running.result().status_code == 200
+
+
+def test_adm_4_member_requests_per_minute(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    pool.admin.patch("/api/users/1", json={"rpm": 2})
+    client = pool.client()
+    assert [client.post("/v1/responses", json=BODY).status_code for _ in range(2)] == [200, 200]
+    limited = client.post("/v1/responses", json=BODY)
+    assert limited.status_code == 429 and limited.json()["error"]["code"] == "member_rate_limited"
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+
+
+def test_adm_2_workspace_capacity(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(workspace_capacity=1)
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=10, pacing_ms=60))
+    with concurrent.futures.ThreadPoolExecutor(2) as workers:
+        running = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.3)
+        busy = pool.client().post("/v1/responses", json=BODY)
+        assert busy.status_code == 429 and busy.json()["error"]["code"] == "workspace_busy"
+        assert "retry-after" in busy.headers
+        assert running.result().status_code == 200
+
+
+def test_runtime_view_shows_each_state(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=3)
+    one, two, three = pool.account_ids
+    pool.admin.patch(f"/api/accounts/{two}", json={"enabled": False})
+    answer = pool.admin.get("/api/accounts/runtime").json()
+    assert answer["workspace"] == {"in_use": 0, "capacity": 128, "waiting": 0}
+    states = {account["id"]: account for account in answer["accounts"]}
+    assert states[one]["state"] == "ready" and states[two]["state"] == "disabled"
+    fields = (
+        "in_flight max_concurrency waiters cooldown_until cooldown_reason limited_models auth_state "
+        "refresh_retry_at quota provider name enabled"
+    )
+    for field in fields.split():
+        assert field in states[one]
+    pool.admin.patch(f"/api/accounts/{three}/limits", json={"max_concurrency": 1})
+    pool.sim.set_default(pool.sim_accounts[2].id, Behaviour.ok(deltas=20, pacing_ms=50))
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=20, pacing_ms=50))
+    with concurrent.futures.ThreadPoolExecutor(2) as workers:
+        jobs = [workers.submit(pool.client().post, "/v1/responses", json=BODY) for _ in range(2)]
+        time.sleep(0.4)
+        states = _runtime(pool)
+        assert states[three]["state"] == "busy" and states[three]["in_flight"] == 1
+        assert all(job.result().status_code == 200 for job in jobs)
+    member_client = pool.gateway.member(pool.admin, "bob")[1]
+    assert member_client.get("/api/accounts/runtime").status_code == 403
+
+
+def test_aff_4_a_model_switch_with_full_history_may_move(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    narrow, wide = pool.sim_accounts
+    pool.sim.update_account(narrow.id, models=["gpt-5-codex"])
+    pool.sim.update_account(wide.id, models=["gpt-5-codex", "gpt-5.5"])
+    for account_id in pool.account_ids:
+        pool.runtime.catalog.forget(account_id)
+    client = pool.client()
+    headers = {"session-id": "switching"}
+    client.post("/v1/responses", json=BODY, headers=headers)  # binds to the first account
+    assert _served_by(pool)[-1] == narrow.id
+    same_model = client.post("/v1/responses", json=BODY, headers=headers)
+    assert same_model.status_code == 200 and _served_by(pool)[-1] == narrow.id
+    switched = client.post("/v1/responses", json={**BODY, "model": "gpt-5.5"}, headers=headers)
+    assert switched.status_code == 200 and _served_by(pool)[-1] == wide.id
+    assert (
+        pool.finished[-1].routing is not None and pool.finished[-1].routing["rule"] == "model_switch_rotation"
+    )
+    back = client.post("/v1/responses", json=BODY, headers=headers)  # the binding moved with it
+    assert back.status_code == 200 and _served_by(pool)[-1] == wide.id
+
+
+def test_aff_4_an_upstream_continuation_never_moves(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    narrow, wide = pool.sim_accounts
+    pool.sim.update_account(narrow.id, models=["gpt-5-codex"])
+    pool.sim.update_account(wide.id, models=["gpt-5-codex", "gpt-5.5"])
+    for account_id in pool.account_ids:
+        pool.runtime.catalog.forget(account_id)
+    client = pool.client()
+    headers = {"session-id": "continuing"}
+    client.post("/v1/responses", json=BODY, headers=headers)
+    refused = client.post(
+        "/v1/responses", json={**BODY, "model": "gpt-5.5", "previous_response_id": "resp_1"}, headers=headers
+    )
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+    assert _served_by(pool) == [narrow.id]
