@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from sublane_core import SubLaneError
 
@@ -22,11 +22,14 @@ async def read_json_object(request: Request) -> tuple[dict[str, Any], bytes]:
         raise SubLaneError("body_too_large")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise SubLaneError("body_too_large")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise SubLaneError("body_too_large")
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client left before sending its body: nothing to answer
+        raise SubLaneError("invalid_request", "The client closed the connection.") from None
     raw = b"".join(chunks)
     try:
         body = json.loads(raw)
