@@ -274,3 +274,54 @@ def test_aff_4_an_upstream_continuation_never_moves(make_pool: Callable[..., Poo
     )
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
     assert _served_by(pool) == [narrow.id]
+
+
+def test_adm_10_model_discovery_takes_no_model_slot(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    listed = pool.client().get("/v1/models")
+    assert listed.status_code == 200
+    assert pool.sim.counters(pool.sim_accounts[0].id).by_endpoint["codex.models"] == 1
+    assert pool.runtime.leases.acquired_total == 0
+    assert pool.runtime.scheduler.admission.in_use == 0
+
+
+def test_cool_8_legacy_account_wide_transient_penalties_are_cleared_real_rate_limits_kept(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    from sqlmodel import Session
+
+    from sublane_core import AccountCooldown
+
+    accounts = [sim.create_account("codex") for _ in range(2)]
+    settings = settings_for(sim, tmp_path / "data")
+    with running_gateway(settings) as gateway:
+        admin = gateway.admin()
+        ids = [
+            admin.post(
+                "/api/accounts/import",
+                json={
+                    "provider": "codex",
+                    "name": f"a{index}",
+                    "credentials": account.credentials,
+                    "group_ids": [1],
+                },
+            ).json()["id"]
+            for index, account in enumerate(accounts)
+        ]
+        until = gateway.clock.time() + 600
+        with Session(gateway.engine) as db:
+            db.add(
+                AccountCooldown(account_id=ids[0], model="", until=until, reason="transient", updated_at=0)
+            )
+            db.add(
+                AccountCooldown(
+                    account_id=ids[1], model="", until=until, reason="rate_limit_exceeded", updated_at=0
+                )
+            )
+            db.commit()
+    with running_gateway(settings) as gateway:
+        states = {
+            item["id"]: item["state"]
+            for item in gateway.admin().get("/api/accounts/runtime").json()["accounts"]
+        }
+        assert states == {ids[0]: "ready", ids[1]: "cooling"}

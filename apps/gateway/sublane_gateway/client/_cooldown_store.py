@@ -19,6 +19,11 @@ from sublane_scheduler import Cooldown, CooldownBook
 
 _log = logging.getLogger("sublane.cooldowns")
 
+# Account-wide penalties older versions wrote for transient failures; only 429s cool an account now.
+LEGACY_TRANSIENT_REASONS = frozenset(
+    {"transient", "model_failures", "stream_error", "upstream_error", "timeout"}
+)
+
 
 class CooldownStore:
     """Persists :class:`~sublane_scheduler.CooldownBook` changes."""
@@ -72,9 +77,16 @@ class CooldownStore:
             db.commit()
 
     async def restore(self, book: CooldownBook) -> None:
-        """Load stored cooldowns into ``book`` (start-up)."""
+        """Load stored cooldowns into ``book`` (start-up).
+
+        COOL-8: an account-wide row that is not a rate limit (a transient penalty of an older
+        version, whose model is unknown) is dropped; real rate limits are kept.
+        """
         rows = await anyio.to_thread.run_sync(self._load)
         for row in rows:
+            if row.model == "" and row.reason in LEGACY_TRANSIENT_REASONS:
+                self.save(None, row.account_id, "", row.runtime_revision)
+                continue
             book.restore(
                 Cooldown(row.account_id, row.model, row.until, row.reason, streak=row.failure_streak),
                 row.runtime_revision,

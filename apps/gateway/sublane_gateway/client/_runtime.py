@@ -180,8 +180,13 @@ def build_runtime(
     )
 
     async def discover_codex(account_id: int) -> list[str]:
-        credentials = await vault.get(account_id, "codex")
-        return await codex.list_models(credentials.bundle)
+        # A metadata read: it counts against workspace capacity, never takes a model slot (ADM-10).
+        ticket = scheduler.admission.enter_metadata()
+        try:
+            credentials = await vault.get(account_id, "codex")
+            return await codex.list_models(credentials.bundle)
+        finally:
+            ticket.close()
 
     return ClientRuntime(
         settings=settings,
