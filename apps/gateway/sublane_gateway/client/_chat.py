@@ -8,27 +8,22 @@ from typing import Any
 
 from fastapi import APIRouter
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError
 from sublane_gateway.client._call import ModelCall
 from sublane_gateway.client._codex_calls import (
-    SSE_HEADERS,
     collect_final,
-    finish_call,
-    open_codex,
+    open_or_refuse,
     prepare_call,
-    refusal_response,
     stream_failure_response,
+    streaming_response,
 )
-from sublane_gateway.client._dispatch import UpstreamRefused, check_policy
 from sublane_gateway.client._openai_errors import from_sublane_error, openai_error_body, openai_error_response
-from sublane_gateway.client._relay import relay_sse
-from sublane_providers import Outcome, parse_event
+from sublane_providers import parse_event
 from sublane_providers.codex import (
     ChatRequestError,
     ChatStreamTranslator,
-    CodexStreamObserver,
     chat_to_responses,
     responses_to_chat_completion,
 )
@@ -106,17 +101,11 @@ async def chat_completions(request: Request) -> Response:
         return openai_error_response(400, "invalid_request", invalid.error.message, param=invalid.error.param)
     completion_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(runtime.clock.time())
-    try:
-        check_policy(principal, call.model)
-        response = await open_codex(
-            runtime, request, call, principal, translated, url=runtime.codex.responses_url, compact=False
-        )
-    except (SubLaneError, UpstreamRefused) as error:
-        return refusal_response(runtime, call, error)
-    except BaseException:
-        call.finish(Outcome.CANCELED, "client_canceled")
-        raise
-    headers = {"x-request-id": call.request_id}
+    response = await open_or_refuse(
+        runtime, request, call, principal, translated, url=runtime.codex.responses_url, compact=False
+    )
+    if isinstance(response, Response):
+        return response
     if body.get("stream") is True:
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -124,22 +113,11 @@ async def chat_completions(request: Request) -> Response:
             model=call.model, completion_id=completion_id, created=created, include_usage=include_usage
         )
         chunks = _ChunkStream(call, translator)
-        stream = relay_sse(
-            call,
-            response,
-            CodexStreamObserver(call.state),
-            heartbeat_s=runtime.settings.sse_heartbeat_s,
-            idle_timeout_s=runtime.settings.stream_idle_timeout_s,
-            on_end=finish_call,
-            deadline=call.started + runtime.settings.request_timeout_s,
-            transform=chunks,
-            trailer=chunks.trailer,
-        )
-        return StreamingResponse(stream, media_type="text/event-stream", headers=headers | SSE_HEADERS)
+        return streaming_response(runtime, call, response, transform=chunks, trailer=chunks.trailer)
     final = await collect_final(call, response, call.started + runtime.settings.request_timeout_s)
     if final is None:
         return stream_failure_response(call)
     completion = responses_to_chat_completion(
         final, model=call.model, completion_id=completion_id, created=created
     )
-    return JSONResponse(completion, headers=headers)
+    return JSONResponse(completion, headers={"x-request-id": call.request_id})

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from sublane_core import SubLaneError, new_request_id, signals
 from sublane_gateway.client._bodies import conversation_key, read_json_object, require_model
@@ -22,6 +23,7 @@ from sublane_gateway.client._dispatch import (
 )
 from sublane_gateway.client._keys import Principal
 from sublane_gateway.client._openai_errors import from_sublane_error, openai_error_response
+from sublane_gateway.client._relay import relay_sse
 from sublane_gateway.client._runtime import ClientRuntime, client_runtime
 from sublane_providers import Credentials, Outcome, SseFramer, parse_event
 from sublane_providers.codex import (
@@ -101,6 +103,52 @@ async def open_codex(
     call.upstream_status = response.status_code
     _observe_quota(runtime, account.id, account.lifecycle_revision, response)
     return response
+
+
+async def open_or_refuse(
+    runtime: ClientRuntime,
+    request: Request,
+    call: ModelCall,
+    principal: Principal,
+    body: dict[str, Any],
+    *,
+    url: str,
+    compact: bool,
+) -> httpx.Response | Response:
+    """Policy, scheduling and the upstream call: the accepted upstream response, or the error answer."""
+    try:
+        check_policy(principal, call.model)
+        return await open_codex(runtime, request, call, principal, body, url=url, compact=compact)
+    except (SubLaneError, UpstreamRefused) as error:
+        return refusal_response(runtime, call, error)
+    except BaseException:
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
+
+
+def streaming_response(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    response: httpx.Response,
+    *,
+    transform: Callable[[list[bytes]], bytes] | None = None,
+    trailer: Callable[[], bytes] | None = None,
+) -> StreamingResponse:
+    """Relay the upstream stream to the client (transformed when given), with the call's limits."""
+    settings = runtime.settings
+    stream = relay_sse(
+        call,
+        response,
+        CodexStreamObserver(call.state),
+        heartbeat_s=settings.sse_heartbeat_s,
+        idle_timeout_s=settings.stream_idle_timeout_s,
+        on_end=finish_call,
+        transform=transform,
+        trailer=trailer,
+        deadline=call.started + settings.request_timeout_s,
+    )
+    headers = {"x-request-id": call.request_id} | SSE_HEADERS
+    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 
 
 async def prepare_call(

@@ -7,23 +7,19 @@ import json
 import httpx
 from fastapi import APIRouter
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError
 from sublane_gateway.client._codex_calls import (
-    SSE_HEADERS,
     collect_final,
-    finish_call,
-    open_codex,
+    open_or_refuse,
     prepare_call,
-    refusal_response,
     stream_failure_response,
+    streaming_response,
 )
-from sublane_gateway.client._dispatch import UpstreamRefused, check_policy
 from sublane_gateway.client._openai_errors import from_sublane_error, openai_error_response
-from sublane_gateway.client._relay import relay_sse
 from sublane_providers import Outcome
-from sublane_providers.codex import CodexStreamObserver, usage_of
+from sublane_providers.codex import usage_of
 
 router = APIRouter(tags=["client: OpenAI Responses"])
 
@@ -35,33 +31,17 @@ async def create_response(request: Request) -> Response:
         runtime, principal, body, call = await prepare_call(request, "responses", "responses")
     except SubLaneError as error:
         return from_sublane_error(error)
-    try:
-        check_policy(principal, call.model)
-        response = await open_codex(
-            runtime, request, call, principal, body, url=runtime.codex.responses_url, compact=False
-        )
-    except (SubLaneError, UpstreamRefused) as error:
-        return refusal_response(runtime, call, error)
-    except BaseException:
-        call.finish(Outcome.CANCELED, "client_canceled")
-        raise
-    headers = {"x-request-id": call.request_id}
+    response = await open_or_refuse(
+        runtime, request, call, principal, body, url=runtime.codex.responses_url, compact=False
+    )
+    if isinstance(response, Response):
+        return response
     if body.get("stream") is True:
-        observer = CodexStreamObserver(call.state)
-        stream = relay_sse(
-            call,
-            response,
-            observer,
-            heartbeat_s=runtime.settings.sse_heartbeat_s,
-            idle_timeout_s=runtime.settings.stream_idle_timeout_s,
-            on_end=finish_call,
-            deadline=call.started + runtime.settings.request_timeout_s,
-        )
-        return StreamingResponse(stream, media_type="text/event-stream", headers=headers | SSE_HEADERS)
+        return streaming_response(runtime, call, response)
     final = await collect_final(call, response, call.started + runtime.settings.request_timeout_s)
     if final is None:
         return stream_failure_response(call)
-    return JSONResponse(final, headers=headers)
+    return JSONResponse(final, headers={"x-request-id": call.request_id})
 
 
 @router.post("/v1/responses/compact", response_model=None)
@@ -71,16 +51,11 @@ async def compact_response(request: Request) -> Response:
         runtime, principal, body, call = await prepare_call(request, "responses", "compact")
     except SubLaneError as error:
         return from_sublane_error(error)
-    try:
-        check_policy(principal, call.model)
-        response = await open_codex(
-            runtime, request, call, principal, body, url=runtime.codex.compact_url, compact=True
-        )
-    except (SubLaneError, UpstreamRefused) as error:
-        return refusal_response(runtime, call, error)
-    except BaseException:
-        call.finish(Outcome.CANCELED, "client_canceled")
-        raise
+    response = await open_or_refuse(
+        runtime, request, call, principal, body, url=runtime.codex.compact_url, compact=True
+    )
+    if isinstance(response, Response):
+        return response
     try:
         content = await response.aread()
     except httpx.HTTPError:

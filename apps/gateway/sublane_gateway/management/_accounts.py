@@ -11,11 +11,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser, DbSession
-from sublane_gateway._state import gateway_state
+from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
 from sublane_gateway.management._views import account_view, groups_of_accounts
@@ -59,6 +59,41 @@ def _changed(account: Account, change: str) -> None:
     )
 
 
+def create_account(
+    db: Session, state: GatewayState, imported: ImportedCredentials, name: str, group_ids: list[int]
+) -> Account:
+    """Store a new account with its credentials sealed and its groups; commits, or writes nothing.
+
+    409 ``name_taken`` when the name is used; 400 when a group vanished meanwhile.
+    """
+    now = state.clock.time()
+    account = Account(
+        provider=imported.provider,
+        name=name,
+        credentials=state.cipher.encrypt(imported.bundle),
+        credentials_expires_at=imported.expires_at,
+        identity_email=imported.identity.email,
+        identity_plan=imported.identity.plan,
+        identity_subject=imported.identity.subject,
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(account)
+    try:
+        db.flush()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("name_taken", f"An account named {name!r} exists.") from None
+    assert account.id is not None
+    db.add_all(GroupAccount(group_id=group_id, account_id=account.id) for group_id in group_ids)
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("invalid_request", "A group of this account was deleted meanwhile.") from None
+    return account
+
+
 @router.get("/api/accounts")
 def list_accounts(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Every account with provider, identity, auth state, groups and limit (never credentials)."""
@@ -81,27 +116,7 @@ def import_account(body: AccountImport, request: Request, _admin: AdminUser, db:
     state = gateway_state(request)
     imported = _parse(body.provider, body.credentials)
     group_ids = require_existing(db, ResourceGroup, body.group_ids, "group")
-    now = state.clock.time()
-    account = Account(
-        provider=imported.provider,
-        name=body.name,
-        credentials=state.cipher.encrypt(imported.bundle),
-        credentials_expires_at=imported.expires_at,
-        identity_email=imported.identity.email,
-        identity_plan=imported.identity.plan,
-        identity_subject=imported.identity.subject,
-        created_at=now,
-        updated_at=now,
-    )
-    db.add(account)
-    try:
-        db.flush()
-    except IntegrityError:
-        db.rollback()
-        raise SubLaneError("name_taken", f"An account named {body.name!r} exists.") from None
-    assert account.id is not None
-    db.add_all(GroupAccount(group_id=group_id, account_id=account.id) for group_id in group_ids)
-    db.commit()
+    account = create_account(db, state, imported, body.name, group_ids)
     _changed(account, "created")
     return _view(db, account)
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import anyio.from_thread
 from fastapi import APIRouter, Request
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from sublane_core import Account, GroupAccount, ResourceGroup, SubLaneError, signals
+from sublane_core import Account, ResourceGroup, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, PendingLogin, gateway_state
 from sublane_gateway.client._runtime import client_runtime
+from sublane_gateway.management._accounts import create_account
 from sublane_gateway.management._ids import require_existing
 from sublane_gateway.management._models import OAuthComplete, OAuthStart
 from sublane_gateway.management._views import account_view, groups_of_accounts
@@ -166,29 +166,4 @@ def _create_account(
     db: Session, state: GatewayState, imported: ImportedCredentials, login: PendingLogin, name: str | None
 ) -> Account:
     name = name or _free_name(db, imported.provider, imported.identity.email)
-    now = state.clock.time()
-    account = Account(
-        provider=imported.provider,
-        name=name,
-        credentials=state.cipher.encrypt(imported.bundle),
-        credentials_expires_at=imported.expires_at,
-        identity_email=imported.identity.email,
-        identity_plan=imported.identity.plan,
-        identity_subject=imported.identity.subject,
-        created_at=now,
-        updated_at=now,
-    )
-    db.add(account)
-    try:
-        db.flush()
-    except IntegrityError:
-        db.rollback()
-        raise SubLaneError("name_taken", f"An account named {name!r} exists.") from None
-    assert account.id is not None
-    db.add_all(GroupAccount(group_id=group_id, account_id=account.id) for group_id in login.group_ids)
-    try:
-        db.commit()
-    except IntegrityError:
-        db.rollback()
-        raise SubLaneError("invalid_request", "A group of this login was deleted meanwhile.") from None
-    return account
+    return create_account(db, state, imported, name, list(login.group_ids))
