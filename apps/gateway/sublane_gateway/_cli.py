@@ -26,6 +26,9 @@ from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import forget_sessions_of
 
 
+SHUTDOWN_GRACE_S = 5
+
+
 def _settings_epilog() -> str:
     lines = ["settings (environment variables, also read from ./.env):"]
     for variable, default, meaning in settings_help():
@@ -94,6 +97,8 @@ def _serve(settings: Settings) -> None:
         log_config=None,
         proxy_headers=False,
         server_header=False,
+        # Shutdown ends running requests (ADM-9) instead of waiting for 30-minute streams.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
 
 
