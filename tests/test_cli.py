@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -254,3 +256,56 @@ def test_make_demo_serves_a_model_call(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_adm_9_shutdown_ends_running_requests(tmp_path: Path, sim: Any) -> None:
+    from sublane_sim import Behaviour
+
+    account = sim.create_account("codex")
+    sim.set_default(account.id, Behaviour.ok(deltas=200, pacing_ms=100))  # a 20 s stream
+    data_dir = tmp_path / "data"
+    env = {"SUBLANE_ADMIN_USERNAME": "admin", "SUBLANE_ADMIN_PASSWORD": "admin-pass-1", **sim.env()}
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [SUBLANE, "serve", "--port", str(port)],
+            env=_env(data_dir, **env),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/openapi.json", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        admin = httpx.Client(base_url=url, timeout=10)
+        admin.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"})
+        admin.post(
+            "/api/accounts/import",
+            json={"provider": "codex", "name": "a", "credentials": account.credentials, "group_ids": [1]},
+        )
+        key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        admin.close()
+        with httpx.Client(base_url=url, timeout=30, headers={"authorization": f"Bearer {key}"}) as client:
+            body = {"model": "gpt-5-codex", "input": "hi", "stream": True}
+            with client.stream("POST", "/v1/responses", json=body) as response:
+                lines = response.iter_lines()
+                assert any("output_text.delta" in line for line in lines)
+                stopped = time.monotonic()
+                process.terminate()
+                with contextlib.suppress(httpx.HTTPError):
+                    for _ in lines:
+                        pass
+        process.wait(timeout=15)
+        assert time.monotonic() - stopped < 10  # the 20 s stream did not hold the shutdown
+        assert sim.counters(account.id).completed == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
