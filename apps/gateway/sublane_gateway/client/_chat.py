@@ -12,18 +12,14 @@ from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError
 from sublane_gateway.client._call import ModelCall
-from sublane_gateway.client._codex_calls import (
-    collect_final,
-    open_or_refuse,
-    prepare_call,
-    stream_failure_response,
-    streaming_response,
-)
+from sublane_gateway.client._calls import open_or_refuse, prepare_call, streaming_response
+from sublane_gateway.client._codex_calls import codex_upstream, collect_final, stream_failure_response
 from sublane_gateway.client._openai_errors import from_sublane_error, openai_error_body, openai_error_response
 from sublane_providers import parse_event
 from sublane_providers.codex import (
     ChatRequestError,
     ChatStreamTranslator,
+    CodexStreamObserver,
     chat_to_responses,
     responses_to_chat_completion,
 )
@@ -93,7 +89,9 @@ class _ChatInvalid(Exception):
 async def chat_completions(request: Request) -> Response:
     """Chat Completions, streamed (``stream: true``) or not, with tools and usage."""
     try:
-        runtime, principal, body, call = await prepare_call(request, "chat_completions", "chat")
+        runtime, principal, body, call, _provider = await prepare_call(
+            request, "chat_completions", "chat", ("codex",)
+        )
         translated = _translate(body)
     except SubLaneError as error:
         return from_sublane_error(error)
@@ -101,9 +99,8 @@ async def chat_completions(request: Request) -> Response:
         return openai_error_response(400, "invalid_request", invalid.error.message, param=invalid.error.param)
     completion_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(runtime.clock.time())
-    response = await open_or_refuse(
-        runtime, request, call, principal, translated, url=runtime.codex.responses_url, compact=False
-    )
+    upstream = codex_upstream(request, translated, call.model)
+    response = await open_or_refuse(runtime, call, principal, upstream, openai_error_response)
     if isinstance(response, Response):
         return response
     if body.get("stream") is True:
@@ -113,7 +110,8 @@ async def chat_completions(request: Request) -> Response:
             model=call.model, completion_id=completion_id, created=created, include_usage=include_usage
         )
         chunks = _ChunkStream(call, translator)
-        return streaming_response(runtime, call, response, transform=chunks, trailer=chunks.trailer)
+        observer = CodexStreamObserver(call.state)
+        return streaming_response(runtime, call, response, observer, transform=chunks, trailer=chunks.trailer)
     final = await collect_final(call, response, call.started + runtime.settings.request_timeout_s)
     if final is None:
         return stream_failure_response(call)

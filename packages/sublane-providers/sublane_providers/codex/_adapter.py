@@ -20,7 +20,7 @@ from sublane_providers._types import UpstreamFailure
 from sublane_providers.codex._credentials import parse_credentials
 from sublane_providers.codex._failures import classify_failure
 from sublane_providers.codex._quota import windows_from_headers, windows_from_usage
-from sublane_providers.codex._request import responses_body, upstream_headers
+from sublane_providers.codex._request import compact_body, responses_body, upstream_headers
 from sublane_providers.codex._stream import CodexStreamObserver
 
 CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"  # the public Codex CLI OAuth client
@@ -111,6 +111,21 @@ class CodexAdapter(ProviderAdapter):
         payload = responses_body(body, model=str(body["model"]))
         content = json.dumps(payload, separators=(",", ":")).encode()
         return self._http.build_request("POST", self.responses_url, content=content, headers=headers)
+
+    def compact_request(
+        self,
+        bundle: Mapping[str, Any],
+        body: Mapping[str, Any],
+        client_headers: Mapping[str, str],
+        *,
+        bound: bool,
+    ) -> httpx.Request:
+        """A remote compaction request: plain JSON in and out (PROTOCOLS §1.7)."""
+        token, account_id = self.access(bundle)
+        headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
+        headers["content-type"] = headers["accept"] = "application/json"
+        content = json.dumps(compact_body(body, model=str(body["model"])), separators=(",", ":")).encode()
+        return self._http.build_request("POST", self.compact_url, content=content, headers=headers)
 
     def new_observer(self) -> CodexStreamObserver:
         return CodexStreamObserver()
