@@ -25,7 +25,6 @@ from sublane_core import (
 from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import forget_sessions_of
 
-
 SHUTDOWN_GRACE_S = 5
 
 

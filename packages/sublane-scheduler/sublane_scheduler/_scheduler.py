@@ -13,18 +13,19 @@ a wait in the group's queue (WAIT).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sublane_core import Clock, SubLaneError
+from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import Cooldown, CooldownBook
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
 from sublane_scheduler._leases import Lease, LeaseTable
 from sublane_scheduler._rotation import RoundRobin
-from sublane_scheduler._waiting import Waiter, WaitRoom, wait_for_lease
+from sublane_scheduler._waiting import Reconsider, Waiter, WaitRoom, wait_for_lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +101,36 @@ class Scheduler:
 
     def take(self, account: AccountInfo, model: str, request_id: str) -> Lease | None:
         """A slot on ``account`` if it admits one now: its limit, or a single recovery probe (COOL-4)."""
+        # The limit as the directory knows it now: ``account`` may come from a candidate list read
+        # before an await during which a lowered limit was loaded (ADM-7).
+        current = self.directory.get(account.id)
+        if current is None:
+            return None
         if self.cooldowns.blocking(account.id, model) is not None:
             return None
-        if self.cooldowns.probe_only(account.id, model):
-            if self.leases.in_flight(account.id) > 0 or self.leases.in_flight_model(account.id, model) > 0:
+        if self.cooldowns.probe_only(account.id, ACCOUNT_WIDE):  # COOL-4: past an account cooldown
+            if self.leases.in_flight(account.id) > 0:
                 return None
             return self.leases.try_acquire(account.id, 1, request_id, model)
-        return self.leases.try_acquire(account.id, account.max_concurrency, request_id, model)
+        if self.cooldowns.probe_only(account.id, model) and self.leases.in_flight_model(account.id, model):
+            # Past a model cooldown, one request of that model at a time until one succeeds; the
+            # account's other models keep their normal concurrency (MCOOL-3), and their traffic
+            # must not keep the model from ever being probed.
+            return None
+        return self.leases.try_acquire(account.id, current.max_concurrency, request_id, model)
 
     def offer(self, account_id: int) -> None:
-        """A slot freed or a limit rose: hand it to the account's oldest waiter (WAIT-3, ADM-7)."""
+        """A slot freed or a limit rose: hand it to the account's oldest waiter (WAIT-3, ADM-7).
+
+        Waiters whose model the account can no longer serve because it began cooling are woken
+        first, to decide again (WAIT-9).
+        """
         account = self.directory.get(account_id)
         if account is None:
             return
+        self.room.reconsider(
+            account_id, lambda waiter: self.cooldowns.blocking(account_id, waiter.model) is not None
+        )
 
         def try_lease(_account_id: int, waiter: Waiter) -> Lease | None:
             return self.take(account, waiter.model, waiter.request_id)
@@ -152,16 +170,20 @@ class Scheduler:
                     lease = self._bound_slot(account, request, routing)
                     pool = [account]
                     routing["rule"] = "kept_binding"
-                elif request.continuation or not candidates.accounts:
+                elif (
+                    request.continuation
+                    or not candidates.accounts
+                    or not (account.enabled and account.auth_ok)
+                ):
+                    # AFF-3, CRED-7: health never moves a conversation; only a model the bound
+                    # account does not serve may (AFF-4).
                     raise self._bound_unavailable(account, request)
                 else:  # AFF-4: a portable history may move to an account that serves the new model
                     lease, pool = self._rotate(request, candidates, routing)
                     routing["rule"] = "model_switch_rotation"
             else:
                 if not candidates.accounts:
-                    raise SubLaneError(
-                        "model_not_found", f"No account in your group serves {request.model!r}."
-                    )
+                    raise self._no_candidates(request, candidates)
                 lease, pool = self._rotate(request, candidates, routing)
                 routing["rule"] = "uniform_rotation"
             routing["candidates"] = len(pool)
@@ -172,16 +194,29 @@ class Scheduler:
                 waiter = self.room.enter(
                     request.group_id, (a.id for a in pool), request.request_id, request.model
                 )
-                lease = await wait_for_lease(self.room, waiter, remaining)
-                if lease.account_id not in {a.id for a in pool} or not await self._still_fine(
-                    lease, eligible
+                try:
+                    lease = await wait_for_lease(self.room, waiter, remaining)
+                except Reconsider:
+                    continue  # WAIT-9: the account began cooling while this request waited
+                waited = True
+            else:
+                waited = False
+            # The request holds a slot from here on. Whatever ends it before the grant is handed out
+            # (a re-check that raises, a cancellation, a failed binding write) gives the slot back.
+            try:
+                if waited and (
+                    lease.account_id not in {a.id for a in pool}
+                    or not await self._still_fine(lease, eligible)
                 ):
                     lease.release("rejected")  # WAIT-5: things changed while waiting; decide again
                     continue
-            account = self.directory.get(lease.account_id)
-            assert account is not None
-            if digest is not None and bound_id != account.id:
-                await self.affinity.bind(digest, request.group_id, account.id, request.model)
+                account = self.directory.get(lease.account_id)
+                assert account is not None
+                if digest is not None and bound_id != account.id:
+                    await self.affinity.bind(digest, request.group_id, account.id, request.model)
+            except BaseException as exc:
+                lease.release("canceled" if isinstance(exc, asyncio.CancelledError) else "rejected")
+                raise
             return Grant(
                 lease=lease,
                 account=account,

@@ -38,6 +38,10 @@ class Waiter:
 TryLease = Callable[[int, Waiter], Lease | None]
 
 
+class Reconsider(Exception):
+    """Raised in a waiter whose account began cooling while it waited: decide again (WAIT-9)."""
+
+
 class WaitRoom:
     """Waiters by account, in arrival order, with a cap per resource group (WAIT-1)."""
 
@@ -101,6 +105,22 @@ class WaitRoom:
             served += 1
         return served
 
+    def reconsider(self, account_id: int, blocked: Callable[[Waiter], bool]) -> int:
+        """Wake the waiters of ``account_id`` for which ``blocked(waiter)`` holds with :class:`Reconsider`.
+
+        A cooling account is never waited on (WAIT-9): a bound request must hear ``account_cooling``
+        now rather than time out, and an unbound one picks another account. Left in the queue, such
+        a waiter would also stop :meth:`offer` from reaching the waiters behind it (for instance
+        those of another model while one model cools). Returns how many were woken.
+        """
+        woken = 0
+        for waiter in list(self._by_account.get(account_id, ())):
+            if not waiter.future.done() and blocked(waiter):
+                waiter.future.set_exception(Reconsider())
+                self.leave(waiter)
+                woken += 1
+        return woken
+
     def close(self) -> None:
         """Shutdown: every waiter fails at once with ``shutting_down`` (WAIT-6)."""
         self._closed = True
@@ -116,10 +136,15 @@ async def wait_for_lease(room: WaitRoom, waiter: Waiter, timeout_s: float) -> Le
 
     Whatever ends the wait other than a delivered slot (timeout, cancellation), a slot handed over
     at that same moment is given back, so none leaks.
+
+    ``asyncio.timeout`` rather than ``asyncio.wait_for``: on Python 3.11, ``wait_for`` swallows a
+    cancellation that arrives once the slot is handed over but before the task resumes, and returns
+    the lease to a caller that was cancelled (it then never releases it, or serves a gone client).
     """
     delivered = False
     try:
-        lease = await asyncio.wait_for(asyncio.shield(waiter.future), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            lease = await asyncio.shield(waiter.future)
         delivered = True
         return lease
     except TimeoutError:
