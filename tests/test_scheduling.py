@@ -325,3 +325,19 @@ def test_cool_8_legacy_account_wide_transient_penalties_are_cleared_real_rate_li
             for item in gateway.admin().get("/api/accounts/runtime").json()["accounts"]
         }
         assert states == {ids[0]: "ready", ids[1]: "cooling"}
+
+
+def test_aff_4_the_same_model_never_moves_even_when_the_account_stops_listing_it(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(accounts=2)
+    client = pool.client()
+    headers = {"session-id": "same-model"}
+    client.post("/v1/responses", json=BODY, headers=headers)
+    bound = _served_by(pool)[-1]
+    pool.sim.update_account(bound, models=["gpt-5"])
+    for account_id in pool.account_ids:
+        pool.runtime.catalog.forget(account_id)
+    refused = client.post("/v1/responses", json=BODY, headers=headers)
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+    assert _served_by(pool) == [bound]

@@ -32,38 +32,43 @@ class AffinityStore:
         self._engine = engine
         self._clock = clock
         self._max = max_cached
-        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
 
     async def get(self, digest: str) -> int | None:
         """The bound account, or ``None``."""
+        binding = await self.binding(digest)
+        return binding[0] if binding is not None else None
+
+    async def binding(self, digest: str) -> tuple[int, str | None] | None:
+        """``(account, model the binding was made or last used with)``, or ``None``."""
         cached = self._cache.get(digest)
         if cached is None:
             cached = await anyio.to_thread.run_sync(self._load, digest)
             self._remember(digest, cached)
         else:
             self._cache.move_to_end(digest)
-        return None if cached == _MISSING else cached
+        return None if cached[0] == _MISSING else cached
 
     async def bind(self, digest: str, group_id: int, account_id: int, model: str) -> None:
         """Bind (or re-bind) a conversation to an account."""
-        self._remember(digest, account_id)
+        self._remember(digest, (account_id, model))
         await anyio.to_thread.run_sync(self._store, digest, group_id, account_id, model)
 
     def forget_account(self, account_id: int) -> None:
         """Drop cached bindings to an account (it was deleted; the table cascades)."""
-        for digest in [digest for digest, bound in self._cache.items() if bound == account_id]:
-            self._cache[digest] = _MISSING
+        for digest in [digest for digest, bound in self._cache.items() if bound[0] == account_id]:
+            self._cache[digest] = (_MISSING, None)
 
-    def _remember(self, digest: str, account_id: int) -> None:
-        self._cache[digest] = account_id
+    def _remember(self, digest: str, binding: tuple[int, str | None]) -> None:
+        self._cache[digest] = binding
         self._cache.move_to_end(digest)
         while len(self._cache) > self._max:
             self._cache.popitem(last=False)
 
-    def _load(self, digest: str) -> int:
+    def _load(self, digest: str) -> tuple[int, str | None]:
         with Session(self._engine) as db:
             row = db.get(Affinity, digest)
-            return row.account_id if row is not None else _MISSING
+            return (row.account_id, row.model) if row is not None else (_MISSING, None)
 
     def _store(self, digest: str, group_id: int, account_id: int, model: str) -> None:
         now = self._clock.time()

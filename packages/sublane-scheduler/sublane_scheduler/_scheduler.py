@@ -161,7 +161,8 @@ class Scheduler:
         while True:
             candidates = await eligible()
             ids = {account.id for account in candidates.accounts}
-            bound_id = await self.affinity.get(digest) if digest else None
+            binding = await self.affinity.binding(digest) if digest else None
+            bound_id, bound_model = binding if binding is not None else (None, None)
             routing: dict[str, Any] = {"excluded": dict(candidates.excluded)}
             if bound_id is not None and self.directory.get(bound_id) is not None:
                 account = self.directory.get(bound_id)
@@ -172,11 +173,12 @@ class Scheduler:
                     routing["rule"] = "kept_binding"
                 elif (
                     request.continuation
+                    or bound_model == request.model
                     or not candidates.accounts
                     or not (account.enabled and account.auth_ok)
                 ):
-                    # AFF-3, CRED-7: health never moves a conversation; only a model the bound
-                    # account does not serve may (AFF-4).
+                    # AFF-3, CRED-7: health never moves a conversation; only a switch to a model the
+                    # bound account does not serve may (AFF-4), never the same model.
                     raise self._bound_unavailable(account, request)
                 else:  # AFF-4: a portable history may move to an account that serves the new model
                     lease, pool = self._rotate(request, candidates, routing)
@@ -212,7 +214,7 @@ class Scheduler:
                     continue
                 account = self.directory.get(lease.account_id)
                 assert account is not None
-                if digest is not None and bound_id != account.id:
+                if digest is not None and (bound_id != account.id or bound_model != request.model):
                     await self.affinity.bind(digest, request.group_id, account.id, request.model)
             except BaseException as exc:
                 lease.release("canceled" if isinstance(exc, asyncio.CancelledError) else "rejected")

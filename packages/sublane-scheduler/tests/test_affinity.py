@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from scheduler_harness import Workspace
 from sqlmodel import Session, select
 
-from sublane_core import AFFINITY_SCOPE_AUTO, Affinity
+from sublane_core import AFFINITY_SCOPE_AUTO, Affinity, FakeClock
 from sublane_scheduler import AffinityStore, binding_digest
 
 
@@ -112,3 +113,23 @@ async def test_a_deleted_account_s_bindings_are_forgotten(workspace: Workspace) 
     store.forget_account(gone)
     assert await store.get(binding_digest(group, "a")) is None
     assert await store.get(binding_digest(group, "b")) == kept
+
+
+async def test_aff_4_a_binding_remembers_the_model_it_was_last_used_with(tmp_path: Path) -> None:
+    from sublane_core import Account, ResourceGroup, create_db_engine, upgrade_database
+
+    engine = create_db_engine(f"sqlite:///{tmp_path}/sublane.db")
+    upgrade_database(engine)
+    with Session(engine) as db:
+        db.add(ResourceGroup(id=1, name="default", created_at=0, updated_at=0))
+        db.flush()
+        db.add(Account(id=1, provider="codex", name="a", credentials=b"x", created_at=0, updated_at=0))
+        db.commit()
+    clock = FakeClock()
+    store = AffinityStore(engine, clock)
+    digest = binding_digest(1, "thread")
+    await store.bind(digest, 1, 1, "gpt-5-codex")
+    assert await store.binding(digest) == (1, "gpt-5-codex")
+    await store.bind(digest, 1, 1, "gpt-5.5")
+    assert await AffinityStore(engine, clock).binding(digest) == (1, "gpt-5.5")  # read back from the table
+    engine.dispose()

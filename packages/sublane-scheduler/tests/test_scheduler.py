@@ -228,10 +228,10 @@ async def test_adm_7_a_limit_lowered_during_a_selection_applies_to_it(workspace:
         entered = asyncio.Event()
         proceed = asyncio.Event()
 
-        async def get(self, digest: str) -> int | None:
+        async def binding(self, digest: str) -> tuple[int, str | None] | None:
             self.entered.set()
             await self.proceed.wait()
-            return await super().get(digest)
+            return await super().binding(digest)
 
     group = workspace.group()
     account = workspace.account(group, limit=2)
