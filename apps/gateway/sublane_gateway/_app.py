@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
@@ -17,6 +18,7 @@ from sublane_core import (
     SystemClock,
     create_db_engine,
     load_or_create_key,
+    signals,
 )
 from sublane_gateway import client, management
 from sublane_gateway._bootstrap import bootstrap
@@ -24,6 +26,7 @@ from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
+from sublane_history import HistoryReader, HistoryRecorder, Retention
 
 __version__ = "0.1.0"
 
@@ -43,11 +46,22 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         runtime = client.build_runtime(settings, engine, state.cipher, state.clock)
         await runtime.start()
         app.state.client = runtime
+        # Request records (HIST): queued on the request path, written by one background thread.
+        retention = Retention.from_settings(settings)
+        recorder = HistoryRecorder(engine, state.clock, retention)
+        recorder.start()
+        stop_recording = signals.request_finished.connect(recorder.record)
+        app.state.history = recorder
+        app.state.history_reader = HistoryReader(engine, state.clock, retention)
         try:
             yield
         finally:
-            await runtime.close()
-            engine.dispose()
+            try:
+                await runtime.close()  # calls ended by the shutdown are still recorded
+            finally:
+                stop_recording()
+                await anyio.to_thread.run_sync(recorder.close)
+                engine.dispose()
 
     app = FastAPI(
         title="SubLane",

@@ -1,3 +1,64 @@
-"""Request records: what happened to every model call, for admins and for each member (SPEC §13)."""
+"""Request records: what happened to every model call, for admins and for each member (SPEC §13).
 
-__all__: list[str] = []
+The gateway connects :meth:`HistoryRecorder.record` to ``signals.request_finished``; the history API
+reads through :class:`HistoryReader` and shows rows with :func:`record_view`.
+"""
+
+from sublane_history._cache_rate import NO_RATE, cache_hit_rate
+from sublane_history._filters import HistoryFilter, InvalidFilter
+from sublane_history._queries import (
+    CHOICES_LIMIT,
+    PAGE_SIZE,
+    Choice,
+    FilterChoices,
+    HistoryPage,
+    HistoryReader,
+    RecordRow,
+)
+from sublane_history._recorder import (
+    NOT_RECORDED_REJECTIONS,
+    OUTCOMES,
+    HistoryRecorder,
+    record_row,
+    routing_explanation,
+)
+from sublane_history._retention import Retention, apply_retention
+from sublane_history._views import (
+    DELETED_ACCOUNT,
+    choices_view,
+    compact_request_id,
+    personal_routing,
+    record_view,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # recording
+    "HistoryRecorder",
+    "NOT_RECORDED_REJECTIONS",
+    "OUTCOMES",
+    "record_row",
+    "routing_explanation",
+    # retention
+    "Retention",
+    "apply_retention",
+    # reading
+    "HistoryReader",
+    "HistoryFilter",
+    "InvalidFilter",
+    "HistoryPage",
+    "RecordRow",
+    "FilterChoices",
+    "Choice",
+    "PAGE_SIZE",
+    "CHOICES_LIMIT",
+    # display
+    "record_view",
+    "choices_view",
+    "personal_routing",
+    "compact_request_id",
+    "DELETED_ACCOUNT",
+    "cache_hit_rate",
+    "NO_RATE",
+]

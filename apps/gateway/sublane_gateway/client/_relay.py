@@ -162,4 +162,5 @@ async def _drain_after_cancel(
         with contextlib.suppress(Exception):
             await response.aclose()
         call.state.outcome = Outcome.CANCELED
+        call.state.error_code = "client_canceled"
         on_end(call)

@@ -1,0 +1,256 @@
+"""Writing request records off the hot path (HIST-1, HIST-2, HIST-6, WAIT-7).
+
+:meth:`HistoryRecorder.record` is the ``request_finished`` receiver. It runs on the event loop of the
+request that ended, before that request's slot is handed on, and only puts the payload on a bounded
+queue: no database call, no serialization, no waiting. One writer thread takes the queue in order,
+inserts what it finds in one transaction per batch and applies retention in the same transaction.
+A failed write is logged (sanitized, STORE-4) and never reaches a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TypeAlias
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sublane_core import Clock, signals
+from sublane_history._retention import Retention, apply_retention
+from sublane_history._tables import RECORDS
+
+_log = logging.getLogger("sublane.history")
+
+QUEUE_SIZE = 10_000
+BATCH_SIZE = 500
+OUTCOMES: Final = ("success", "incomplete", "error", "canceled", "rejected")
+# HIST-1: a workspace admission rejection (ADM-2) is refused before scheduling and is not recorded.
+NOT_RECORDED_REJECTIONS: Final = frozenset({"workspace_busy"})
+
+_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+_DROP_LOG_EVERY = 1000
+_MAX_EXCLUSION_REASONS = 16
+
+
+class _Stop:
+    """Tells the writer thread to finish after what is queued before it."""
+
+
+_STOP: Final = _Stop()
+RequestFinished = signals.RequestFinished
+_Item: TypeAlias = RequestFinished | threading.Event | _Stop
+
+
+def _count(value: object) -> int | None:
+    """A reported count as stored: a non-negative integer, else ``None`` (never a made-up 0)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _text(value: object, limit: int) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def _error_code(value: str | None) -> str | None:
+    """A sanitized, bounded code: anything that is not shaped like one becomes ``unknown_error``."""
+    if value is None:
+        return None
+    return value if _CODE.fullmatch(value) else "unknown_error"
+
+
+def routing_explanation(value: object) -> dict[str, Any] | None:
+    """The HIST-12 explanation as stored: the rule, the final candidate count, exclusions by reason.
+
+    Only these three parts are kept, as strings and counts, so no account identity, credential or
+    body can ride along in it.
+    """
+    if not isinstance(value, Mapping):
+        return None
+    explanation: dict[str, Any] = {}
+    rule = _text(value.get("rule"), 32)
+    if rule is not None:
+        explanation["rule"] = rule
+    candidates = _count(value.get("candidates"))
+    if candidates is not None:
+        explanation["candidates"] = candidates
+    excluded = value.get("excluded")
+    if isinstance(excluded, Mapping):
+        reasons: dict[str, int] = {}
+        for reason, number in excluded.items():
+            counted = _count(number)
+            if isinstance(reason, str) and reason and counted is not None:
+                reasons[reason[:32]] = counted
+            if len(reasons) >= _MAX_EXCLUSION_REASONS:
+                break
+        explanation["excluded"] = reasons
+    return explanation or None
+
+
+def record_row(payload: RequestFinished) -> dict[str, Any]:
+    """The ``request_records`` row of one attempt: the fields of HIST-2, bounded, and nothing else."""
+    status = payload.upstream_status
+    return {
+        "request_id": payload.request_id[:40],
+        "started_at": float(payload.started_at),
+        "duration_ms": _count(payload.duration_ms),
+        "first_token_ms": _count(payload.first_token_ms),
+        "user_id": payload.user_id,
+        "key_id": payload.key_id,
+        "group_id": payload.group_id,
+        "account_id": payload.account_id,
+        "provider": _text(payload.provider, 16),
+        "model": payload.model[:128],
+        "protocol": payload.protocol[:32],
+        "operation": payload.operation[:32],
+        "outcome": payload.outcome if payload.outcome in OUTCOMES else "error",
+        "error_code": _error_code(payload.error_code),
+        "upstream_status": status if isinstance(status, int) and 100 <= status <= 599 else None,
+        "input_tokens": _count(payload.input_tokens),
+        "output_tokens": _count(payload.output_tokens),
+        "cached_tokens": _count(payload.cached_tokens),
+        "routing": routing_explanation(payload.routing),
+    }
+
+
+class HistoryRecorder:
+    """Queues finished attempts on the request path and writes them from one background thread.
+
+    Start it inside the app's event loop: it then ignores payloads sent from other event loops
+    (several gateways in one test process share the signal bus). Payloads sent from a thread with
+    no event loop are always taken.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        retention: Retention | None = None,
+        *,
+        queue_size: int = QUEUE_SIZE,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        self._engine = engine
+        self._clock = clock
+        self.retention = retention or Retention()
+        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=queue_size)
+        self._batch_size = batch_size
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.dropped = 0  # payloads refused because the queue was full
+        self.failed = 0  # records whose write failed
+
+    # -- the request path ------------------------------------------------------------------------
+
+    def record(self, payload: RequestFinished) -> None:
+        """Queue ``payload`` for writing. Never blocks; when the queue is full the record is dropped."""
+        if self._loop is not None:
+            try:
+                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not None and running is not self._loop:
+                return
+        if payload.outcome == "rejected" and payload.error_code in NOT_RECORDED_REJECTIONS:
+            return
+        try:
+            self._queue.put_nowait(payload)
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped % _DROP_LOG_EVERY == 1:
+                _log.warning("history queue full: %d request record(s) dropped so far", self.dropped)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the writer thread (once)."""
+        if self._thread is not None:
+            return
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._thread = threading.Thread(target=self._run, name="sublane-history-writer", daemon=True)
+        self._thread.start()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything queued so far has been written (or has failed); ``False`` on timeout.
+
+        Blocks: call it from a worker thread, never from the event loop.
+        """
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return self._queue.empty()
+        marker = threading.Event()
+        try:
+            self._queue.put(marker, timeout=timeout)
+        except queue.Full:
+            return False
+        return marker.wait(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued, then stop the writer thread. Blocks, like :meth:`flush`."""
+        thread = self._thread
+        if thread is None:
+            return
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            _log.error("history writer did not drain its queue in time; stopping without it")
+        thread.join(timeout)
+        self._thread = None
+
+    # -- the writer ------------------------------------------------------------------------------
+
+    def write(self, payloads: Sequence[RequestFinished]) -> None:
+        """Insert ``payloads`` and apply retention in one transaction (the writer thread's step).
+
+        Raises what the database raises; the writer thread logs it instead.
+        """
+        rows = [record_row(payload) for payload in payloads]
+        with self._engine.begin() as connection:
+            if rows:
+                connection.execute(sa.insert(RECORDS), rows)
+            apply_retention(connection, self.retention, self._clock.time())
+
+    def _run(self) -> None:
+        while True:
+            items: list[_Item] = [self._queue.get()]
+            while len(items) < self._batch_size:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            batch = [item for item in items if isinstance(item, RequestFinished)]
+            if batch:
+                self._write_safely(batch)
+            stop = False
+            for item in items:
+                if isinstance(item, threading.Event):
+                    item.set()
+                elif isinstance(item, _Stop):
+                    stop = True
+            if stop:
+                return
+
+    def _write_safely(self, batch: list[RequestFinished]) -> None:
+        try:
+            self.write(batch)
+        except sa.exc.IntegrityError:
+            # One bad row (a repeated request ID) must not cost the others their records.
+            for payload in batch:
+                try:
+                    self.write([payload])
+                except Exception as exc:
+                    self.failed += 1
+                    _log.error(
+                        "could not store request record %s: %s", payload.request_id, type(exc).__name__
+                    )
+        except Exception as exc:
+            self.failed += len(batch)
+            _log.error("could not store %d request record(s): %s", len(batch), type(exc).__name__)

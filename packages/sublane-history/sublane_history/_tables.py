@@ -1,0 +1,13 @@
+"""The shared tables history reads, as SQLAlchemy Core objects (set-based queries, no ORM rows)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlmodel import SQLModel
+
+import sublane_core  # noqa: F401  (declares the tables on SQLModel.metadata)
+
+RECORDS: sa.Table = SQLModel.metadata.tables["request_records"]
+USERS: sa.Table = SQLModel.metadata.tables["users"]
+KEYS: sa.Table = SQLModel.metadata.tables["api_keys"]
+ACCOUNTS: sa.Table = SQLModel.metadata.tables["accounts"]

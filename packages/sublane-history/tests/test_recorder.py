@@ -1,0 +1,223 @@
+"""Recording (HIST-1, HIST-2, WAIT-7, STORE-4) and retention (HIST-6) against a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from history_harness import HistoryDb
+
+from sublane_core import create_db_engine, signals
+from sublane_history import HistoryRecorder, Retention, record_row
+
+Payload = Callable[..., signals.RequestFinished]
+DAY = 86_400.0
+
+HIST_2_COLUMNS = {
+    "id", "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
+    "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
+    "input_tokens", "output_tokens", "cached_tokens", "routing",
+}  # fmt: skip
+
+
+def _rows(db: HistoryDb) -> list[dict[str, Any]]:
+    with db.engine.connect() as connection:
+        result = connection.execute(sa.text("SELECT * FROM request_records ORDER BY id"))
+        return [dict(row) for row in result.mappings()]
+
+
+def _ids(db: HistoryDb) -> list[int]:
+    return [row["id"] for row in _rows(db)]
+
+
+def _recorder(db: HistoryDb, **options: Any) -> HistoryRecorder:
+    retention = options.pop("retention", Retention())
+    return HistoryRecorder(db.engine, db.clock, retention, **options)
+
+
+def test_hist_2_rows_hold_exactly_the_hist_2_fields(history_db: HistoryDb, make_payload: Payload) -> None:
+    with history_db.engine.connect() as connection:
+        columns = {column["name"] for column in sa.inspect(connection).get_columns("request_records")}
+    assert columns == HIST_2_COLUMNS
+    payload = make_payload()
+    assert set(record_row(payload)) == HIST_2_COLUMNS - {"id"}
+    recorder = _recorder(history_db)
+    recorder.write([payload])
+    [row] = _rows(history_db)
+    assert row["request_id"] == payload.request_id and row["started_at"] == payload.started_at
+    assert (row["user_id"], row["key_id"], row["group_id"], row["account_id"]) == (2, 2, 1, 1)
+    assert (row["outcome"], row["upstream_status"], row["error_code"]) == ("success", 200, None)
+    assert (row["input_tokens"], row["output_tokens"], row["cached_tokens"]) == (1000, 50, 875)
+    assert row["routing"] == '{"rule": "uniform_rotation", "candidates": 2, "excluded": {"cooldown": 1}}'
+
+
+def test_hist_2_counts_that_were_not_reported_stay_null(history_db: HistoryDb, make_payload: Payload) -> None:
+    recorder = _recorder(history_db)
+    recorder.write(
+        [
+            make_payload(input_tokens=None, output_tokens=None, cached_tokens=None, first_token_ms=None),
+            make_payload(input_tokens=True, output_tokens=-3, cached_tokens=0),
+        ]
+    )
+    first, second = _rows(history_db)
+    assert (first["input_tokens"], first["output_tokens"], first["cached_tokens"]) == (None, None, None)
+    assert first["first_token_ms"] is None
+    assert (second["input_tokens"], second["output_tokens"], second["cached_tokens"]) == (None, None, 0)
+
+
+def test_hist_2_error_codes_are_sanitized_and_routing_keeps_only_rule_and_counts(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    routing = {
+        "rule": "kept_binding",
+        "candidates": 1,
+        "excluded": {"capacity": 2, "unavailable": "many"},
+        "candidate_accounts": ["plus-1", "pro-2"],
+        "token": "sk-secret-value-0123456789",
+    }
+    recorder = _recorder(history_db)
+    recorder.write(
+        [
+            make_payload(outcome="error", error_code="Bearer abc.def ghi", routing=routing),
+            make_payload(outcome="error", error_code="upstream_stream_error", model="m" * 300),
+            make_payload(outcome="exploded", upstream_status=99999),
+        ]
+    )
+    first, second, third = _rows(history_db)
+    assert first["error_code"] == "unknown_error"
+    assert first["routing"] == '{"rule": "kept_binding", "candidates": 1, "excluded": {"capacity": 2}}'
+    assert second["error_code"] == "upstream_stream_error" and len(second["model"]) == 128
+    assert third["outcome"] == "error" and third["upstream_status"] is None
+
+
+def test_hist_1_workspace_admission_rejections_are_not_recorded(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    recorder = _recorder(history_db)
+    recorder.start()
+    for code in ("workspace_busy", "member_busy"):
+        recorder.record(make_payload(outcome="rejected", error_code=code, account_id=None, routing=None))
+    assert recorder.flush()
+    recorder.close()
+    assert [row["error_code"] for row in _rows(history_db)] == ["member_busy"]
+
+
+def test_wait_7_recording_only_queues_and_the_writer_keeps_the_order(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    recorder = _recorder(history_db, batch_size=7)
+    payloads = [make_payload() for _ in range(40)]
+    started = time.perf_counter()
+    for payload in payloads:
+        recorder.record(payload)
+    assert time.perf_counter() - started < 0.05
+    assert _rows(history_db) == []  # nothing touched the database on the request path
+    recorder.start()
+    assert recorder.flush()
+    rows = _rows(history_db)
+    assert [row["request_id"] for row in rows] == [payload.request_id for payload in payloads]
+    assert [row["id"] for row in rows] == sorted(row["id"] for row in rows)
+    recorder.close()
+    assert recorder.dropped == recorder.failed == 0
+
+
+def test_a_full_queue_drops_records_instead_of_blocking(
+    history_db: HistoryDb, make_payload: Payload, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = _recorder(history_db, queue_size=2)
+    started = time.perf_counter()
+    for _ in range(5):
+        recorder.record(make_payload())
+    assert time.perf_counter() - started < 0.05
+    assert recorder.dropped == 3
+    assert "history queue full" in caplog.text
+    recorder.start()
+    assert recorder.flush()
+    recorder.close()
+    assert len(_rows(history_db)) == 2
+
+
+def test_records_sent_from_another_apps_event_loop_are_ignored(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    recorder = _recorder(history_db)
+    mine, theirs = make_payload(), make_payload()
+
+    async def own_loop() -> None:
+        recorder.start()
+        recorder.record(mine)
+
+    async def other_loop() -> None:
+        recorder.record(theirs)
+
+    asyncio.run(own_loop())
+    asyncio.run(other_loop())
+    recorder.record(make_payload(request_id="req_fromathread"))  # no event loop: taken
+    assert recorder.flush()
+    recorder.close()
+    assert [row["request_id"] for row in _rows(history_db)] == [mine.request_id, "req_fromathread"]
+
+
+def test_hist_6_keeps_at_most_5000_records(history_db: HistoryDb, make_payload: Payload) -> None:
+    recorder = _recorder(history_db)
+    payloads = [make_payload() for _ in range(5001)]
+    for start in range(0, 5001, 500):
+        recorder.write(payloads[start : start + 500])
+    ids = _ids(history_db)
+    assert len(ids) == 5000 and ids[0] == 2 and ids[-1] == 5001  # the oldest one went
+
+
+def test_hist_6_records_older_than_7_days_go_at_7_days_and_1_second(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    clock = history_db.clock
+    recorder = _recorder(history_db)
+    recorder.write([make_payload(started_at=clock.time())])
+    clock.advance(7 * DAY)
+    recorder.write([])  # cleanup on write: exactly 7 days old is still within 7 days
+    assert len(_ids(history_db)) == 1
+    clock.advance(1)
+    recorder.write([make_payload(started_at=clock.time())])
+    assert _ids(history_db) == [2]
+
+
+def test_hist_6_ids_stay_monotonic_after_cleanup(history_db: HistoryDb, make_payload: Payload) -> None:
+    clock = history_db.clock
+    recorder = _recorder(history_db, retention=Retention(max_records=2, days=1))
+    recorder.write([make_payload() for _ in range(3)])
+    assert _ids(history_db) == [2, 3]
+    clock.advance(DAY + 1)
+    recorder.write([])
+    assert _ids(history_db) == []  # everything expired: the newest IDs are gone too
+    recorder.write([make_payload(started_at=clock.time())])
+    assert _ids(history_db) == [4]  # never reused
+
+
+def test_store_4_failed_writes_are_logged_sanitized_and_never_raised(
+    history_db: HistoryDb, make_payload: Payload, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A repeated request ID costs only that record; the rest of the batch is kept.
+    recorder = _recorder(history_db, batch_size=10)
+    duplicate = make_payload()
+    for payload in (make_payload(), duplicate, duplicate, make_payload()):
+        recorder.record(payload)
+    recorder.start()
+    assert recorder.flush()
+    recorder.close()
+    assert len(_rows(history_db)) == 3 and recorder.failed == 1
+    # A database that cannot take records: logged by type, nothing raised on the request path.
+    broken = create_db_engine(f"sqlite:///{tmp_path / 'empty.db'}")
+    failing = HistoryRecorder(broken, history_db.clock)
+    failing.start()
+    failing.record(make_payload(model="sk-live-abcdefghijklmnopqrstuvwxyz"))
+    assert failing.flush()
+    failing.close()
+    broken.dispose()
+    assert failing.failed == 1
+    assert "could not store 1 request record(s): OperationalError" in caplog.text
+    assert "sk-live" not in caplog.text
