@@ -15,7 +15,7 @@ from sqlmodel import Session
 from sublane_core import Account
 from sublane_gateway._state import PendingLogin, PendingLogins
 from sublane_providers import PkcePair
-from sublane_sim import SimAccount
+from sublane_sim import SimAccount, Simulator
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
 CALLBACK = "http://localhost:1455/auth/callback"
@@ -264,7 +264,6 @@ def test_cred_9_cross_origin_and_form_posts_are_refused(make_pool: Callable[...,
 @pytest.mark.parametrize(
     ("provider", "message"),
     [
-        ("claude", "OAuth login for claude arrives with the Claude adapter; import its credentials file"),
         ("antigravity", "OAuth login for antigravity arrives with the Antigravity adapter"),
         ("openai", "Unknown provider 'openai'"),
     ],
@@ -307,3 +306,27 @@ def test_pending_logins_are_bounded_single_use_and_expire() -> None:
     assert logins.take("b", 1, now=20) is None
     assert logins.get("c", 1, now=619) is not None
     assert logins.get("c", 1, now=620) is None and len(logins) == 0
+
+
+def test_cred_9_claude_oauth_login_with_code_hash_state_paste_back(
+    make_pool: Callable[..., Pool], sim: Simulator
+) -> None:
+    pool = make_pool(accounts=0, claude_authorize_url=f"{sim.base_url}/oauth/authorize")
+    upstream = pool.sim.create_account("claude", email="max@example.test", plan="max")
+    pool.sim.prepare_login("claude", upstream.id)
+    started = pool.admin.post(
+        "/api/accounts/oauth/start", json={"provider": "claude", "group_ids": [1]}
+    ).json()
+    assert started["authorize_url"].startswith(f"{pool.sim.base_url}/oauth/authorize?")
+    with httpx.Client(follow_redirects=False, timeout=10) as browser:
+        answer = browser.get(started["authorize_url"])
+    query = parse_qs(urlsplit(answer.headers["location"]).query)
+    pasted = f"{query['code'][0]}#{query['state'][0]}"  # what Claude's manual callback page shows
+    created = _complete(pool, started["state"], pasted)
+    assert created.status_code == 201, created.text
+    account = created.json()
+    assert account["provider"] == "claude" and account["identity"]["email"] == "max@example.test"
+    key = pool.admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    served = pool.client(key).post("/v1/messages", json=body)
+    assert served.status_code == 200, served.text

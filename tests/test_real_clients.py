@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,4 +87,48 @@ def test_codex_cli_completes_a_prompt_through_sublane(
     upstream = pool.sim.requests(account_id=account.id)[-1]
     assert upstream.headers["chatgpt-account-id"] == account.account_id
     assert upstream.body["prompt_cache_key"]
+    assert pool.runtime.leases.total_in_flight() == 0
+
+
+def _claude(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TERM": "dumb",
+        "ANTHROPIC_BASE_URL": pool.gateway.url,
+        "ANTHROPIC_API_KEY": pool.key,
+    }
+    return subprocess.run(
+        [str(_client("claude")), *args],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_claude_code_runs_through_sublane_and_a_session_stays_on_one_account(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    _client("claude")
+    pool = make_pool(provider="claude", accounts=2)
+    for account in pool.sim_accounts:
+        pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    session = str(uuid.uuid4())
+    first = _claude(pool, tmp_path, "-p", "--session-id", session, "say hi")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert ANSWER in first.stdout
+    second = _claude(pool, tmp_path, "-p", "--resume", session, "say hi again")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert ANSWER in second.stdout
+    turns = [
+        record for record in pool.finished if record.operation == "messages" and record.outcome == "success"
+    ]
+    assert len(turns) >= 2
+    assert len({record.account_id for record in turns}) == 1  # both runs of the session: one account
+    upstream = pool.sim.requests(endpoint="claude.messages")[-1]
+    assert "oauth-2025-04-20" in upstream.headers["anthropic-beta"]
+    assert upstream.headers["x-claude-code-session-id"] == session
     assert pool.runtime.leases.total_in_flight() == 0

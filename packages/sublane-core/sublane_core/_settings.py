@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     openai_auth_url: str = Field("https://auth.openai.com", description="OpenAI OAuth base.")
     claude_base_url: str = Field("https://api.anthropic.com", description="Claude API base.")
     claude_auth_url: str = Field("https://platform.claude.com", description="Claude OAuth base.")
+    claude_authorize_url: str = Field(
+        "https://claude.ai/oauth/authorize", description="Claude OAuth authorize page (PKCE login)."
+    )
     antigravity_base_url: str = Field(
         "https://cloudcode-pa.googleapis.com", description="Antigravity (cloudcode-pa) base."
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sublane_providers
+import sublane_providers.claude
 import sublane_providers.codex
 
 EXPECTED = [
@@ -22,7 +23,14 @@ CODEX = [
     "ChatRequestError", "ChatStreamTranslator", "chat_to_responses", "responses_to_chat_completion",
 ]  # fmt: skip
 
+CLAUDE = [
+    "ClaudeAdapter", "ClaudeStreamObserver", "KNOWN_MODELS", "classify_failure", "count_tokens_url",
+    "messages_body", "messages_url", "parse_credentials", "upstream_headers", "usage_of_message",
+    "windows_from_headers", "windows_from_usage",
+]  # fmt: skip
+
 
 def test_public_api_is_pinned() -> None:
     assert sublane_providers.__all__ == EXPECTED
     assert sorted(sublane_providers.codex.__all__) == sorted(CODEX)
+    assert sorted(sublane_providers.claude.__all__) == sorted(CLAUDE)

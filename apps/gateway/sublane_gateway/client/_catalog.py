@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from sublane_core import Clock
+from sublane_providers.claude import KNOWN_MODELS as CLAUDE_MODELS
 
 _log = logging.getLogger("sublane.models")
 
@@ -23,7 +24,10 @@ _CODEX_MODELS = (
     "gpt-5 gpt-5-codex gpt-5.2 gpt-5.3-codex gpt-5.3-codex-spark gpt-5.4 gpt-5.4-mini gpt-5.5 "
     "gpt-5.6-sol gpt-5.6-terra gpt-5.6-luna codex-auto-review"
 )
-KNOWN_MODELS: Mapping[str, frozenset[str]] = {"codex": frozenset(_CODEX_MODELS.split())}
+KNOWN_MODELS: Mapping[str, frozenset[str]] = {
+    "codex": frozenset(_CODEX_MODELS.split()),
+    "claude": frozenset(CLAUDE_MODELS),
+}
 
 Discover = Callable[[int], Awaitable[list[str]]]
 

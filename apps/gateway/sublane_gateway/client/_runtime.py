@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -15,6 +15,7 @@ from sublane_gateway.client._catalog import ModelCatalog
 from sublane_gateway.client._cooldown_store import CooldownStore
 from sublane_gateway.client._keys import KeyAuthenticator
 from sublane_providers import CredentialVault, ProviderAdapter
+from sublane_providers.claude import ClaudeAdapter
 from sublane_providers.codex import CodexAdapter
 from sublane_scheduler import (
     AccountDirectory,
@@ -45,6 +46,7 @@ class ClientRuntime:
     vault: CredentialVault
     catalog: ModelCatalog
     codex: CodexAdapter
+    claude: ClaudeAdapter
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)
@@ -52,7 +54,7 @@ class ClientRuntime:
     @property
     def adapters(self) -> dict[str, ProviderAdapter]:
         """The provider adapters by name."""
-        return {"codex": self.codex}
+        return {"codex": self.codex, "claude": self.claude}
 
     async def start(self) -> None:
         """Load persisted runtime state and listen to the signals (inside the app's event loop)."""
@@ -153,8 +155,24 @@ def build_runtime(
         http=http,
         metadata_timeout=settings.metadata_timeout_s,
     )
+    claude = ClaudeAdapter(
+        base_url=settings.claude_base_url,
+        auth_url=settings.claude_auth_url,
+        http=http,
+        metadata_timeout=settings.metadata_timeout_s,
+        authorize_url=settings.claude_authorize_url,
+        clock=clock.time,
+    )
     leases = LeaseTable()
-    vault = CredentialVault(engine, cipher, clock, {"codex": codex})
+    vault = CredentialVault(
+        engine,
+        cipher,
+        clock,
+        {"codex": codex, "claude": claude},
+        fallback_providers=frozenset(
+            {name for name, a in (("codex", codex), ("claude", claude)) if a.refresh_fallback}
+        ),
+    )
     directory = AccountDirectory(engine)
     cooldown_store = CooldownStore(engine, clock)
     cooldowns = CooldownBook(
@@ -179,14 +197,21 @@ def build_runtime(
         wait_timeout_s=settings.wait_timeout_s,
     )
 
-    async def discover_codex(account_id: int) -> list[str]:
-        # A metadata read: it counts against workspace capacity, never takes a model slot (ADM-10).
-        ticket = scheduler.admission.enter_metadata()
-        try:
-            credentials = await vault.get(account_id, "codex")
-            return await codex.list_models(credentials.bundle)
-        finally:
-            ticket.close()
+    adapters: dict[str, ProviderAdapter] = {"codex": codex, "claude": claude}
+
+    def discoverer(provider: str) -> Callable[[int], Awaitable[list[str]]]:
+        adapter = adapters[provider]
+
+        async def discover(account_id: int) -> list[str]:
+            # A metadata read: it counts against workspace capacity, never takes a model slot (ADM-10).
+            ticket = scheduler.admission.enter_metadata()
+            try:
+                credentials = await vault.get(account_id, provider)
+                return await adapter.list_models(credentials.bundle)
+            finally:
+                ticket.close()
+
+        return discover
 
     return ClientRuntime(
         settings=settings,
@@ -198,8 +223,9 @@ def build_runtime(
         scheduler=scheduler,
         cooldown_store=cooldown_store,
         vault=vault,
-        catalog=ModelCatalog(clock, {"codex": discover_codex}),
+        catalog=ModelCatalog(clock, {name: discoverer(name) for name in adapters}),
         codex=codex,
+        claude=claude,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.from_thread
 from fastapi import APIRouter, Request
@@ -26,8 +26,13 @@ from sublane_gateway.management._accounts import create_account
 from sublane_gateway.management._ids import require_existing
 from sublane_gateway.management._models import OAuthComplete, OAuthStart
 from sublane_gateway.management._views import account_view, groups_of_accounts
-from sublane_providers import ImportedCredentials, PastedCallbackError, RefreshFailed, code_from_pasted
-from sublane_providers.codex import CodexAdapter
+from sublane_providers import (
+    ImportedCredentials,
+    PastedCallbackError,
+    PkcePair,
+    RefreshFailed,
+    code_from_pasted,
+)
 
 router = APIRouter(tags=["accounts"])
 
@@ -35,20 +40,33 @@ _log = logging.getLogger("sublane.accounts")
 
 NAME_MAX = 64
 # Providers whose login is not built yet, and what will bring it.
-_LOGIN_LATER = {"claude": "the Claude adapter", "antigravity": "the Antigravity adapter"}
+_LOGIN_LATER = {"antigravity": "the Antigravity adapter"}
 
 
-def _login_adapter(request: Request, provider: str) -> CodexAdapter:
+class LoginFlow(Protocol):
+    """What a provider adapter offers for a PKCE login with a pasted-back callback."""
+
+    def start_login(self) -> tuple[str, str, PkcePair]: ...
+
+    async def complete_login(self, code: str, state: str, pkce: PkcePair) -> ImportedCredentials: ...
+
+
+def _login_adapter(request: Request, provider: str) -> LoginFlow:
     """The adapter that runs ``provider``'s login; 400 ``unknown_provider`` when there is none."""
+    runtime = client_runtime(request)
     if provider == "codex":
-        return client_runtime(request).codex
+        return runtime.codex
+    if provider == "claude":
+        return runtime.claude
     if provider in _LOGIN_LATER:
         raise SubLaneError(
             "unknown_provider",
             f"OAuth login for {provider} arrives with {_LOGIN_LATER[provider]}; "
             "import its credentials file meanwhile.",
         )
-    raise SubLaneError("unknown_provider", f"Unknown provider {provider!r}; OAuth login supports codex.")
+    raise SubLaneError(
+        "unknown_provider", f"Unknown provider {provider!r}; OAuth login supports codex and claude."
+    )
 
 
 def _require_free_name(db: Session, name: str) -> None:
@@ -141,7 +159,7 @@ def complete_oauth_login(
         raise SubLaneError("oauth_state_unknown")
     adapter = _login_adapter(request, login.provider)
     try:
-        imported = anyio.from_thread.run(adapter.complete_login, code, login.pkce)
+        imported = anyio.from_thread.run(adapter.complete_login, code, body.state, login.pkce)
     except RefreshFailed as failure:
         if failure.permanent:
             message = f"The provider did not accept the authorization code ({failure.code}); start again."

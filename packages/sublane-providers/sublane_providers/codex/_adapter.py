@@ -205,8 +205,11 @@ class CodexAdapter(ProviderAdapter):
         )
         return url, state, pkce
 
-    async def complete_login(self, code: str, pkce: PkcePair) -> ImportedCredentials:
+    async def complete_login(self, code: str, state: str, pkce: PkcePair) -> ImportedCredentials:
         """Exchange the pasted authorization code for tokens and read the identity from them.
+
+        ``state`` is not part of OpenAI's code exchange; it is taken for one login signature across
+        providers.
 
         Raises :class:`RefreshFailed`: ``permanent`` when the OAuth server refused the code (a new
         login is needed), transient for network failures and server errors.
