@@ -158,3 +158,27 @@ def test_hist_token_mapping_counts_cache_reads_and_writes_as_input(make_pool: Ca
     assert record.cached_tokens == 60
     assert record.input_tokens is not None and record.input_tokens >= 100
     assert record.output_tokens == 7
+
+
+def test_claude_import_reads_the_profile_for_identity(make_pool: Callable[..., Pool]) -> None:
+    pool = _claude_pool(make_pool, accounts=0)
+    upstream = pool.sim.create_account("claude", email="team-max@example.test", plan="max")
+    created = pool.admin.post(
+        "/api/accounts/import",
+        json={"provider": "claude", "name": "max", "credentials": upstream.credentials},
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["identity"]["email"] == "team-max@example.test"
+    assert created.json()["identity"]["plan"] == "max"
+
+
+def test_cred_2_claude_has_no_fallback_after_a_failed_refresh(make_pool: Callable[..., Pool]) -> None:
+    from sublane_sim import RefreshOutcome
+
+    pool = _claude_pool(make_pool, account_options={"access_ttl_s": 100})  # inside the 2-minute margin
+    pool.sim.script_refresh(pool.sim_accounts[0].id, RefreshOutcome(kind="error", status=500))
+    refused = pool.client().post("/v1/messages", json=BODY)
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "account_refresh_failed"
+    assert "retry-after" in refused.headers
+    assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 0

@@ -163,12 +163,12 @@ class CredentialVault:
                     return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             if entry.reauth_required:
                 raise SubLaneError("reauth_required")
-            # CRED-2: the old token, while it lasts, for providers that allow the fallback.
+            # CRED-2: the old token, while it has more than 30 s, only for providers that allow the
+            # fallback (Codex). Claude and Antigravity keep the plain rule: a token due for refresh
+            # is not used once its refresh failed.
             if provider in self._fallback and self._usable_without_refresh(
                 entry, now, FALLBACK_MIN_REMAINING_S
             ):
-                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
-            if provider not in self._fallback and self._usable_without_refresh(entry, now, 0):
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             raise SubLaneError("account_refresh_failed", retry_after=max(1.0, entry.retry_at - now))
 

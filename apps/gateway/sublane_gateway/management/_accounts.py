@@ -7,8 +7,11 @@ its ID and show it as deleted (HIST-9).
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from typing import Any
 
+import anyio.from_thread
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -16,10 +19,12 @@ from sqlmodel import Session, col, select
 from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
+from sublane_gateway.client._runtime import client_runtime
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
 from sublane_gateway.management._views import account_view, groups_of_accounts
 from sublane_providers import (
+    AccountIdentity,
     CredentialFormatError,
     ImportedCredentials,
     UnknownProviderError,
@@ -28,6 +33,7 @@ from sublane_providers import (
 )
 
 router = APIRouter(tags=["accounts"])
+_log = logging.getLogger("sublane.accounts")
 
 
 def _parse(provider: str, credentials: dict[str, Any]) -> ImportedCredentials:
@@ -114,11 +120,28 @@ def get_account(account_id: int, _admin: AdminUser, db: DbSession) -> dict[str, 
 def import_account(body: AccountImport, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Add an account from the content of its credential file (``auth.json``, ``.credentials.json``, …)."""
     state = gateway_state(request)
-    imported = _parse(body.provider, body.credentials)
+    imported = _with_profile(request, _parse(body.provider, body.credentials))
     group_ids = require_existing(db, ResourceGroup, body.group_ids, "group")
     account = create_account(db, state, imported, body.name, group_ids)
     _changed(account, "created")
     return _view(db, account)
+
+
+def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCredentials:
+    """Claude credential files name no email: ask the profile endpoint (best effort, never fails)."""
+    if imported.provider != "claude" or imported.identity.email:
+        return imported
+    try:
+        profile = anyio.from_thread.run(client_runtime(request).claude.read_profile, imported.bundle)
+    except Exception as exc:  # an expired token or a down endpoint: the file's identity stands
+        _log.info("profile of an imported claude account unavailable: %s", type(exc).__name__)
+        return imported
+    identity = AccountIdentity(
+        email=profile.email or imported.identity.email,
+        plan=imported.identity.plan or profile.plan,
+        subject=profile.subject or imported.identity.subject,
+    )
+    return dataclasses.replace(imported, identity=identity)
 
 
 @router.post("/api/accounts/{account_id}/credentials")
