@@ -233,3 +233,17 @@ def test_oversized_bodies_are_refused_before_any_upstream_call(make_pool: Callab
     assert answer.startswith(b"HTTP/1.1 413")
     assert b"body_too_large" in answer
     assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 0
+
+
+def test_wait_7_a_client_closing_right_after_completion_is_recorded_as_success(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    with pool.client() as client, client.stream("POST", "/v1/responses", json=BODY) as response:
+        for line in response.iter_lines():
+            if "response.completed" in line:
+                # The record and the free slot exist before the client has even read the end.
+                assert pool.finished and pool.finished[-1].outcome == "success"
+                assert pool.runtime.leases.total_in_flight() == 0
+                break
+    assert [record.outcome for record in pool.finished] == ["success"]

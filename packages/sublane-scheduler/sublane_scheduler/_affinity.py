@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from sublane_core import AFFINITY_SCOPE_AUTO, Affinity, Clock
@@ -72,19 +73,24 @@ class AffinityStore:
 
     def _store(self, digest: str, group_id: int, account_id: int, model: str) -> None:
         now = self._clock.time()
-        with Session(self._engine) as db:
-            row = db.get(Affinity, digest)
-            if row is None:
-                row = Affinity(
-                    digest=digest,
-                    scope=AFFINITY_SCOPE_AUTO,
-                    group_id=group_id,
-                    account_id=account_id,
-                    model=model[:128],
-                    created_at=now,
-                    last_used_at=now,
-                )
-            else:
-                row.account_id, row.model, row.last_used_at = account_id, model[:128], now
-            db.add(row)
-            db.commit()
+        for _attempt in range(2):  # two first bindings of one conversation may race: then update
+            with Session(self._engine) as db:
+                row = db.get(Affinity, digest)
+                if row is None:
+                    row = Affinity(
+                        digest=digest,
+                        scope=AFFINITY_SCOPE_AUTO,
+                        group_id=group_id,
+                        account_id=account_id,
+                        model=model[:128],
+                        created_at=now,
+                        last_used_at=now,
+                    )
+                else:
+                    row.account_id, row.model, row.last_used_at = account_id, model[:128], now
+                db.add(row)
+                try:
+                    db.commit()
+                    return
+                except IntegrityError:
+                    db.rollback()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Protocol
 
 import httpx
 
@@ -112,6 +112,10 @@ async def relay_sse(
                 observe_blocks(observer, blocks)
                 call.note_output()
                 last_event = clock.monotonic()
+                if call.state.finished:
+                    # The terminal event: record the call and free its slot before the client can
+                    # see the end and move on (WAIT-7); clients often close at once after it.
+                    on_end(call)
                 if transform is not None:
                     out = transform(blocks)
                     if out:
@@ -124,7 +128,11 @@ async def relay_sse(
             if tail:
                 yield tail
     finally:
-        if ended:
+        if call.finished:  # ended at its terminal event; only the connection is left to close
+            if pending is not None:
+                pending.cancel()
+            _in_background(response.aclose())  # may run in a cancelled scope: never await here
+        elif ended:
             if pending is not None:
                 pending.cancel()
             await response.aclose()
@@ -132,11 +140,13 @@ async def relay_sse(
         else:
             # The client left (cancellation or generator close): finish in the background, where
             # no cancel scope of the dead request can interrupt the drain.
-            drain = asyncio.get_running_loop().create_task(
-                _drain_after_cancel(call, response, chunks, pending, framer, observer, on_end)
-            )
-            _background.add(drain)
-            drain.add_done_callback(_background.discard)
+            _in_background(_drain_after_cancel(call, response, chunks, pending, framer, observer, on_end))
+
+
+def _in_background(work: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 async def _drain_after_cancel(
