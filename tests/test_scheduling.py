@@ -341,3 +341,96 @@ def test_aff_4_the_same_model_never_moves_even_when_the_account_stops_listing_it
     refused = client.post("/v1/responses", json=BODY, headers=headers)
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
     assert _served_by(pool) == [bound]
+
+
+def test_aff_8_only_eligible_accounts_are_chosen(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=4)
+    disabled, outside, reauth, eligible = pool.account_ids
+    pool.admin.patch(f"/api/accounts/{disabled}", json={"enabled": False})
+    pool.admin.put("/api/groups/1/accounts", json={"account_ids": [disabled, reauth, eligible]})
+    pool.sim.revoke_refresh_token(pool.sim_accounts[2].id)
+    pool.sim.expire_access_tokens(pool.sim_accounts[2].id)
+    client = pool.client()
+    for _ in range(4):
+        assert client.post("/v1/responses", json=BODY).status_code in (200, 503)
+    served = set(_served_by(pool))
+    assert pool.sim_accounts[0].id not in served and pool.sim_accounts[1].id not in served
+    assert pool.sim_accounts[3].id in served
+    assert outside not in {record.account_id for record in pool.finished if record.outcome == "success"}
+
+
+def test_cred_7_a_bound_conversation_stays_bound_while_its_account_recovers(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(accounts=2)
+    client = pool.client()
+    headers = {"session-id": "recovering"}
+    client.post("/v1/responses", json=BODY, headers=headers)
+    bound = _served_by(pool)[-1]
+    pool.sim.revoke_refresh_token(bound)
+    pool.sim.expire_access_tokens(bound)
+    for _ in range(2):
+        refused = client.post("/v1/responses", json=BODY, headers=headers)
+        assert refused.status_code == 503
+        assert refused.json()["error"]["code"] in ("reauth_required", "no_account_available")
+    assert _served_by(pool).count(bound) == 2 and set(_served_by(pool)) == {bound}  # never moved
+
+
+def test_mcool_4_a_cooling_model_answers_model_cooling_with_a_bounded_retry_after(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(model_failure_threshold=1, model_cooldown_initial_s=40)
+    pool.sim.script(pool.sim_accounts[0].id, *[Behaviour.error(500)] * 3)
+    client = pool.client()
+    assert client.post("/v1/responses", json=BODY).status_code == 502
+    cooled = client.post("/v1/responses", json=BODY)
+    assert cooled.status_code == 429 and cooled.json()["error"]["code"] == "model_cooling"
+    assert 1 <= int(cooled.headers["retry-after"]) <= 40
+
+
+def test_retry_2_retries_keep_one_lease_one_id_one_record(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.error(502), Behaviour.error(503))
+    response = pool.client().post("/v1/responses", json=BODY)
+    assert response.status_code == 200
+    assert pool.runtime.leases.acquired_total == pool.runtime.leases.released_total == 1
+    assert [record.request_id for record in pool.finished] == [response.headers["x-request-id"]]
+    upstream = pool.sim.requests(endpoint="codex.responses")
+    assert len(upstream) == 3
+
+
+def test_retry_2_a_key_revoked_before_a_retry_stops_it(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    key_id = pool.admin.get("/api/keys").json()["items"][0]["id"]
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.error(503, header_delay_ms=400), Behaviour.ok())
+    with concurrent.futures.ThreadPoolExecutor(1) as workers:
+        pending = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.2)
+        pool.admin.delete(f"/api/keys/{key_id}")
+        response = pending.result()
+    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
+    assert len(pool.sim.requests(endpoint="codex.responses")) == 1  # the retry never went out
+
+
+def test_wait_8_local_rejections_never_touch_running_streams_or_count_as_failures(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(wait_timeout_s=0.2, wait_queue_max=1)
+    account_id = pool.account_ids[0]
+    pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 1})
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=15, pacing_ms=60))
+    with concurrent.futures.ThreadPoolExecutor(4) as workers:
+        running = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        time.sleep(0.2)
+        rejected = [workers.submit(pool.client().post, "/v1/responses", json=BODY) for _ in range(3)]
+        codes = sorted(job.result().json()["error"]["code"] for job in rejected)
+        assert set(codes) <= {"account_queue_full", "account_wait_timeout"} and len(codes) == 3
+        assert "response.completed" in running.result().text
+    state = _runtime(pool)[account_id]
+    assert state["state"] == "ready" and state["limited_models"] == [] and state["cooldown_until"] is None
+
+
+def test_store_3_and_aff_9_the_readme_says_how_to_back_up_and_to_run_one_process_per_database() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "credentials.key" in readme and "back up" in readme.lower()
+    assert "one SubLane process per database" in readme

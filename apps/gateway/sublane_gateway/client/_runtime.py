@@ -118,7 +118,11 @@ class ClientRuntime:
             if scheduler.cooldowns.succeeded(payload.account_id, payload.model, payload.runtime_revision):
                 scheduler.offer(payload.account_id)  # a proven account may take its waiters again
 
+        def on_rejected(_payload: signals.CredentialsRejected) -> None:
+            self._on_loop(self.directory.invalidate)  # its stored auth state changed
+
         self._disconnects += [
+            signals.credentials_rejected.connect(on_rejected),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
             signals.upstream_rate_limited.connect(on_rate_limited),
