@@ -430,7 +430,51 @@ def test_wait_8_local_rejections_never_touch_running_streams_or_count_as_failure
     assert state["state"] == "ready" and state["limited_models"] == [] and state["cooldown_until"] is None
 
 
-def test_store_3_and_aff_9_the_readme_says_how_to_back_up_and_to_run_one_process_per_database() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_store_3_the_readme_says_how_to_back_up_the_database_with_its_key() -> None:
+    readme = README.read_text()
     assert "credentials.key" in readme and "back up" in readme.lower()
-    assert "one SubLane process per database" in readme
+
+
+def test_aff_9_the_readme_says_to_run_one_process_per_database() -> None:
+    assert "one SubLane process per database" in README.read_text()
+
+
+def test_runtime_view_shows_refresh_backoff_reauth_and_quota_exhausted(
+    make_pool: Callable[..., Pool],
+) -> None:
+    from sqlmodel import Session
+
+    from sublane_core import QuotaObservation
+    from sublane_sim import RefreshOutcome
+
+    pool = make_pool(accounts=3, account_options={"access_ttl_s": 100})  # every token is due for refresh
+    backoff, reauth, exhausted = pool.account_ids
+    pool.sim.script_refresh(pool.sim_accounts[0].id, RefreshOutcome(kind="error", status=500))
+    pool.sim.revoke_refresh_token(pool.sim_accounts[1].id)
+    now = pool.gateway.clock.time()
+    with Session(pool.gateway.engine) as db:
+        observation = QuotaObservation(
+            account_id=exhausted,
+            window="primary",
+            used_percent=100.0,
+            window_seconds=18000,
+            resets_at=now + 3600,
+            limit_reached=True,
+            observed_at=now,
+        )
+        db.add(observation)
+        db.commit()
+    headers = {"session-id": "a"}
+    pool.admin.put("/api/groups/1/accounts", json={"account_ids": [backoff]})
+    pool.client().post("/v1/responses", json=BODY, headers=headers)
+    pool.admin.put("/api/groups/1/accounts", json={"account_ids": [reauth]})
+    pool.client().post("/v1/responses", json=BODY, headers={"session-id": "b"})
+    states = _runtime(pool)
+    assert states[backoff]["state"] == "refresh_backoff" and states[backoff]["refresh_retry_at"]
+    assert states[reauth]["state"] == "reauth_required" and states[reauth]["auth_state"] == "reauth_required"
+    assert states[exhausted]["state"] == "quota_exhausted"
+    quota = states[exhausted]["quota"]
+    assert isinstance(quota, list) and quota[0]["fresh"] is True and quota[0]["used_percent"] == 100.0
