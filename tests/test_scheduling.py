@@ -478,3 +478,17 @@ def test_runtime_view_shows_refresh_backoff_reauth_and_quota_exhausted(
     assert states[exhausted]["state"] == "quota_exhausted"
     quota = states[exhausted]["quota"]
     assert isinstance(quota, list) and quota[0]["fresh"] is True and quota[0]["used_percent"] == 100.0
+
+
+def test_store_2_runtime_state_and_history_belong_to_their_workspace(make_pool: Callable[..., Pool]) -> None:
+    first, second = make_pool(), make_pool()
+    first.sim.script(
+        first.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="60")
+    )
+    first.client().post("/v1/responses", json=BODY, headers={"session-id": "shared-key"})
+    second.client().post("/v1/responses", json=BODY, headers={"session-id": "shared-key"})
+    assert _runtime(first)[first.account_ids[0]]["state"] == "cooling"
+    assert _runtime(second)[second.account_ids[0]]["state"] == "ready"  # another workspace: untouched
+    first_ids = {item["request_id"] for item in first.admin.get("/api/requests").json()["items"]}
+    second_ids = {item["request_id"] for item in second.admin.get("/api/requests").json()["items"]}
+    assert first_ids and second_ids and not first_ids & second_ids

@@ -103,7 +103,17 @@ class ClientRuntime:
 
             self._on_loop(apply)
 
+        def ours() -> bool:
+            """Upstream outcomes are sent on the event loop of the app that saw them; the signal bus
+            is process-wide, so another app in this process (tests, tools) must not apply them."""
+            try:
+                return asyncio.get_running_loop() is self._loop
+            except RuntimeError:
+                return False
+
         def on_rate_limited(payload: signals.UpstreamRateLimited) -> None:
+            if not ours():
+                return
             if payload.model is None:
                 scheduler.cooldowns.rate_limited(payload.account_id, payload.retry_after_s, payload.reason)
             else:
@@ -112,9 +122,13 @@ class ClientRuntime:
                 )
 
         def on_failed(payload: signals.UpstreamFailed) -> None:
+            if not ours():
+                return
             scheduler.cooldowns.failed(payload.account_id, payload.model, payload.runtime_revision)
 
         def on_succeeded(payload: signals.UpstreamSucceeded) -> None:
+            if not ours():
+                return
             if scheduler.cooldowns.succeeded(payload.account_id, payload.model, payload.runtime_revision):
                 scheduler.offer(payload.account_id)  # a proven account may take its waiters again
 
