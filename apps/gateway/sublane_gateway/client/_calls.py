@@ -7,6 +7,7 @@ shape through an :data:`ErrorRender`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -205,3 +206,38 @@ def streaming_response(
     )
     headers = {"x-request-id": call.request_id} | SSE_HEADERS
     return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+
+async def relay_json(
+    call: ModelCall,
+    response: httpx.Response,
+    render: ErrorRender,
+    observe: Callable[[dict[str, Any]], None] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """Relay an upstream JSON answer as it came and finish the call from what ``observe`` saw."""
+    try:
+        content = await response.aread()
+    except httpx.HTTPError:
+        await response.aclose()
+        call.finish(Outcome.ERROR, "upstream_stream_error")
+        return render(
+            502, "upstream_stream_error", "The provider's answer broke off.", request_id=call.request_id
+        )
+    except BaseException:
+        await response.aclose()
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
+    await response.aclose()
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and observe is not None:
+        observe(payload)
+    outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
+    call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+    answer_headers = {"x-request-id": call.request_id, **(headers or {})}
+    return Response(
+        content, status_code=response.status_code, media_type="application/json", headers=answer_headers
+    )

@@ -17,8 +17,14 @@ from starlette.responses import Response
 from sublane_core import SubLaneError
 from sublane_gateway.client._anthropic_errors import anthropic_error_response
 from sublane_gateway.client._call import ModelCall
-from sublane_gateway.client._calls import Upstream, open_or_refuse, prepare_call, streaming_response
-from sublane_providers import Outcome, ProviderAdapter
+from sublane_gateway.client._calls import (
+    Upstream,
+    open_or_refuse,
+    prepare_call,
+    relay_json,
+    streaming_response,
+)
+from sublane_providers import ProviderAdapter
 from sublane_providers.claude import ClaudeAdapter, ClaudeStreamObserver
 
 router = APIRouter(tags=["client: Anthropic Messages"])
@@ -72,29 +78,10 @@ def _claude_upstream(request: Request, body: dict[str, Any], model: str, kind: s
 
 async def _json_answer(call: ModelCall, response: httpx.Response, *, counts_tokens: bool) -> Response:
     """Relay a JSON answer (non-streaming message or token count) and finish the call."""
-    try:
-        content = await response.aread()
-    except httpx.HTTPError:
-        await response.aclose()
-        call.finish(Outcome.ERROR, "upstream_stream_error")
-        return anthropic_error_response(
-            502, "upstream_stream_error", "The provider's answer broke off.", request_id=call.request_id
-        )
-    except BaseException:
-        await response.aclose()
-        call.finish(Outcome.CANCELED, "client_canceled")
-        raise
-    await response.aclose()
-    try:
-        payload = json.loads(content)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict) and not counts_tokens:
-        ClaudeStreamObserver(call.state).observe_message(payload)
-    outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
-    call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
-    headers = {"x-request-id": call.request_id, "request-id": call.request_id}
-    return Response(content, status_code=response.status_code, media_type="application/json", headers=headers)
+    observe = None if counts_tokens else ClaudeStreamObserver(call.state).observe_message
+    return await relay_json(
+        call, response, anthropic_error_response, observe, headers={"request-id": call.request_id}
+    )
 
 
 @router.post("/v1/messages", response_model=None)

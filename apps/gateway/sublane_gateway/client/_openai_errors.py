@@ -11,6 +11,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from sublane_core import SubLaneError
+from sublane_gateway.client._error_headers import error_headers
 
 _TYPES = {
     400: "invalid_request_error",
@@ -41,11 +42,7 @@ def openai_error_response(
     param: str | None = None,
 ) -> JSONResponse:
     """A JSON error response, with ``X-Request-ID`` and ``Retry-After`` when known."""
-    headers: dict[str, str] = {}
-    if request_id:
-        headers["x-request-id"] = request_id
-    if retry_after is not None:
-        headers["retry-after"] = str(max(1, round(retry_after)))
+    headers = error_headers(request_id, retry_after)
     return JSONResponse(openai_error_body(status, code, message, param), status_code=status, headers=headers)
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
-import httpx
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError
-from sublane_gateway.client._calls import open_or_refuse, prepare_call, streaming_response
+from sublane_gateway.client._calls import open_or_refuse, prepare_call, relay_json, streaming_response
 from sublane_gateway.client._codex_calls import codex_upstream, collect_final, stream_failure_response
 from sublane_gateway.client._openai_errors import from_sublane_error, openai_error_response
-from sublane_providers import Outcome
 from sublane_providers.codex import CodexStreamObserver, usage_of
 
 router = APIRouter(tags=["client: OpenAI Responses"])
@@ -53,23 +51,8 @@ async def compact_response(request: Request) -> Response:
     response = await open_or_refuse(runtime, call, principal, upstream, openai_error_response)
     if isinstance(response, Response):
         return response
-    try:
-        content = await response.aread()
-    except httpx.HTTPError:
-        await response.aclose()
-        call.finish(Outcome.ERROR, "upstream_stream_error")
-        return openai_error_response(
-            502, "upstream_stream_error", "The compaction answer broke off.", request_id=call.request_id
-        )
-    except BaseException:
-        await response.aclose()
-        call.finish(Outcome.CANCELED, "client_canceled")
-        raise
-    await response.aclose()
-    try:
-        payload = json.loads(content)
-    except ValueError:
-        payload = None
-    call.state.usage = usage_of(payload) if isinstance(payload, dict) else None
-    call.finish(Outcome.SUCCESS)
-    return Response(content, media_type="application/json", headers={"x-request-id": call.request_id})
+
+    def observe(payload: dict[str, Any]) -> None:
+        call.state.usage = usage_of(payload)
+
+    return await relay_json(call, response, openai_error_response, observe)

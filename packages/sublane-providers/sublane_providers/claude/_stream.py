@@ -13,9 +13,9 @@ that breaks before ``message_delta`` reports no output count rather than a made-
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from sublane_providers._observer import JsonStreamObserver
 from sublane_providers._types import DeltaKind, Outcome, StreamState, TokenUsage
 
 DELTA_KINDS: dict[str, tuple[str, DeltaKind]] = {
@@ -76,13 +76,13 @@ def outcome_of(stop_reason: Any) -> Outcome:
     return Outcome.INCOMPLETE if stop_reason in INCOMPLETE_STOP_REASONS else Outcome.SUCCESS
 
 
-class ClaudeStreamObserver:
+class ClaudeStreamObserver(JsonStreamObserver):
     """Updates a :class:`StreamState` from Claude event names and data, parsing as little as possible."""
 
-    __slots__ = ("_counts", "_stop_reason", "state")
+    __slots__ = ("_counts", "_stop_reason")
 
     def __init__(self, state: StreamState | None = None) -> None:
-        self.state = state or StreamState()
+        super().__init__(state)
         self._counts: dict[str, int] = {}
         self._stop_reason: str | None = None
 
@@ -93,20 +93,6 @@ class ClaudeStreamObserver:
         if name == "content_block_delta":
             return self.state.first_delta is None
         return name in _INTERESTING
-
-    def observe(self, name: str | None, data: str | None) -> dict[str, Any] | None:
-        """Record what the event tells; returns the decoded payload when it was decoded."""
-        self.state.events += 1
-        if data is None or not self.wants(name):
-            return None
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return None
-        if not isinstance(payload, dict):
-            return None
-        self.observe_payload(payload)
-        return payload
 
     def observe_payload(self, payload: dict[str, Any]) -> None:
         """Record what an already decoded event tells."""

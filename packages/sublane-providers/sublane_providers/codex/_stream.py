@@ -6,10 +6,10 @@ usage, and errors. Everything else is relayed without being parsed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from sublane_providers._types import DeltaKind, Outcome, StreamState, TokenUsage
+from sublane_providers._observer import JsonStreamObserver
+from sublane_providers._types import DeltaKind, Outcome, TokenUsage
 
 DELTA_EVENTS: dict[str, DeltaKind] = {
     "response.output_text.delta": DeltaKind.TEXT,
@@ -53,13 +53,10 @@ def error_of(payload: dict[str, Any]) -> tuple[str, str]:
     return str(code)[:64], str(message)[:500]
 
 
-class CodexStreamObserver:
+class CodexStreamObserver(JsonStreamObserver):
     """Updates a :class:`StreamState` from Codex event names and data, parsing as little as possible."""
 
-    __slots__ = ("state",)
-
-    def __init__(self, state: StreamState | None = None) -> None:
-        self.state = state or StreamState()
+    __slots__ = ()
 
     def wants(self, name: str | None) -> bool:
         """Whether an event of this name (``None``: unnamed) needs its data decoded."""
@@ -68,20 +65,6 @@ class CodexStreamObserver:
         if name in DELTA_EVENTS:
             return self.state.first_delta is None
         return name in _INTERESTING
-
-    def observe(self, name: str | None, data: str | None) -> dict[str, Any] | None:
-        """Record what the event tells; returns the decoded payload when it was decoded."""
-        self.state.events += 1
-        if data is None or not self.wants(name):
-            return None
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return None
-        if not isinstance(payload, dict):
-            return None
-        self.observe_payload(payload)
-        return payload
 
     def observe_payload(self, payload: dict[str, Any]) -> None:
         """Record what an already decoded event tells (WebSocket frames arrive decoded)."""

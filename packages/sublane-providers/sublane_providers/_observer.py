@@ -1,0 +1,41 @@
+"""The part of reading a stream that is the same for every provider: decode only what is wanted."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any
+
+from sublane_providers._types import StreamState
+
+
+class JsonStreamObserver(ABC):
+    """Base of the providers' stream observers: subclasses say which events they want decoded and
+    what a decoded event tells; this class counts events and decodes JSON data only when wanted."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: StreamState | None = None) -> None:
+        self.state = state or StreamState()
+
+    @abstractmethod
+    def wants(self, name: str | None) -> bool:
+        """Whether an event of this SSE name (``None``: unnamed) needs its data decoded."""
+
+    @abstractmethod
+    def observe_payload(self, payload: dict[str, Any]) -> None:
+        """Record what an already decoded event tells (WebSocket frames arrive decoded)."""
+
+    def observe(self, name: str | None, data: str | None) -> dict[str, Any] | None:
+        """Record what one SSE event tells; returns the decoded payload when it was decoded."""
+        self.state.events += 1
+        if data is None or not self.wants(name):
+            return None
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(payload, dict):
+            return None
+        self.observe_payload(payload)
+        return payload
