@@ -27,6 +27,7 @@ from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
 from sublane_history import HistoryReader, HistoryRecorder, Retention
+from sublane_web import mount as mount_web_views
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.include_router(management.router)
     app.include_router(client.router)
     app.include_router(setup_router)
+    mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
     return app
 

@@ -1,0 +1,272 @@
+// Accounts (WEB-1) and Scheduling settings (WEB-2): live account cards over GET /api/accounts/runtime.
+import {announce, api, DASH, field, form, formatLeft, formatTime, h, option, render, section} from "./lib.js";
+
+const POLL_MS = 2000;
+
+const STATE_LABELS = {
+  ready: "Ready", busy: "Busy", cooling: "Cooling", model_limited: "Model-limited",
+  quota_exhausted: "Quota exhausted", refresh_backoff: "Refresh backoff", reauth_required: "Re-auth required",
+  disabled: "Disabled",
+};
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** The state as words, with the time left or the count that matters for it. */
+export function stateText(run) {
+  const label = STATE_LABELS[run.state] || run.state;
+  if (run.state === "cooling") return `${label} · ${formatLeft(run.cooldown_until)} left`;
+  if (run.state === "model_limited") return `${label} · ${plural(run.limited_models.length, "model")}`;
+  if (run.state === "refresh_backoff") return `${label} · retry in ${formatLeft(run.refresh_retry_at)}`;
+  return label;
+}
+
+function quotaRows(quota) {
+  if (!quota.length) return h("p", {class: "muted"}, "No quota observed yet.");
+  return h("ul", {class: "quota"}, quota.map((row) => {
+    const used = row.used_percent === null ? DASH : `${Math.round(row.used_percent)}% used`;
+    const pace = row.pace_points === null || row.pace_points === undefined ? ""
+      : ` · ${row.pace_points > 0 ? "+" : ""}${Math.round(row.pace_points)} pts vs. even pace`;
+    const resets = row.resets_at ? ` · resets in ${formatLeft(row.resets_at)}` : "";
+    return h("li", {class: row.fresh ? "" : "stale"},
+      h("span", {class: "window"}, row.window), " ", used, pace, resets, row.fresh ? "" : " (stale)");
+  }));
+}
+
+/** The part of a card that changes on every poll. */
+function liveDetails(run) {
+  const limited = run.limited_models.length
+    ? h("ul", {class: "plain-list"}, run.limited_models.map((m) =>
+      h("li", {}, `${m.model}: ${formatLeft(m.until)} left${m.reason ? ` (${m.reason})` : ""}`)))
+    : "none";
+  return [
+    h("p", {class: `state state-${run.state}`, "data-state": run.state}, stateText(run)),
+    h("dl", {class: "facts"},
+      h("dt", {}, "In flight / limit"), h("dd", {class: "in-flight"}, `${run.in_flight} / ${run.max_concurrency}`),
+      h("dt", {}, "Waiters"), h("dd", {class: "waiters"}, String(run.waiters)),
+      h("dt", {}, "Cooldown"), h("dd", {},
+        run.cooldown_until ? `${formatLeft(run.cooldown_until)} left${run.cooldown_reason ? ` (${run.cooldown_reason})` : ""}`
+          : "none"),
+      h("dt", {}, "Limited models"), h("dd", {}, limited),
+      h("dt", {}, "Credentials"), h("dd", {}, run.auth_state === "reauth_required" ? "re-auth required"
+        : run.refresh_retry_at ? `refresh retry at ${formatTime(run.refresh_retry_at)}` : (run.auth_state || DASH)),
+    ),
+    h("h4", {}, "Quota"),
+    quotaRows(run.quota || []),
+  ];
+}
+
+function identityText(account) {
+  const identity = (account && account.identity) || {};
+  return [identity.email, identity.plan].filter(Boolean).join(" · ") || "identity unknown";
+}
+
+/**
+ * Cards that refresh themselves. `extra(run, refresh)` adds per-card controls that survive polls.
+ * Returns {element, refresh}.
+ */
+function liveCards(extra) {
+  const grid = h("div", {class: "cards", "aria-live": "off"});
+  const summary = h("p", {class: "muted summary"});
+  const cards = new Map();
+  let identities = new Map();
+
+  async function refresh(withAccounts = false) {
+    if (withAccounts || !identities.size) {
+      const accounts = await api("GET", "/api/accounts");
+      identities = new Map(accounts.items.map((account) => [account.id, account]));
+    }
+    const runtime = await api("GET", "/api/accounts/runtime");
+    const ws = runtime.workspace;
+    summary.textContent = `Workspace: ${ws.in_use} / ${ws.capacity} in use, ${ws.waiting} waiting.`;
+    const seen = new Set();
+    for (const run of runtime.accounts) {
+      seen.add(run.id);
+      if (!identities.has(run.id) && !withAccounts) return refresh(true);
+      let card = cards.get(run.id);
+      if (!card) {
+        const titleId = `account-${run.id}-name`;
+        card = {
+          live: h("div", {class: "live"}),
+          title: h("h3", {id: titleId}),
+          identity: h("p", {class: "identity"}),
+          provider: h("span", {class: "badge provider"}),
+        };
+        card.controls = extra ? extra(run, refresh) : null;
+        card.element = h("article", {class: "card", "data-account-id": run.id, "aria-labelledby": titleId},
+          h("div", {class: "card-head"}, card.title, card.provider), card.identity, card.live, card.controls);
+        cards.set(run.id, card);
+        grid.append(card.element);
+      }
+      card.title.textContent = run.name;
+      card.provider.textContent = run.provider;
+      card.identity.textContent = identityText(identities.get(run.id));
+      card.live.replaceChildren(...liveDetails(run));
+      card.element.dataset.state = run.state;
+      if (card.controls && card.controls.update) card.controls.update(run);
+    }
+    for (const [id, card] of cards) {
+      if (!seen.has(id)) { card.element.remove(); cards.delete(id); }
+    }
+    if (!cards.size) grid.replaceChildren(h("p", {class: "muted"}, "No accounts yet."));
+    else grid.querySelector(":scope > p")?.remove();
+  }
+
+  let timer = null;
+  function poll() {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      if (document.visibilityState === "visible") await refresh().catch(() => null);
+      poll();
+    }, POLL_MS);
+  }
+  return {element: h("div", {}, summary, grid), refresh, poll};
+}
+
+async function groupChoices() {
+  const groups = (await api("GET", "/api/groups")).items;
+  return h("fieldset", {class: "choices"}, h("legend", {}, "Groups"),
+    groups.map((group) => h("label", {class: "check"},
+      h("input", {type: "checkbox", name: "group_ids", value: String(group.id), checked: group.name === "default"}),
+      ` ${group.name}`)));
+}
+
+function checkedIds(formEl, name) {
+  return [...formEl.querySelectorAll(`input[name=${name}]:checked`)].map((input) => Number(input.value));
+}
+
+async function addAccount(onAdded) {
+  const provider = h("select", {name: "provider"},
+    option("codex", "ChatGPT / Codex"), option("claude", "Claude"), option("antigravity", "Antigravity"));
+  const name = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
+  const credentials = h("textarea", {name: "credentials", rows: 5, required: true, spellcheck: "false",
+    placeholder: '{"tokens": {…}}'});
+  const upload = h("input", {type: "file", name: "file", accept: ".json,application/json"});
+  upload.addEventListener("change", async () => {
+    if (upload.files.length) credentials.value = await upload.files[0].text();
+  });
+  const groups = await groupChoices();
+  const importForm = form({class: "stack", "aria-label": "Import a credential file"}, [
+    h("h3", {}, "Import a credential file"),
+    field("Provider", provider),
+    field("Name", name),
+    field("Credential file content", credentials,
+      "Paste ~/.codex/auth.json, ~/.claude/.credentials.json or an Antigravity token JSON."),
+    field("Or upload the file", upload),
+    groups,
+    h("button", {type: "submit"}, "Import account"),
+  ], async (el) => {
+    let parsed;
+    try {
+      parsed = JSON.parse(credentials.value);
+    } catch {
+      throw new Error("The credential file is not valid JSON.");
+    }
+    const account = await api("POST", "/api/accounts/import", {
+      provider: provider.value, name: name.value, credentials: parsed, group_ids: checkedIds(el, "group_ids"),
+    });
+    el.reset();
+    announce(`Account ${account.name} added.`);
+    await onAdded();
+  });
+
+  const oauthProvider = h("select", {name: "provider"}, option("codex", "ChatGPT / Codex"), option("claude", "Claude"));
+  const oauthName = h("input", {name: "name", maxlength: 64, autocomplete: "off"});
+  const callback = h("textarea", {name: "callback_url", rows: 2, required: true, spellcheck: "false"});
+  const step2 = h("div", {class: "stack", hidden: true});
+  let state = null;
+  const oauthForm = form({class: "stack", "aria-label": "Sign in to a provider"}, [
+    h("h3", {}, "Or sign in to the provider"),
+    field("Provider", oauthProvider),
+    field("Name (optional)", oauthName),
+    h("button", {type: "submit", name: "start"}, "Start sign-in"),
+  ], async () => {
+    const body = {provider: oauthProvider.value};
+    if (oauthName.value) body.name = oauthName.value;
+    const started = await api("POST", "/api/accounts/oauth/start", body);
+    state = started.state;
+    const completeForm = form({class: "stack", "aria-label": "Finish the sign-in"}, [
+      h("p", {}, "1. Open ", h("a", {href: started.authorize_url, target: "_blank", rel: "noopener noreferrer"},
+        "the provider's sign-in page"), " and sign in."),
+      h("p", {}, "2. Copy the address the browser ends on (or the code shown) and paste it here."),
+      field("Callback URL or code", callback),
+      h("button", {type: "submit"}, "Finish sign-in"),
+    ], async () => {
+      const account = await api("POST", "/api/accounts/oauth/complete", {state, callback_url: callback.value});
+      step2.hidden = true;
+      step2.replaceChildren();
+      announce(`Account ${account.name} added.`);
+      await onAdded();
+    });
+    step2.replaceChildren(completeForm);
+    step2.hidden = false;
+  });
+  return section("Add an account", h("div", {class: "two"}, importForm, h("div", {}, oauthForm, step2)));
+}
+
+export async function accountsView() {
+  const cards = liveCards(null);
+  render("Accounts", cards.element, await addAccount(() => cards.refresh(true)));
+  await cards.refresh(true);
+  cards.poll();
+}
+
+function schedulingControls(run, refresh) {
+  const limit = h("input", {type: "number", name: "max_concurrency", min: 1, max: 1000, step: 1, required: true,
+    value: String(run.max_concurrency), inputmode: "numeric"});
+  const limitForm = form({class: "inline", "aria-label": `Limit of ${run.name}`}, [
+    field("Concurrent requests (1–1000)", limit),
+    h("button", {type: "submit"}, "Save limit"),
+  ], async () => {
+    await api("PATCH", `/api/accounts/${run.id}/limits`, {max_concurrency: Number(limit.value)});
+    announce(`Limit of ${run.name} set to ${limit.value}.`);
+    await refresh();
+  });
+  const clear = h("button", {type: "button", class: "secondary"}, "Clear cooldown");
+  clear.addEventListener("click", async () => {
+    if (!window.confirm(`Clear the cooldowns of ${run.name}? It will take requests again at once.`)) return;
+    clear.disabled = true;
+    try {
+      await api("POST", `/api/accounts/${run.id}/resume`);
+      announce(`Cooldowns of ${run.name} cleared.`);
+      await refresh();
+    } catch (failure) {
+      announce(failure.message);
+    } finally {
+      clear.disabled = false;
+    }
+  });
+  const toggle = h("button", {type: "button", class: "secondary"});
+  let enabled = run.enabled;
+  toggle.addEventListener("click", async () => {
+    const verb = enabled ? "Disable" : "Enable";
+    if (enabled && !window.confirm(`Disable ${run.name}? It takes no new requests until enabled again.`)) return;
+    toggle.disabled = true;
+    try {
+      await api("PATCH", `/api/accounts/${run.id}`, {enabled: !enabled});
+      announce(`${verb}d ${run.name}.`);
+      await refresh();
+    } catch (failure) {
+      announce(failure.message);
+    } finally {
+      toggle.disabled = false;
+    }
+  });
+  const controls = h("div", {class: "controls"}, limitForm, clear, toggle);
+  controls.update = (latest) => {
+    enabled = latest.enabled;
+    toggle.textContent = enabled ? "Disable account" : "Enable account";
+  };
+  controls.update(run);
+  return controls;
+}
+
+export async function schedulingView() {
+  const cards = liveCards(schedulingControls);
+  render("Scheduling settings",
+    h("p", {class: "muted"}, "Each account's limit of concurrent model requests, and clearing cooldowns."),
+    cards.element);
+  await cards.refresh(true);
+  cards.poll();
+}

@@ -1,0 +1,82 @@
+// The app shell: who is signed in, the navigation, and which view the path shows.
+import {api, ApiError, field, form, h, render} from "./lib.js";
+import {accountsView, schedulingView} from "./accounts.js";
+import {requestsView} from "./requests.js";
+import {keysView} from "./keys.js";
+import {groupsView, membersView} from "./people.js";
+
+const NAV = [
+  {heading: "General", links: [
+    {path: "/requests", label: "Requests", view: (me) => requestsView(me, false)},
+    {path: "/keys", label: "Keys", view: keysView},
+  ]},
+  {heading: "Administration", admin: true, links: [
+    {path: "/accounts", label: "Accounts", view: accountsView},
+    {path: "/scheduling", label: "Scheduling settings", view: schedulingView},
+    {path: "/admin/requests", label: "All requests", view: (me) => requestsView(me, true)},
+    {path: "/members", label: "Members", view: membersView},
+    {path: "/groups", label: "Groups", view: groupsView},
+  ]},
+];
+
+function navigation(me) {
+  const isAdmin = me.user.role === "admin";
+  const current = location.pathname;
+  return NAV.filter((group) => !group.admin || isAdmin).map((group) =>
+    h("div", {class: "nav-group"},
+      h("span", {class: "nav-heading"}, group.heading),
+      h("ul", {}, group.links.map((link) => h("li", {},
+        h("a", {href: link.path, "aria-current": link.path === current ? "page" : null}, link.label))))));
+}
+
+function signIn() {
+  document.getElementById("nav").replaceChildren();
+  document.getElementById("who").replaceChildren();
+  const username = h("input", {name: "username", autocomplete: "username", required: true});
+  const password = h("input", {name: "password", type: "password", autocomplete: "current-password", required: true});
+  render("Sign in", form({class: "panel narrow", "aria-label": "Sign in"}, [
+    field("Username", username),
+    field("Password", password),
+    h("button", {type: "submit"}, "Sign in"),
+  ], async () => {
+    await api("POST", "/api/auth/login", {username: username.value, password: password.value});
+    await start();
+  }));
+  username.focus();
+}
+
+async function signOut() {
+  await api("POST", "/api/auth/logout").catch(() => null);
+  history.replaceState(null, "", "/requests");
+  signIn();
+}
+
+async function start() {
+  let me;
+  try {
+    me = await api("GET", "/api/me");
+  } catch (failure) {
+    if (failure instanceof ApiError && failure.status === 401) return signIn();
+    render("SubLane", h("p", {class: "error", role: "alert"}, failure.message));
+    return;
+  }
+  if (location.pathname === "/") history.replaceState(null, "", "/requests");
+  document.getElementById("nav").replaceChildren(...navigation(me));
+  document.getElementById("who").replaceChildren(
+    h("span", {class: "user"}, `${me.user.username}`, h("small", {}, ` (${me.user.role})`)),
+    h("button", {type: "button", class: "plain", onclick: signOut}, "Sign out"));
+  const links = NAV.filter((group) => !group.admin || me.user.role === "admin").flatMap((group) => group.links);
+  const link = links.find((candidate) => candidate.path === location.pathname);
+  if (!link) {
+    render("Not available", h("p", {}, "This page is for admins. ", h("a", {href: "/requests"}, "Your requests")));
+    return;
+  }
+  try {
+    await link.view(me);
+  } catch (failure) {
+    if (failure instanceof ApiError && failure.status === 401) return signIn();
+    render(link.label, h("p", {class: "error", role: "alert"}, failure.message));
+  }
+}
+
+start();

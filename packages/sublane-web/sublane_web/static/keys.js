@@ -1,0 +1,94 @@
+// Keys (WEB-4): your keys for everyone — create (secret shown once), list, revoke — and all keys for admins.
+import {announce, api, copyButton, DASH, field, form, formatTime, h, option, render, section} from "./lib.js";
+
+function keysTable(items, {withOwner, revokePath}, reload) {
+  if (!items.length) return h("p", {class: "empty"}, "No keys yet.");
+  return h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": withOwner ? "All keys" : "Your keys"},
+    h("table", {},
+      h("thead", {}, h("tr", {},
+        ["Name", withOwner && "Member", "Group", "Key", "State", "Created", "Expires", ""].filter((x) => x !== false)
+          .map((label) => h("th", {scope: "col"}, label)))),
+      h("tbody", {}, items.map((key) => h("tr", {"data-key-id": key.id},
+        h("td", {}, key.name),
+        withOwner && h("td", {}, key.username ?? key.user_id),
+        h("td", {}, key.group_name ?? key.group_id),
+        h("td", {class: "mono"}, key.hint || DASH),
+        h("td", {}, h("span", {class: `badge key-${key.state}`}, key.state)),
+        h("td", {}, formatTime(key.created_at)),
+        h("td", {}, key.expires_at ? formatTime(key.expires_at) : "never"),
+        h("td", {}, key.state === "revoked" ? "" : h("button", {type: "button", class: "danger",
+          "aria-label": `Revoke ${key.name}`,
+          onclick: async () => {
+            if (!window.confirm(`Revoke the key ${key.name}? Clients using it stop working at once.`)) return;
+            await api("DELETE", revokePath(key));
+            announce(`Key ${key.name} revoked.`);
+            await reload();
+          }}, "Revoke")))))));
+}
+
+export async function keysView(me) {
+  const isAdmin = me.user.role === "admin";
+  const mine = h("div", {});
+  const all = h("div", {});
+  const secretBox = h("div", {class: "secret", hidden: true, role: "region", "aria-label": "New key secret"});
+
+  async function reload() {
+    const items = (await api("GET", "/api/me/keys")).items;
+    mine.replaceChildren(keysTable(items, {withOwner: false, revokePath: (k) => `/api/me/keys/${k.id}`}, reload));
+    if (isAdmin) {
+      const every = (await api("GET", "/api/keys")).items;
+      all.replaceChildren(keysTable(every, {withOwner: true, revokePath: (k) => `/api/keys/${k.id}`}, reload));
+    }
+  }
+
+  function showSecret(key, owner) {
+    secretBox.replaceChildren(
+      h("p", {}, h("strong", {}, `The secret of ${key.name}${owner ? ` (for ${owner})` : ""}. `),
+        "It is shown only now: copy it somewhere safe."),
+      h("p", {class: "secret-row"}, h("code", {class: "secret-value"}, key.secret), copyButton(key.secret, "key secret")));
+    secretBox.hidden = false;
+  }
+
+  const name = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
+  const group = h("select", {name: "group_id", required: true}, me.groups.map((g) => option(g.id, g.name)));
+  const expires = h("input", {type: "date", name: "expires"});
+  const create = form({class: "inline", "aria-label": "Create a key"}, [
+    field("Key name", name),
+    field("Group", group),
+    field("Expires (optional)", expires),
+    h("button", {type: "submit"}, "Create key"),
+  ], async (el) => {
+    const expiresAt = expires.value ? Math.floor(new Date(`${expires.value}T23:59:59`).getTime() / 1000) : null;
+    const key = await api("POST", "/api/me/keys", {name: name.value, group_id: Number(group.value), expires_at: expiresAt});
+    el.reset();
+    showSecret(key, null);
+    announce(`Key ${key.name} created.`);
+    await reload();
+  });
+
+  const parts = [
+    section("Create a key", me.groups.length ? create : h("p", {}, "You are in no group yet; ask an admin."), secretBox),
+    section("Your keys", mine),
+  ];
+  if (isAdmin) {
+    const users = (await api("GET", "/api/users")).items;
+    const groups = (await api("GET", "/api/groups")).items;
+    const user = h("select", {name: "user_id", required: true}, users.map((u) => option(u.id, u.username)));
+    const issueGroup = h("select", {name: "group_id", required: true}, groups.map((g) => option(g.id, g.name)));
+    const issueName = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
+    const issue = form({class: "inline", "aria-label": "Issue a key for a member"}, [
+      field("Member", user), field("Group", issueGroup), field("Key name", issueName),
+      h("button", {type: "submit"}, "Issue key"),
+    ], async (el) => {
+      const owner = user.selectedOptions[0].textContent;
+      const key = await api("POST", `/api/users/${user.value}/keys`,
+        {name: issueName.value, group_id: Number(issueGroup.value)});
+      el.reset();
+      showSecret(key, owner);
+      await reload();
+    });
+    parts.push(section("Issue a key for a member", issue), section("All keys", all));
+  }
+  render("Keys", ...parts);
+  await reload();
+}

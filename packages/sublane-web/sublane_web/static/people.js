@@ -1,0 +1,162 @@
+// Members and Groups (WEB-4): the admin forms of /api/users and /api/groups.
+import {announce, api, DASH, field, form, formatTime, h, option, render, section} from "./lib.js";
+
+function checkboxes(legend, name, items, label, checked) {
+  return h("fieldset", {class: "choices"}, h("legend", {}, legend),
+    items.length ? items.map((item) => h("label", {class: "check"},
+      h("input", {type: "checkbox", name, value: String(item.id), checked: checked.has(item.id)}), ` ${label(item)}`))
+      : h("span", {class: "muted"}, "none"));
+}
+
+function checkedIds(el, name) {
+  return [...el.querySelectorAll(`input[name=${name}]:checked`)].map((input) => Number(input.value));
+}
+
+function roleSelect(current) {
+  return h("select", {name: "role"}, option("member", "member", current === "member"), option("admin", "admin", current === "admin"));
+}
+
+export async function membersView() {
+  const list = h("div", {});
+  const editor = h("div", {});
+  let users = [];
+  let groups = [];
+
+  async function reload() {
+    [users, groups] = await Promise.all([api("GET", "/api/users"), api("GET", "/api/groups")]).then((a) => a.map((x) => x.items));
+    const groupName = new Map(groups.map((g) => [g.id, g.name]));
+    list.replaceChildren(h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Members table"},
+      h("table", {},
+        h("thead", {}, h("tr", {}, ["Username", "Role", "Enabled", "Concurrency", "Requests/min", "Groups", "Created", ""]
+          .map((label) => h("th", {scope: "col"}, label)))),
+        h("tbody", {}, users.map((u) => h("tr", {"data-user-id": u.id},
+          h("td", {}, u.username), h("td", {}, u.role), h("td", {}, u.enabled ? "yes" : "no"),
+          h("td", {}, u.member_concurrency ? String(u.member_concurrency) : "unlimited"),
+          h("td", {}, u.rpm ? String(u.rpm) : "unlimited"),
+          h("td", {}, (u.group_ids || []).map((id) => groupName.get(id) || `#${id}`).join(", ") || DASH),
+          h("td", {}, formatTime(u.created_at)),
+          h("td", {}, h("button", {type: "button", class: "secondary", "aria-label": `Edit ${u.username}`,
+            onclick: () => edit(u)}, "Edit"))))))));
+  }
+
+  function edit(u) {
+    const role = roleSelect(u.role);
+    const enabled = h("input", {type: "checkbox", name: "enabled", checked: u.enabled});
+    const concurrency = h("input", {type: "number", name: "member_concurrency", min: 0, max: 1000, required: true,
+      value: String(u.member_concurrency)});
+    const rpm = h("input", {type: "number", name: "rpm", min: 0, required: true, value: String(u.rpm)});
+    const password = h("input", {type: "password", name: "password", minlength: 8, maxlength: 256, autocomplete: "new-password"});
+    editor.replaceChildren(section(`Edit ${u.username}`, form({class: "stack", "aria-label": `Edit ${u.username}`}, [
+      field("Role", role),
+      h("label", {class: "check"}, enabled, " Enabled"),
+      field("Concurrent requests (0 = unlimited)", concurrency),
+      field("Requests per minute (0 = unlimited)", rpm),
+      field("New password (optional)", password),
+      h("p", {class: "muted"}, "Group membership is changed under Groups."),
+      h("div", {class: "row"}, h("button", {type: "submit"}, "Save member"),
+        h("button", {type: "button", class: "secondary", onclick: () => editor.replaceChildren()}, "Cancel")),
+    ], async () => {
+      const wanted = {role: role.value, enabled: enabled.checked, member_concurrency: Number(concurrency.value),
+        rpm: Number(rpm.value)};
+      const body = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => u[k] !== v));
+      if (password.value) body.password = password.value;
+      await api("PATCH", `/api/users/${u.id}`, body);
+      editor.replaceChildren();
+      announce(`Member ${u.username} saved.`);
+      await reload();
+    })));
+    editor.querySelector("select").focus();
+  }
+
+  await reload();
+  const username = h("input", {name: "username", required: true, maxlength: 64, pattern: "[A-Za-z0-9_.@+\\-]+",
+    autocomplete: "off"});
+  const password = h("input", {type: "password", name: "password", required: true, minlength: 8, maxlength: 256,
+    autocomplete: "new-password"});
+  const role = roleSelect("member");
+  const create = form({class: "stack", "aria-label": "Add a member"}, [
+    field("Username", username, "Letters, digits and _ . @ + -"),
+    field("Password (8 characters or more)", password),
+    field("Role", role),
+    checkboxes("Groups", "group_ids", groups, (g) => g.name, new Set(groups.filter((g) => g.name === "default").map((g) => g.id))),
+    h("button", {type: "submit"}, "Add member"),
+  ], async (el) => {
+    const user = await api("POST", "/api/users", {username: username.value, password: password.value, role: role.value,
+      group_ids: checkedIds(el, "group_ids")});
+    el.reset();
+    announce(`Member ${user.username} added.`);
+    await reload();
+  });
+  render("Members", section("Members", list), editor, section("Add a member", create));
+}
+
+function parseModels(text) {
+  return text.split(/[\s,]+/).map((m) => m.trim()).filter(Boolean);
+}
+
+export async function groupsView() {
+  const list = h("div", {});
+  const editor = h("div", {});
+  let groups = [];
+  let users = [];
+  let accounts = [];
+
+  async function reload() {
+    [groups, users, accounts] = await Promise.all([
+      api("GET", "/api/groups"), api("GET", "/api/users"), api("GET", "/api/accounts"),
+    ]).then((all) => all.map((x) => x.items));
+    list.replaceChildren(h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Groups table"},
+      h("table", {},
+        h("thead", {}, h("tr", {}, ["Name", "Allowed models", "Members", "Accounts", ""]
+          .map((label) => h("th", {scope: "col"}, label)))),
+        h("tbody", {}, groups.map((g) => h("tr", {"data-group-id": g.id},
+          h("td", {}, g.name),
+          h("td", {}, g.model_policy ? (g.model_policy.allow || []).join(", ") || "none" : "all"),
+          h("td", {}, String((g.user_ids || []).length)),
+          h("td", {}, String((g.account_ids || []).length)),
+          h("td", {}, h("button", {type: "button", class: "secondary", "aria-label": `Edit ${g.name}`,
+            onclick: () => edit(g)}, "Edit"))))))));
+  }
+
+  function edit(g) {
+    const name = h("input", {name: "name", required: true, maxlength: 64, value: g.name, readOnly: g.name === "default"});
+    const restrict = h("input", {type: "checkbox", name: "restrict", checked: Boolean(g.model_policy)});
+    const allow = h("textarea", {name: "allow", rows: 2, spellcheck: "false"},
+      g.model_policy ? (g.model_policy.allow || []).join(", ") : "");
+    editor.replaceChildren(section(`Edit ${g.name}`, form({class: "stack", "aria-label": `Edit ${g.name}`}, [
+      field("Name", name),
+      h("label", {class: "check"}, restrict, " Only allow these models"),
+      field("Allowed models (comma-separated)", allow),
+      checkboxes("Members", "user_ids", users, (u) => u.username, new Set(g.user_ids || [])),
+      checkboxes("Accounts", "account_ids", accounts, (a) => `${a.name} (${a.provider})`, new Set(g.account_ids || [])),
+      h("div", {class: "row"}, h("button", {type: "submit"}, "Save group"),
+        h("button", {type: "button", class: "secondary", onclick: () => editor.replaceChildren()}, "Cancel")),
+    ], async (el) => {
+      const patch = {model_policy: restrict.checked ? {allow: parseModels(allow.value)} : null};
+      if (name.value !== g.name) patch.name = name.value;
+      await api("PATCH", `/api/groups/${g.id}`, patch);
+      await api("PUT", `/api/groups/${g.id}/members`, {user_ids: checkedIds(el, "user_ids")});
+      await api("PUT", `/api/groups/${g.id}/accounts`, {account_ids: checkedIds(el, "account_ids")});
+      editor.replaceChildren();
+      announce(`Group ${name.value} saved.`);
+      await reload();
+    })));
+    name.focus();
+  }
+
+  await reload();
+  const name = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
+  const allow = h("input", {name: "allow", autocomplete: "off", spellcheck: "false"});
+  const create = form({class: "stack", "aria-label": "Add a group"}, [
+    field("Name", name),
+    field("Allowed models (optional, comma-separated; empty allows all)", allow),
+    h("button", {type: "submit"}, "Add group"),
+  ], async (el) => {
+    const models = parseModels(allow.value);
+    const group = await api("POST", "/api/groups", {name: name.value, model_policy: models.length ? {allow: models} : null});
+    el.reset();
+    announce(`Group ${group.name} added.`);
+    await reload();
+  });
+  render("Groups", section("Groups", list), editor, section("Add a group", create));
+}

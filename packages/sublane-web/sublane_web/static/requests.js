@@ -1,0 +1,159 @@
+// The request tables (WEB-3, HIST-8…11): General → Requests (your own) and Administration → All requests.
+import {
+  api, copyButton, DASH, field, formatCount, formatMs, formatTime, h, option, render, section,
+} from "./lib.js";
+
+const OUTCOMES = ["success", "incomplete", "error", "canceled", "rejected"];
+
+/** Unix seconds ↔ the value of a datetime-local input, in local time. */
+function toLocalInput(seconds) {
+  if (!seconds) return "";
+  const d = new Date(Number(seconds) * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function fromLocalInput(value) {
+  return value ? String(Math.floor(new Date(value).getTime() / 1000)) : "";
+}
+
+function select(name, label, choices, current) {
+  const el = h("select", {name}, option("", "Any"),
+    choices.map(([value, text]) => option(value, text, String(value) === current)));
+  return field(label, el);
+}
+
+function detailsList(record, admin) {
+  const rows = [
+    ["Request ID", h("span", {class: "mono request-id-full"}, record.request_id), copyButton(record.request_id, "request ID")],
+    ["Started", formatTime(record.started_at)],
+    ["Duration", formatMs(record.duration_ms)],
+    ["First output", formatMs(record.first_token_ms)],
+    ["Outcome", record.outcome],
+    ["Error code", record.error_code || DASH],
+    ["Upstream status", record.upstream_status ?? DASH],
+    ["Model", record.model || DASH],
+    ["Provider", record.provider || DASH],
+    ["Protocol", record.protocol || DASH],
+    ["Operation", record.operation || DASH],
+    ["Key", record.key_name ? `${record.key_name} (#${record.key_id})` : (record.key_id ?? DASH)],
+    ["Group", record.group_id ?? DASH],
+    ["Input tokens", formatCount(record.input_tokens)],
+    ["Output tokens", formatCount(record.output_tokens)],
+    ["Cached tokens", formatCount(record.cached_tokens)],
+    ["Cache hit rate", record.cache_hit_rate],
+  ];
+  if (admin) {
+    rows.splice(1, 0, ["Member", record.username ? `${record.username} (#${record.user_id})` : (record.user_id ?? DASH)]);
+    rows.splice(2, 0, ["Account", record.account_name ? `${record.account_name}${record.account_id ? ` (#${record.account_id})` : ""}` : DASH]);
+  }
+  return h("dl", {class: "facts details"}, rows.map(([label, ...value]) => [h("dt", {}, label), h("dd", {}, value)]));
+}
+
+function routingBlock(routing) {
+  if (!routing) return h("p", {class: "muted"}, "No routing explanation (older record, or rejected before routing).");
+  const excluded = Object.entries(routing.excluded || {}).filter(([, n]) => n);
+  const known = new Set(["rule", "candidates", "excluded"]);
+  const rest = Object.entries(routing).filter(([name]) => !known.has(name));
+  return h("dl", {class: "facts routing"},
+    h("dt", {}, "Rule"), h("dd", {}, routing.rule ?? DASH),
+    h("dt", {}, "Candidates"), h("dd", {}, routing.candidates ?? DASH),
+    h("dt", {}, "Excluded"), h("dd", {}, excluded.length
+      ? h("ul", {class: "plain-list"}, excluded.map(([reason, n]) => h("li", {}, `${reason}: ${n}`))) : "none"),
+    rest.map(([name, value]) => [h("dt", {}, name),
+      h("dd", {class: "mono"}, typeof value === "object" ? JSON.stringify(value) : String(value))]));
+}
+
+async function openDetails(requestId, admin) {
+  const record = await api("GET", `${admin ? "/api/requests" : "/api/me/requests"}/${encodeURIComponent(requestId)}`);
+  const dialog = document.getElementById("details");
+  document.getElementById("details-body").replaceChildren(
+    detailsList(record, admin), h("h3", {}, "Routing"), routingBlock(record.routing));
+  if (!dialog.open) dialog.showModal();
+}
+
+document.getElementById("details-close")?.addEventListener("click", () => document.getElementById("details").close());
+
+function table(items, admin) {
+  const head = ["Started", admin && "Member", admin && "Account", "Model", "Key", "Outcome", "Upstream status",
+    "Duration", "First output", "Input", "Output", "Cached", "Cache hit rate"].filter(Boolean);
+  const numeric = new Set(["Upstream status", "Duration", "First output", "Input", "Output", "Cached", "Cache hit rate"]);
+  return h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Requests table"},
+    h("table", {class: "requests"},
+      h("thead", {}, h("tr", {}, head.map((label) => h("th", {scope: "col", class: numeric.has(label) ? "num" : ""}, label)))),
+      h("tbody", {}, items.map((r) => h("tr", {"data-request-id": r.request_id},
+        h("td", {class: "started"},
+          h("button", {type: "button", class: "link open-details", "aria-label": `Details of ${r.request_id}`,
+            onclick: () => openDetails(r.request_id, admin)}, formatTime(r.started_at)),
+          h("div", {class: "short-id"}, h("span", {class: "mono"}, r.request_id_short || r.request_id),
+            copyButton(r.request_id, "request ID"))),
+        admin && h("td", {}, r.username ?? DASH),
+        admin && h("td", {}, r.account_name ?? DASH),
+        h("td", {}, r.model || DASH),
+        h("td", {}, r.key_name || DASH),
+        h("td", {}, h("span", {class: `outcome outcome-${r.outcome}`}, r.outcome),
+          r.error_code ? h("small", {class: "block"}, r.error_code) : null),
+        h("td", {class: "num"}, r.upstream_status ?? DASH),
+        h("td", {class: "num"}, formatMs(r.duration_ms)),
+        h("td", {class: "num"}, formatMs(r.first_token_ms)),
+        h("td", {class: "num"}, formatCount(r.input_tokens)),
+        h("td", {class: "num"}, formatCount(r.output_tokens)),
+        h("td", {class: "num"}, formatCount(r.cached_tokens)),
+        h("td", {class: "num cache-rate"}, r.cache_hit_rate))))));
+}
+
+export async function requestsView(me, admin) {
+  const base = admin ? "/api/requests" : "/api/me/requests";
+  const params = new URLSearchParams(location.search);
+  const choices = await api("GET", `${base}/filters`);
+  const current = (name) => params.get(name) || "";
+
+  const requestId = h("input", {name: "request_id", value: current("request_id"), autocomplete: "off",
+    spellcheck: "false", placeholder: "req_…"});
+  const from = h("input", {type: "datetime-local", name: "from", value: toLocalInput(current("from"))});
+  const until = h("input", {type: "datetime-local", name: "until", value: toLocalInput(current("until"))});
+  const filters = h("form", {class: "filters", "aria-label": "Filters", method: "get"},
+    select("outcome", "Outcome", OUTCOMES.map((o) => [o, o]), current("outcome")),
+    select("model", "Model", (choices.models || []).map((m) => [m, m]), current("model")),
+    select("key_id", "Key", (choices.keys || []).map((k) => [k.id, k.name]), current("key_id")),
+    admin ? select("user_id", "Member", (choices.members || []).map((m) => [m.id, m.username]), current("user_id")) : null,
+    admin ? select("account_id", "Account", (choices.accounts || []).map((a) => [a.id, a.name]), current("account_id")) : null,
+    field("Request ID", requestId),
+    field("From", from),
+    field("Until", until),
+    h("div", {class: "filter-actions"},
+      h("button", {type: "submit"}, "Apply filters"),
+      h("a", {href: location.pathname, class: "button secondary"}, "Clear")));
+  filters.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [name, value] of new FormData(filters)) {
+      const v = name === "from" || name === "until" ? fromLocalInput(value) : String(value).trim();
+      if (v) next.set(name, v);
+    }
+    location.search = next.toString();
+  });
+
+  const query = new URLSearchParams();
+  for (const name of ["outcome", "model", "key_id", "request_id", "from", "until", "cursor"].concat(admin ? ["user_id", "account_id"] : [])) {
+    if (current(name)) query.set(name, current(name));
+  }
+  const page = await api("GET", `${base}?${query}`);
+  const trail = current("trail") ? current("trail").split(",") : [];
+  const pageLink = (cursor, newTrail, label) => {
+    const next = new URLSearchParams(params);
+    if (cursor) next.set("cursor", cursor); else next.delete("cursor");
+    if (newTrail.length) next.set("trail", newTrail.join(",")); else next.delete("trail");
+    return h("a", {class: "button secondary", href: `${location.pathname}?${next}`}, label);
+  };
+  const pager = h("nav", {class: "pager", "aria-label": "Pages"},
+    current("cursor") ? pageLink(trail.at(-1) === "-" ? "" : trail.at(-1), trail.slice(0, -1), "← Newer") : null,
+    h("span", {class: "muted"}, `Page ${trail.length + 1} · ${page.items.length} shown (50 per page)`),
+    page.next_cursor ? pageLink(page.next_cursor, trail.concat(current("cursor") || "-"), "Older →") : null);
+
+  render(admin ? "All requests" : "Requests",
+    admin ? null : h("p", {class: "muted"}, "The model calls made with your keys."),
+    section("Filters", filters),
+    page.items.length ? table(page.items, admin) : h("p", {class: "empty"}, "No requests match."),
+    pager);
+}

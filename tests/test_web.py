@@ -1,0 +1,524 @@
+"""The web views (SPEC §16, HIST-10, HIST-11) driven in Debian's Chromium through Playwright.
+
+A real gateway on loopback, wired to the upstream simulator, serves the pages; the tests sign in as an
+admin and as a member and walk every view as a person would. Each view is photographed at desktop
+and phone width into ``docs/screenshots/`` (regenerated on every run; the folder is not committed),
+and the Accounts view also into ``docs/images/accounts.png``, which the README shows.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from gateway_pool import Pool
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Dialog,
+    FilePayload,
+    Page,
+    ViewportSize,
+    expect,
+    sync_playwright,
+)
+
+from sublane_gateway.testing import ADMIN_PASSWORD, ADMIN_USERNAME, MEMBER_PASSWORD
+from sublane_sim import Behaviour
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+README_IMAGE = ROOT / "docs" / "images" / "accounts.png"
+DESKTOP = ViewportSize(width=1280, height=800)
+PHONE = ViewportSize(width=390, height=844)
+BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
+TIMEOUT_MS = 8000
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+            ],
+        )  # fmt: skip
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def open_context(browser: Browser) -> Iterator[Callable[[str], BrowserContext]]:
+    """``open_context(base_url)`` → a fresh browser profile that may use the clipboard."""
+    contexts: list[BrowserContext] = []
+
+    def factory(base_url: str) -> BrowserContext:
+        context = browser.new_context(base_url=base_url, viewport=DESKTOP)
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url)
+        context.set_default_timeout(TIMEOUT_MS)
+        contexts.append(context)
+        return context
+
+    yield factory
+    for context in contexts:
+        context.close()
+
+
+def _sign_in(context: BrowserContext, username: str, password: str, path: str = "/requests") -> Page:
+    page = context.new_page()
+    page.goto(path)
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    return page
+
+
+def _admin_page(pool: Pool, open_context: Callable[[str], BrowserContext], path: str) -> Page:
+    return _sign_in(open_context(pool.gateway.url), ADMIN_USERNAME, ADMIN_PASSWORD, path)
+
+
+def _shoot(page: Page, name: str) -> None:
+    """Photograph the current view at desktop and phone width."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size(DESKTOP)
+    page.screenshot(path=SCREENSHOTS / f"{name}-desktop.png", full_page=True)
+    page.set_viewport_size(PHONE)
+    page.screenshot(path=SCREENSHOTS / f"{name}-phone.png", full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], (
+        "no sideways scroll at phone width"
+    )
+    page.set_viewport_size(DESKTOP)
+
+
+def _records(pool: Pool, count: int) -> list[dict[str, Any]]:
+    """Wait for the background recorder to have written ``count`` records; the newest page of them."""
+    deadline = time.monotonic() + 10
+    while True:
+        items: list[dict[str, Any]] = pool.admin.get("/api/requests").json()["items"]
+        written = items[0]["id"] if items else 0  # record IDs count up from 1 and are never reused
+        if written >= count or time.monotonic() > deadline:
+            assert written >= count, items
+            return items
+        time.sleep(0.05)
+
+
+def _card(page: Page, name: str) -> Any:
+    return page.locator("article.card").filter(has=page.get_by_role("heading", name=name, exact=True))
+
+
+# --- WEB-4: sign-in, adding accounts, keys, members, groups ------------------------------------
+
+
+def test_web_4_sign_in_sign_out_and_the_menus_by_role(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    pool.gateway.member(pool.admin, "bob")
+    context = open_context(pool.gateway.url)
+    page = context.new_page()
+    page.goto("/")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    _shoot(page, "sign-in")
+    page.get_by_label("Username").fill(ADMIN_USERNAME)
+    page.get_by_label("Password").fill("wrong-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid_credentials")
+    page.get_by_label("Password").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    nav = page.get_by_role("navigation", name="Main")
+    for link in ("Requests", "Keys", "Accounts", "Scheduling settings", "All requests", "Members", "Groups"):
+        expect(nav.get_by_role("link", name=link, exact=True)).to_be_visible()
+    assert page.url.endswith("/requests")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.goto("/accounts")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()  # the session is gone
+
+    member = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD)
+    nav = member.get_by_role("navigation", name="Main")
+    expect(nav.get_by_role("link", name="Requests", exact=True)).to_be_visible()
+    expect(nav.get_by_role("link", name="Keys", exact=True)).to_be_visible()
+    expect(nav.get_by_role("link", name="Accounts")).to_have_count(0)
+    member.goto("/accounts")
+    expect(member.get_by_role("heading", name="Not available")).to_be_visible()
+    # The setup page still answers, and the shell allows no other origin.
+    assert pool.admin.get("/setup").status_code == 200
+    shell = pool.admin.get("/requests")
+    assert "default-src 'self'" in shell.headers["content-security-policy"]
+
+
+def test_web_4_adding_accounts_by_file_upload_and_by_sign_in(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/accounts")
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.reload()
+    expect(_card(page, "codex-1")).to_be_visible()
+    pasted = pool.sim.create_account("codex")
+    form = page.get_by_role("form", name="Import a credential file")
+    form.get_by_label("Name").fill("pasted-plus")
+    form.get_by_label("Credential file content").fill(json.dumps(pasted.credentials))
+    form.get_by_role("button", name="Import account").click()
+    expect(_card(page, "pasted-plus")).to_contain_text("Ready")
+
+    uploaded = pool.sim.create_account("claude")
+    form.get_by_label("Provider").select_option("claude")
+    form.get_by_label("Name").fill("uploaded-max")
+    upload = FilePayload(
+        name=".credentials.json",
+        mimeType="application/json",
+        buffer=json.dumps(uploaded.credentials).encode(),
+    )
+    form.get_by_label("Or upload the file").set_input_files(files=[upload])
+    expect(form.get_by_label("Credential file content")).not_to_have_value("")
+    form.get_by_role("button", name="Import account").click()
+    expect(_card(page, "uploaded-max")).to_contain_text("claude")
+
+    form.get_by_label("Credential file content").fill("{not json")
+    form.get_by_label("Name").fill("broken")
+    form.get_by_role("button", name="Import account").click()
+    expect(form.get_by_role("alert")).to_contain_text("not valid JSON")
+
+    signed = pool.sim.create_account("codex")
+    pool.sim.prepare_login("codex", signed.id)
+    oauth = page.get_by_role("form", name="Sign in to a provider")
+    oauth.get_by_label("Name (optional)").fill("signed-in")
+    oauth.get_by_role("button", name="Start sign-in").click()
+    finish = page.get_by_role("form", name="Finish the sign-in")
+    authorize_url = finish.get_by_role("link", name="the provider's sign-in page").get_attribute("href")
+    assert authorize_url
+    with httpx.Client(follow_redirects=False, timeout=10) as other_browser:
+        callback = other_browser.get(authorize_url).headers["location"]
+    finish.get_by_label("Callback URL or code").fill(callback)
+    finish.get_by_role("button", name="Finish sign-in").click()
+    expect(_card(page, "signed-in")).to_be_visible()
+    names = {account["name"] for account in pool.admin.get("/api/accounts").json()["items"]}
+    assert names == {"codex-1", "pasted-plus", "uploaded-max", "signed-in"}
+    assert fetched and all(url.startswith((f"{pool.gateway.url}/", "data:")) for url in fetched)  # no CDN
+
+
+def test_web_4_keys_created_once_copied_and_revoked(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    pool.gateway.member(pool.admin, "bob")
+    page = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/keys")
+    create = page.get_by_role("form", name="Create a key")
+    create.get_by_label("Key name").fill("laptop")
+    create.get_by_role("button", name="Create key").click()
+    secret_box = page.get_by_role("region", name="New key secret")
+    secret = secret_box.locator(".secret-value").inner_text()
+    assert secret.startswith("sl_") and len(secret) == 46
+    secret_box.get_by_role("button", name="Copy key secret").click()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    assert pool.client(secret).get("/v1/models").status_code == 200
+    mine = page.get_by_role("region", name="Your keys")
+    expect(mine.locator("tr", has_text="laptop")).to_contain_text("active")
+    _shoot(page, "keys")
+    page.reload()
+    expect(page.get_by_text(secret)).to_have_count(0)  # shown once only
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Revoke laptop").click()
+    expect(page.get_by_role("region", name="Your keys").locator("tr", has_text="laptop")).to_contain_text(
+        "revoked"
+    )
+    assert pool.client(secret).get("/v1/models").status_code == 401
+
+    admin = _admin_page(pool, open_context, "/keys")
+    every = admin.get_by_role("region", name="All keys")
+    expect(every.locator("tr", has_text="laptop")).to_contain_text("bob")
+    issue = admin.get_by_role("form", name="Issue a key for a member")
+    issue.get_by_label("Member").select_option(label="bob")
+    issue.get_by_label("Key name").fill("issued")
+    issue.get_by_role("button", name="Issue key").click()
+    expect(admin.get_by_role("region", name="New key secret")).to_contain_text("for bob")
+    expect(every.locator("tr", has_text="issued")).to_contain_text("active")
+
+
+def test_web_4_members_and_groups_forms(make_pool: Callable[..., Pool], open_context: Any) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/members")
+    add = page.get_by_role("form", name="Add a member")
+    add.get_by_label("Username").fill("carol")
+    add.get_by_label("Password (8 characters or more)").fill("carol-pass-1")
+    add.get_by_role("button", name="Add member").click()
+    row = page.locator("tr", has_text="carol")
+    expect(row).to_contain_text("default")
+    page.get_by_role("button", name="Edit carol").click()
+    edit = page.get_by_role("form", name="Edit carol")
+    edit.get_by_label("Concurrent requests (0 = unlimited)").fill("3")
+    edit.get_by_role("button", name="Save member").click()
+    expect(page.locator("tr", has_text="carol").locator("td").nth(3)).to_have_text("3")
+    _shoot(page, "members")
+    carol = next(u for u in pool.admin.get("/api/users").json()["items"] if u["username"] == "carol")
+    assert carol["member_concurrency"] == 3 and carol["role"] == "member"
+
+    page.goto("/groups")
+    add = page.get_by_role("form", name="Add a group")
+    add.get_by_label("Name").fill("interns")
+    add.get_by_label("Allowed models (optional, comma-separated; empty allows all)").fill("gpt-5-codex")
+    add.get_by_role("button", name="Add group").click()
+    expect(page.locator("tr", has_text="interns")).to_contain_text("gpt-5-codex")
+    page.get_by_role("button", name="Edit interns").click()
+    edit = page.get_by_role("form", name="Edit interns")
+    edit.get_by_role("checkbox", name="carol").check()
+    edit.get_by_role("checkbox", name="codex-1 (codex)").check()
+    edit.get_by_role("button", name="Save group").click()
+    expect(page.locator("tr", has_text="interns").locator("td").nth(2)).to_have_text("1")
+    _shoot(page, "groups")
+    interns = next(g for g in pool.admin.get("/api/groups").json()["items"] if g["name"] == "interns")
+    assert interns["user_ids"] == [carol["id"]] and interns["account_ids"] == pool.account_ids
+    assert interns["model_policy"] == {"allow": ["gpt-5-codex"]}
+
+
+# --- WEB-1 and WEB-2: accounts and scheduling settings -----------------------------------------
+
+
+def test_web_1_account_cards_show_state_and_turn_busy_while_a_stream_runs(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(accounts=2)
+    page = _admin_page(pool, open_context, "/accounts")
+    card = _card(page, "codex-1")
+    expect(card).to_contain_text("Ready")
+    expect(card.locator(".in-flight")).to_have_text("0 / 30")
+    email = pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["identity"]["email"]
+    expect(card.locator(".identity")).to_contain_text(email)
+    pool.admin.patch(f"/api/accounts/{pool.account_ids[0]}/limits", json={"max_concurrency": 1})
+    pool.admin.patch(f"/api/accounts/{pool.account_ids[1]}/limits", json={"max_concurrency": 1})
+    for sim_account in pool.sim_accounts:
+        pool.sim.script(sim_account.id, Behaviour.ok(deltas=50, pacing_ms=50))
+    with concurrent.futures.ThreadPoolExecutor(2) as workers:
+        streams = [workers.submit(pool.client().post, "/v1/responses", json=BODY) for _ in range(2)]
+        expect(card).to_have_attribute("data-state", "busy")  # polled, no reload
+        expect(card.locator(".state")).to_have_text("Busy")
+        expect(card.locator(".in-flight")).to_have_text("1 / 1")
+        _shoot(page, "accounts")
+        README_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=README_IMAGE)
+        assert all(stream.result().status_code == 200 for stream in streams)
+    expect(card).to_have_attribute("data-state", "ready")
+    expect(card.locator(".in-flight")).to_have_text("0 / 1")
+
+
+def test_web_1_a_model_cooldown_shows_as_model_limited_with_its_count(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(model_failure_threshold=1, model_cooldown_initial_s=40)
+    pool.sim.script(pool.sim_accounts[0].id, *[Behaviour.error(500)] * 3)
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 502
+    page = _admin_page(pool, open_context, "/accounts")
+    card = _card(page, "codex-1")
+    expect(card).to_have_attribute("data-state", "model_limited")
+    expect(card.locator(".state")).to_have_text("Model-limited · 1 model")
+    expect(card).to_contain_text("gpt-5-codex")
+    page.goto("/scheduling")
+    page.once("dialog", lambda dialog: dialog.accept())
+    _card(page, "codex-1").get_by_role("button", name="Clear cooldown").click()
+    expect(_card(page, "codex-1")).to_have_attribute("data-state", "ready")
+
+
+def test_web_2_clear_cooldown_after_a_429_and_change_a_limit(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="60")
+    )
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 429
+    page = _admin_page(pool, open_context, "/scheduling")
+    card = _card(page, "codex-1")
+    expect(card).to_have_attribute("data-state", "cooling")
+    expect(card.locator(".state")).to_contain_text("left")
+    _shoot(page, "scheduling")
+    dialogs: list[str] = []
+
+    def answer(accept: bool) -> Callable[[Dialog], None]:
+        def handle(dialog: Dialog) -> None:
+            dialogs.append(dialog.message)
+            if accept:
+                dialog.accept()
+            else:
+                dialog.dismiss()
+
+        return handle
+
+    page.once("dialog", answer(False))
+    card.get_by_role("button", name="Clear cooldown").click()
+    expect(card).to_have_attribute("data-state", "cooling")  # dismissed: nothing happened
+    page.once("dialog", answer(True))
+    card.get_by_role("button", name="Clear cooldown").click()
+    expect(card).to_have_attribute("data-state", "ready")
+    assert len(dialogs) == 2 and "codex-1" in dialogs[0]
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+
+    limit = card.get_by_label("Concurrent requests (1–1000)")
+    limit.fill("7")
+    card.get_by_role("button", name="Save limit").click()
+    expect(card.locator(".in-flight")).to_have_text("0 / 7")
+    assert pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["max_concurrency"] == 7
+    limit.fill("0")
+    card.get_by_role("button", name="Save limit").click()
+    assert limit.evaluate("input => input.validity.rangeUnderflow")  # refused by the form
+    limit.evaluate("input => input.removeAttribute('max')")
+    limit.fill("1001")
+    card.get_by_role("button", name="Save limit").click()
+    expect(card.get_by_role("alert")).to_contain_text("invalid_request")  # refused by the API
+    assert pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["max_concurrency"] == 7
+
+    page.once("dialog", answer(True))
+    card.get_by_role("button", name="Disable account").click()
+    expect(card).to_have_attribute("data-state", "disabled")
+    expect(card.locator(".state")).to_have_text("Disabled")
+    card.get_by_role("button", name="Enable account").click()
+    expect(card).to_have_attribute("data-state", "ready")
+    assert pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["enabled"] is True
+
+
+# --- WEB-3, HIST-10, HIST-11: the request tables -----------------------------------------------
+
+
+def test_web_3_all_requests_filters_and_pages_of_50(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    client = pool.client()
+    for _ in range(52):
+        assert client.post("/v1/responses", json={**BODY, "stream": False}).status_code == 200
+    pool.admin.patch("/api/groups/1", json={"model_policy": {"allow": ["gpt-5"]}})
+    assert client.post("/v1/responses", json=BODY).status_code == 403
+    _records(pool, 53)
+    page = _admin_page(pool, open_context, "/admin/requests")
+    table = page.get_by_role("region", name="Requests table")
+    expect(table.locator("tbody tr")).to_have_count(50)
+    for header in ("Started", "Member", "Account", "Model", "Key", "Outcome", "Upstream status", "Duration",
+                   "First output", "Input", "Output", "Cached", "Cache hit rate"):  # fmt: skip
+        expect(table.get_by_role("columnheader", name=header, exact=True)).to_be_visible()
+    expect(table.locator("tbody tr").first).to_contain_text("rejected")
+    _shoot(page, "all-requests")
+    page.get_by_role("link", name="Older →").click()
+    expect(table.locator("tbody tr")).to_have_count(3)
+    expect(page.get_by_text("Page 2")).to_be_visible()
+    page.get_by_role("link", name="← Newer").click()
+    expect(table.locator("tbody tr")).to_have_count(50)
+
+    filters = page.get_by_role("form", name="Filters")
+    filters.get_by_label("Outcome").select_option("rejected")
+    filters.get_by_role("button", name="Apply filters").click()
+    expect(table.locator("tbody tr")).to_have_count(1)
+    expect(table.locator("tbody tr")).to_contain_text("model_not_allowed")
+    filters = page.get_by_role("form", name="Filters")
+    filters.get_by_label("Outcome").select_option("success")
+    filters.get_by_label("Member").select_option(label=ADMIN_USERNAME)
+    filters.get_by_label("Account").select_option(label="codex-1")
+    filters.get_by_label("Key").select_option(label="pool")
+    filters.get_by_label("Model").select_option("gpt-5-codex")
+    filters.get_by_role("button", name="Apply filters").click()
+    expect(table.locator("tbody tr")).to_have_count(50)
+    filters = page.get_by_role("form", name="Filters")
+    filters.get_by_label("From").fill("2001-01-01T00:00")
+    filters.get_by_label("Until").fill("2001-01-02T00:00")
+    filters.get_by_role("button", name="Apply filters").click()
+    expect(page.get_by_text("No requests match.")).to_be_visible()
+
+
+def test_web_3_a_member_sees_only_their_own_requests_and_no_account_names(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    user, bob = pool.gateway.member(pool.admin, "bob")
+    bob_key = bob.post("/api/me/keys", json={"name": "bob-laptop", "group_id": 1}).json()["secret"]
+    mine = pool.client(bob_key).post("/v1/responses", json=BODY).headers["x-request-id"]
+    pool.client().post("/v1/responses", json=BODY)
+    _records(pool, 2)
+    page = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/requests")
+    table = page.get_by_role("region", name="Requests table")
+    expect(table.locator("tbody tr")).to_have_count(1)
+    expect(table.locator("tbody tr")).to_have_attribute("data-request-id", mine)
+    expect(table.get_by_role("columnheader", name="Account")).to_have_count(0)
+    expect(table.get_by_role("columnheader", name="Member")).to_have_count(0)
+    expect(page.get_by_role("form", name="Filters").get_by_label("Account")).to_have_count(0)
+    _shoot(page, "requests")
+    table.get_by_role("button", name=f"Details of {mine}").click()
+    details = page.get_by_role("dialog", name="Request details")
+    expect(details).to_contain_text("uniform_rotation")
+    for shown in (page.locator("body").inner_text(), page.content()):
+        assert "codex-1" not in shown
+        email = pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["identity"]["email"]
+        assert email not in shown
+    page.goto(f"/requests?user_id=1&account_id={pool.account_ids[0]}")  # cannot widen the scope
+    expect(page.get_by_role("region", name="Requests table").locator("tbody tr")).to_have_count(1)
+    assert user["id"] != 1
+
+
+def test_hist_11_find_a_request_by_id_copy_it_and_open_its_details(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    client = pool.client()
+    ids = [client.post("/v1/responses", json=BODY).headers["x-request-id"] for _ in range(3)]
+    _records(pool, 3)
+    wanted = ids[1]
+    page = _admin_page(pool, open_context, "/admin/requests")
+    filters = page.get_by_role("form", name="Filters")
+    filters.get_by_label("Request ID").fill(wanted)
+    filters.get_by_role("button", name="Apply filters").click()
+    rows = page.get_by_role("region", name="Requests table").locator("tbody tr")
+    expect(rows).to_have_count(1)
+    short = pool.admin.get(f"/api/requests/{wanted}").json()["request_id_short"]
+    expect(rows.locator(".short-id")).to_contain_text(short)
+    assert len(short) < len(wanted)
+    rows.get_by_role("button", name="Copy request ID").click()
+    assert page.evaluate("navigator.clipboard.readText()") == wanted
+    rows.get_by_role("button", name=f"Details of {wanted}").click()
+    details = page.get_by_role("dialog", name="Request details")
+    expect(details.locator(".request-id-full")).to_have_text(wanted)
+    labels = ("Member", "Account", "Upstream status", "First output", "Cache hit rate", "Rule", "Candidates",
+              "Excluded", "Protocol")  # fmt: skip
+    for label in labels:
+        expect(details.get_by_text(label, exact=True)).to_be_visible()
+    expect(details).to_contain_text("codex-1")
+    _shoot(page, "request-details")
+    details.get_by_role("button", name="Close").click()
+    expect(details).to_be_hidden()
+
+
+def test_hist_10_cache_hit_rate_column_shows_the_api_value(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    account = pool.sim_accounts[0].id
+    client = pool.client()
+    expected: dict[str, str] = {}
+    for behaviour, rate in (
+        (Behaviour.ok(input_tokens=800, output_tokens=5, cached_tokens=700), "87.5%"),
+        (Behaviour.ok(input_tokens=3, output_tokens=5, cached_tokens=1), "33.3%"),
+        (Behaviour.ok(input_tokens=100, output_tokens=5, cached_tokens=0), "0%"),
+        (Behaviour.cut(2), "—"),
+    ):
+        pool.sim.script(account, behaviour)
+        expected[client.post("/v1/responses", json=BODY).headers["x-request-id"]] = rate
+    records = _records(pool, 4)
+    assert {r["request_id"]: r["cache_hit_rate"] for r in records} == expected
+    page = _admin_page(pool, open_context, "/admin/requests")
+    table = page.get_by_role("region", name="Requests table")
+    for request_id, rate in expected.items():
+        expect(table.locator(f'tr[data-request-id="{request_id}"] td.cache-rate')).to_have_text(rate)
