@@ -625,3 +625,14 @@ def test_history_needs_a_signed_in_user(make_pool: Callable[..., Pool]) -> None:
     for path in ("/api/requests", "/api/me/requests", "/api/requests/filters", "/api/me/requests/req_x"):
         response = anonymous.get(path)
         assert response.status_code == 401 and response.json()["error"]["code"] == "unauthenticated"
+
+
+def test_history_enabled_false_records_nothing(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(history_enabled=False)
+    assert (
+        pool.client()
+        .post("/v1/responses", json={"model": "gpt-5-codex", "input": "hi", "stream": True})
+        .status_code
+        == 200
+    )
+    assert pool.admin.get("/api/requests").json()["items"] == []

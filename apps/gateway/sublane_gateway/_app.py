@@ -51,7 +51,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         retention = Retention.from_settings(settings)
         recorder = HistoryRecorder(engine, state.clock, retention)
         recorder.start()
-        stop_recording = signals.request_finished.connect(recorder.record)
+        # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
+        stop_recording = (
+            signals.request_finished.connect(recorder.record) if settings.history_enabled else lambda: None
+        )
         app.state.history = recorder
         app.state.history_reader = HistoryReader(engine, state.clock, retention)
         try:

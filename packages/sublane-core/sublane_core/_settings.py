@@ -64,6 +64,9 @@ class Settings(BaseSettings):
 
     # -- quota (QW) and history (HIST) -----------------------------------------------------------
     gateway_quota_weighted: bool = Field(False, description="QW-1 quota-weighted rotation.")
+    history_enabled: bool = Field(
+        True, description="Record every model call (HIST); off only to measure its cost."
+    )
     history_max_records: int = Field(5000, ge=1, le=10_000_000, description="HIST-6 records kept.")
     history_days: float = Field(7, gt=0, le=3650, description="HIST-6 days kept.")
 
