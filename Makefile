@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGE_FILES := $(wildcard packages/*/pyproject.toml apps/*/pyproject.toml)
 
-.PHONY: install run test lint format clean clients demo bench-scheduler
+.PHONY: install run test lint format clean clients demo bench bench-scheduler
 
 install: $(STAMP)
 
@@ -38,6 +38,9 @@ clean:
 
 clients:  ## the real Codex CLI and Claude Code, for the end-to-end tests
 	npm install --prefix .cache/node-clients --no-audit --no-fund @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197
+
+bench: install  ## gateway vs direct-to-mock (and LiteLLM) on 2 pinned cores; BENCH_QUICK=1 for a short run
+	$(BIN)/tox run -e bench
 
 bench-scheduler: install  ## micro-benchmark: selection among 1,000 accounts
 	$(BIN)/pytest -p no:cacheprovider packages/sublane-scheduler/bench/bench_selection.py --benchmark-columns=min,median,mean,max,rounds

@@ -1,0 +1,128 @@
+"""Where the gateway's CPU goes: py-spy samples ``sublane serve`` under two bench loads.
+
+``python bench/profile.py`` (py-spy from ``BENCH_PYSPY``, default ``.cache/bench-prof-venv/bin/py-spy``,
+installed there on first use; never a project dependency). Same layout as ``bench/run.py``:
+gateway on core 0, mock and driver on core 1. Loads: closed-loop non-streaming Responses at
+concurrency 16 on the instant mock, then 300 paced streams (64 deltas every 20 ms). Writes the
+collapsed stacks to ``bench/results/profile-<load>.txt`` and prints the functions with the most
+samples, by own time and by inclusive time.
+"""
+
+# ruff: noqa: S603  (starts our own processes with fixed arguments)
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import uvloop
+from driver import Target, closed_loop
+from run import (
+    DRIVER_CORE,
+    RESULTS,
+    ROOT,
+    Processes,
+    free_port,
+    log,
+    mint_codex_credentials,
+    paced_level,
+    responses_body,
+    seed_gateway,
+    start_gateway,
+    wait_http,
+)
+
+PYSPY = Path(os.environ.get("BENCH_PYSPY", ROOT / ".cache" / "bench-prof-venv" / "bin" / "py-spy"))
+
+
+def ensure_pyspy() -> Path:
+    """py-spy in its own virtualenv."""
+    if not PYSPY.exists():
+        venv = PYSPY.parent.parent
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "py-spy"], check=True, timeout=600)
+    return PYSPY
+
+
+def summarize(collapsed: Path, top: int = 25) -> str:
+    """The frames with the most samples, by own time and by inclusive time."""
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        frames = stack.split(";")
+        total += count
+        own[frames[-1]] += count
+        for frame in set(frames):
+            inclusive[frame] += count
+    lines = [f"{total} samples", "", "own time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {frame}" for frame, n in own.most_common(top)]
+    lines += ["", "inclusive time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {frame}" for frame, n in inclusive.most_common(top)]
+    return "\n".join(lines)
+
+
+async def profile(pyspy: Path, gateway_pid: int, name: str, load: object, seconds: int) -> None:
+    """Sample the gateway while ``load`` (a coroutine) runs."""
+    out = RESULTS / f"profile-{name}.txt"
+    args = [str(pyspy), "record", "--format", "raw", "--rate", "250", "--duration", str(seconds)]
+    args += ["--pid", str(gateway_pid), "--output", str(out), "--nonblocking"]
+    # Started before the load and waited for after it: nothing blocks while the load runs.
+    spy = subprocess.Popen(  # noqa: ASYNC220
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        await load  # type: ignore[misc]
+    finally:
+        spy.wait(timeout=seconds + 30)
+    print(f"\n=== {name} ({out})\n{summarize(out)}", flush=True)
+
+
+async def main_async(procs: Processes, tmp: Path) -> None:
+    """Start mock and gateway, then profile the two loads."""
+    pyspy = ensure_pyspy()
+    mock_port = free_port()
+    mock_url = f"http://127.0.0.1:{mock_port}"
+    mock_args = ["taskset", "-c", DRIVER_CORE, sys.executable, str(ROOT / "bench" / "mock.py")]
+    mock = procs.start([*mock_args, "--port", str(mock_port)], dict(os.environ), tmp / "mock.log")
+    wait_http(f"{mock_url}/_mock/stats", mock)
+    creds = mint_codex_credentials()
+    gateway_proc, gateway_url = start_gateway(procs, tmp, mock_url)
+    key, _ = seed_gateway(gateway_url, creds["credentials"])
+    port = int(gateway_url.rsplit(":", 1)[1])
+    gateway = Target("gateway", "127.0.0.1", port, "/v1/responses", {"Authorization": f"Bearer {key}"})
+    plain = gateway.request(responses_body(stream=False))
+    await closed_loop(gateway, plain, 4, 2.0)  # warm-up
+    log("profiling: non-streaming, concurrency 16")
+    await profile(pyspy, gateway_proc.pid, "nonstreaming-c16", closed_loop(gateway, plain, 16, 11.0), 10)
+    paced = gateway.request(responses_body(stream=True, deltas=64, pacing_ms=20))
+
+    async def streams() -> None:
+        for _ in range(5):
+            await paced_level(gateway, paced, 300, 64)
+
+    log("profiling: 300 paced streams")
+    await profile(pyspy, gateway_proc.pid, "paced-300", streams(), 10)
+
+
+def main() -> None:
+    """Run, always stopping every child."""
+    os.sched_setaffinity(0, {int(DRIVER_CORE)})
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    procs = Processes()
+    with tempfile.TemporaryDirectory(prefix="sublane-prof-") as tmp:
+        try:
+            uvloop.run(main_async(procs, Path(tmp)))
+        finally:
+            procs.stop_all()
+
+
+if __name__ == "__main__":
+    main()
