@@ -123,7 +123,7 @@ async def send_with_recovery(
     refreshed = False
     while True:
         try:
-            response = await runtime.http.send(build(credentials), stream=True)
+            response = await runtime.http.send(build(credentials))
         except httpx.TimeoutException:
             raise SubLaneError("upstream_timeout") from None
         except httpx.HTTPError as exc:

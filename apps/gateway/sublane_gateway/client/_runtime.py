@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import httpx
 from sqlalchemy.engine import Engine
 from starlette.requests import HTTPConnection
 
@@ -14,6 +13,7 @@ from sublane_core import Clock, CredentialCipher, Settings, signals
 from sublane_gateway.client._catalog import ModelCatalog
 from sublane_gateway.client._cooldown_store import CooldownStore
 from sublane_gateway.client._keys import KeyAuthenticator
+from sublane_gateway.client._transport import UpstreamClients
 from sublane_providers import CredentialVault, ProviderAdapter
 from sublane_providers.claude import ClaudeAdapter
 from sublane_providers.codex import CodexAdapter
@@ -28,8 +28,6 @@ from sublane_scheduler import (
     WaitRoom,
 )
 
-HTTP_POOL_SIZE = 512
-
 
 @dataclass(slots=True)
 class ClientRuntime:
@@ -37,7 +35,7 @@ class ClientRuntime:
 
     settings: Settings
     clock: Clock
-    http: httpx.AsyncClient
+    http: UpstreamClients
     keys: KeyAuthenticator
     directory: AccountDirectory
     leases: LeaseTable
@@ -161,22 +159,17 @@ def build_runtime(
     settings: Settings, engine: Engine, cipher: CredentialCipher, clock: Clock
 ) -> ClientRuntime:
     """Create the runtime (call inside the app's lifespan: the HTTP client belongs to its loop)."""
-    http = httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=HTTP_POOL_SIZE, max_keepalive_connections=HTTP_POOL_SIZE),
-        timeout=httpx.Timeout(settings.header_timeout_s, connect=min(30.0, settings.header_timeout_s)),
-        follow_redirects=False,
-        trust_env=True,  # honour HTTPS_PROXY for a corporate egress proxy
-    )
+    http = UpstreamClients(settings)
     codex = CodexAdapter(
         base_url=settings.codex_base_url,
         auth_url=settings.openai_auth_url,
-        http=http,
+        http=http.metadata,
         metadata_timeout=settings.metadata_timeout_s,
     )
     claude = ClaudeAdapter(
         base_url=settings.claude_base_url,
         auth_url=settings.claude_auth_url,
-        http=http,
+        http=http.metadata,
         metadata_timeout=settings.metadata_timeout_s,
         authorize_url=settings.claude_authorize_url,
         clock=clock.time,
