@@ -9,6 +9,7 @@ pool keeps its own keep-alive connections, which is fine for a handful of upstre
 from __future__ import annotations
 
 import itertools
+import ssl
 
 import httpx
 
@@ -18,8 +19,9 @@ SHARDS = 8
 CONNECTIONS_PER_SHARD = 128
 
 
-def _client(settings: Settings, connections: int) -> httpx.AsyncClient:
+def _client(settings: Settings, connections: int, tls: ssl.SSLContext) -> httpx.AsyncClient:
     return httpx.AsyncClient(
+        verify=tls,
         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
         timeout=httpx.Timeout(settings.header_timeout_s, connect=min(30.0, settings.header_timeout_s)),
         follow_redirects=False,
@@ -31,8 +33,9 @@ class UpstreamClients:
     """A metadata client (token refresh, quota, model lists) and sharded clients for model requests."""
 
     def __init__(self, settings: Settings, shards: int = SHARDS) -> None:
-        self.metadata = _client(settings, 64)
-        self._shards = tuple(_client(settings, CONNECTIONS_PER_SHARD) for _ in range(shards))
+        tls = ssl.create_default_context()  # one TLS context for all pools (each costs megabytes)
+        self.metadata = _client(settings, 64, tls)
+        self._shards = tuple(_client(settings, CONNECTIONS_PER_SHARD, tls) for _ in range(shards))
         self._next = itertools.cycle(self._shards)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
