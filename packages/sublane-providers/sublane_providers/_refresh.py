@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import email.utils
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sublane_providers._http import header
+
+MAX_OAUTH_RETRY_AFTER_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +33,21 @@ class RefreshFailed(Exception):
         self.code = code
         self.permanent = permanent
         self.retry_after = retry_after
+
+
+def oauth_retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    """A token endpoint's ``Retry-After`` (seconds or HTTP date), capped at 1 h (CRED-3)."""
+    value = header(headers, "retry-after")
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(text).timestamp() - now
+        except (TypeError, ValueError, IndexError):
+            return None
+    if seconds != seconds or seconds <= 0:  # NaN or already past
+        return None
+    return min(seconds, MAX_OAUTH_RETRY_AFTER_S)

@@ -35,14 +35,13 @@ from sublane_core import (
     SubLaneError,
     signals,
 )
-from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
+from sublane_providers._refresh import MAX_OAUTH_RETRY_AFTER_S, RefreshedCredentials, RefreshFailed
 
 _log = logging.getLogger("sublane.credentials")
 
 REFRESH_MARGIN_S = 120.0
 FALLBACK_MIN_REMAINING_S = 30.0
 BACKOFF_STEPS_S = (30.0, 60.0, 120.0, 240.0, 300.0)
-MAX_OAUTH_RETRY_AFTER_S = 3600.0
 
 
 class Refresher(Protocol):

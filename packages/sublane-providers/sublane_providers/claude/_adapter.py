@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
 import secrets
@@ -20,10 +19,9 @@ from sublane_providers._credentials import (
     ImportedCredentials,
     optional_text,
 )
-from sublane_providers._http import header
 from sublane_providers._oauth import PkcePair, new_pkce_pair
 from sublane_providers._oauth import authorize_url as build_authorize_url
-from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
+from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
 from sublane_providers._types import UpstreamFailure
 from sublane_providers.claude._credentials import parse_credentials
 from sublane_providers.claude._failures import classify_failure
@@ -44,7 +42,6 @@ REDIRECT_URI = "https://console.anthropic.com/oauth/code/callback"
 SCOPES = "user:profile user:inference user:sessions:claude_code user:mcp_servers user:file_upload"
 # Token-endpoint errors that mean the refresh token (or the login's code) is dead (CRED-6).
 PERMANENT_REFRESH_CODES = frozenset({"invalid_grant"})
-MAX_OAUTH_RETRY_AFTER_S = 3600.0
 
 # There is no model-list endpoint for OAuth accounts (and the simulator offers none): the catalogue
 # is the ids known to work with Claude subscriptions (PROTOCOLS §2.9), overridable per adapter.
@@ -82,24 +79,6 @@ def _error_code(response: httpx.Response) -> str:
     if isinstance(code, str) and _SAFE_CODE.match(code):
         return code
     return f"http_{response.status_code}"
-
-
-def _oauth_retry_after(response: httpx.Response, now: float) -> float | None:
-    """An OAuth ``Retry-After`` (seconds or HTTP date), capped at 1 h (CRED-3)."""
-    value = header(response.headers, "retry-after")
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(text).timestamp() - now
-        except (TypeError, ValueError, IndexError):
-            return None
-    if seconds != seconds or seconds <= 0:
-        return None
-    return min(seconds, MAX_OAUTH_RETRY_AFTER_S)
 
 
 def _plan_of(profile: Mapping[str, Any]) -> str | None:
@@ -279,7 +258,7 @@ class ClaudeAdapter(ProviderAdapter):
         if response.status_code != 200:
             code = _error_code(response)
             permanent = response.status_code in (400, 401) and code in PERMANENT_REFRESH_CODES
-            retry_after = _oauth_retry_after(response, self._clock())
+            retry_after = oauth_retry_after(response.headers, self._clock())
             raise RefreshFailed(code, permanent=permanent, retry_after=retry_after)
         payload = self._token_payload(response)
         merged = dict(bundle)

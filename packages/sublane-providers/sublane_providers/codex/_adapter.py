@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,10 +13,9 @@ import httpx
 from sublane_core import signals
 from sublane_providers._adapter import ProviderAdapter
 from sublane_providers._credentials import CredentialFormatError, ImportedCredentials
-from sublane_providers._http import header
 from sublane_providers._jwt import expiry_of
 from sublane_providers._oauth import PkcePair, authorize_url, new_pkce_pair
-from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
+from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
 from sublane_providers._types import UpstreamFailure
 from sublane_providers.codex._credentials import parse_credentials
 from sublane_providers.codex._failures import classify_failure
@@ -31,7 +31,6 @@ CLIENT_VERSION = "0.171.0"
 PERMANENT_REFRESH_CODES = frozenset(
     {"refresh_token_expired", "refresh_token_reused", "refresh_token_invalidated", "invalid_grant"}
 )
-MAX_OAUTH_RETRY_AFTER_S = 3600.0
 
 
 def _error_code(body: bytes) -> str | None:
@@ -48,17 +47,6 @@ def _error_code(body: bytes) -> str | None:
         return error
     code = payload.get("code")
     return code if isinstance(code, str) else None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = header(response.headers, "retry-after")
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    if seconds is None or seconds != seconds or seconds <= 0:
-        return None
-    return min(seconds, MAX_OAUTH_RETRY_AFTER_S)
 
 
 class CodexAdapter(ProviderAdapter):
@@ -164,7 +152,8 @@ class CodexAdapter(ProviderAdapter):
         if response.status_code != 200:
             code = _error_code(response.content) or f"http_{response.status_code}"
             permanent = response.status_code in (400, 401) and code in PERMANENT_REFRESH_CODES
-            raise RefreshFailed(code[:64], permanent=permanent, retry_after=_retry_after(response))
+            retry_after = oauth_retry_after(response.headers, time.time())
+            raise RefreshFailed(code[:64], permanent=permanent, retry_after=retry_after)
         return self._merge_tokens(bundle, response)
 
     def _merge_tokens(self, bundle: Mapping[str, Any], response: httpx.Response) -> RefreshedCredentials:
