@@ -10,7 +10,7 @@ from pathlib import Path
 from gateway_pool import Pool, settings_for
 
 from sublane_gateway.testing import running_gateway
-from sublane_sim import Behaviour, Simulator
+from sublane_sim import Behaviour, SimAccount, Simulator
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
 
@@ -237,13 +237,19 @@ def test_runtime_view_shows_each_state(make_pool: Callable[..., Pool]) -> None:
     assert member_client.get("/api/accounts/runtime").status_code == 403
 
 
-def test_aff_4_a_model_switch_with_full_history_may_move(make_pool: Callable[..., Pool]) -> None:
+def _narrow_and_wide(make_pool: Callable[..., Pool]) -> tuple[Pool, SimAccount, SimAccount]:
+    """Two accounts: the first serves only gpt-5-codex, the second also gpt-5.5 (AFF-4 set-up)."""
     pool = make_pool(accounts=2)
     narrow, wide = pool.sim_accounts
     pool.sim.update_account(narrow.id, models=["gpt-5-codex"])
     pool.sim.update_account(wide.id, models=["gpt-5-codex", "gpt-5.5"])
     for account_id in pool.account_ids:
         pool.runtime.catalog.forget(account_id)
+    return pool, narrow, wide
+
+
+def test_aff_4_a_model_switch_with_full_history_may_move(make_pool: Callable[..., Pool]) -> None:
+    pool, narrow, wide = _narrow_and_wide(make_pool)
     client = pool.client()
     headers = {"session-id": "switching"}
     client.post("/v1/responses", json=BODY, headers=headers)  # binds to the first account
@@ -260,12 +266,7 @@ def test_aff_4_a_model_switch_with_full_history_may_move(make_pool: Callable[...
 
 
 def test_aff_4_an_upstream_continuation_never_moves(make_pool: Callable[..., Pool]) -> None:
-    pool = make_pool(accounts=2)
-    narrow, wide = pool.sim_accounts
-    pool.sim.update_account(narrow.id, models=["gpt-5-codex"])
-    pool.sim.update_account(wide.id, models=["gpt-5-codex", "gpt-5.5"])
-    for account_id in pool.account_ids:
-        pool.runtime.catalog.forget(account_id)
+    pool, narrow, _wide = _narrow_and_wide(make_pool)
     client = pool.client()
     headers = {"session-id": "continuing"}
     client.post("/v1/responses", json=BODY, headers=headers)

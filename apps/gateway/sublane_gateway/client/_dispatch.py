@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -183,8 +183,3 @@ async def _read_bounded(response: httpx.Response) -> bytes:
     finally:
         await response.aclose()
     return b"".join(chunks)[:MAX_ERROR_BODY]
-
-
-def forwardable(headers: Mapping[str, str]) -> dict[str, str]:
-    """Lower-cased copy of request headers (h11/httptools already lower-case them)."""
-    return {key.lower(): value for key, value in headers.items()}
