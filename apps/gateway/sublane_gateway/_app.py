@@ -20,7 +20,7 @@ from sublane_core import (
     load_or_create_key,
     signals,
 )
-from sublane_gateway import client, management
+from sublane_gateway import management, pipeline, routes
 from sublane_gateway._bootstrap import bootstrap
 from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._mutation_guard import MutationGuard
@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         bootstrap(state)
-        runtime = client.build_runtime(settings, engine, state.cipher, state.clock)
+        runtime = pipeline.build_runtime(settings, engine, state.cipher, state.clock)
         await runtime.start()
         app.state.client = runtime
         # Request records (HIST): queued on the request path, written by one background thread.
@@ -53,7 +53,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         recorder.start()
         # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
         stop_recording = (
-            signals.request_finished.connect(recorder.record) if settings.history_enabled else lambda: None
+            signals.request_finished.connect(recorder.record, sender=runtime)
+            if settings.history_enabled
+            else lambda: None
         )
         app.state.history = recorder
         app.state.history_reader = HistoryReader(engine, state.clock, retention)
@@ -76,7 +78,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.state.gateway = state
     install_error_handlers(app)
     app.include_router(management.router)
-    app.include_router(client.router)
+    app.include_router(routes.router)
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)

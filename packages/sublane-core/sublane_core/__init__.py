@@ -41,6 +41,7 @@ from sublane_core._schema import (
     WebSession,
 )
 from sublane_core._settings import Settings, settings_help
+from sublane_core._vocabulary import Outcome, UpstreamOperation, WireProtocol
 
 __version__ = "0.1.0"
 
@@ -82,6 +83,10 @@ __all__ = [
     "load_or_create_key",
     # events
     "signals",
+    # shared vocabulary
+    "Outcome",
+    "UpstreamOperation",
+    "WireProtocol",
     # time, identifiers, errors, logs
     "Clock",
     "FakeClock",

@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from blinker import Namespace
+from blinker import ANY, Namespace
+
+from sublane_core._vocabulary import Outcome
 
 _namespace = Namespace()
 _log = logging.getLogger("sublane.signals")
@@ -29,24 +32,28 @@ class TypedSignal(Generic[P]):
         self._signal = _namespace.signal(name, doc=doc)
         self.__doc__ = doc
 
-    def connect(self, receiver: Callable[[P], None]) -> Callable[[], None]:
-        """Call ``receiver(payload)`` on every send; returns a function that disconnects it."""
+    def connect(self, receiver: Callable[[P], None], *, sender: Any = ANY) -> Callable[[], None]:
+        """Call ``receiver(payload)`` on every send (only on those of ``sender`` when given).
+
+        Returns a function that disconnects it. A gateway runtime sends its own events with itself
+        as sender, so a receiver of one app never sees another app's events in the same process.
+        """
 
         def adapter(_sender: Any, payload: P) -> None:
             receiver(payload)
 
-        self._signal.connect(adapter, weak=False)
-        return lambda: self._signal.disconnect(adapter)
+        self._signal.connect(adapter, sender=sender, weak=False)
+        return lambda: self._signal.disconnect(adapter, sender=sender)
 
-    def send(self, payload: P) -> None:
+    def send(self, payload: P, *, sender: Any = None) -> None:
         """Deliver ``payload`` to every receiver; a failing receiver is logged, never raised."""
         if not isinstance(payload, self.payload_type):
             raise TypeError(f"{self.name} carries {self.payload_type.__name__}, not {type(payload).__name__}")
         if not self._signal.receivers:
             return
-        for receiver in list(self._signal.receivers_for(None)):
+        for receiver in list(self._signal.receivers_for(sender)):
             try:
-                receiver(None, payload=payload)
+                receiver(sender, payload=payload)
             except Exception:
                 _log.exception("receiver of %s failed", self.name)
 
@@ -59,25 +66,47 @@ class TypedSignal(Generic[P]):
 # -- payloads --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+class AccountChange(StrEnum):
+    """What happened to an account."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    DELETED = "deleted"
+    LIMITS = "limits"
+    REAUTHORIZED = "reauthorized"
+    RESUMED = "resumed"  # Clear cooldown (COOL-6)
+
+
+class AccessKind(StrEnum):
+    """Which kind of access object changed."""
+
+    USER = "user"
+    KEY = "key"
+    GROUP = "group"
+    MEMBERSHIP = "membership"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AccountChanged:
     """An account was created, edited, enabled, disabled, re-authorized, deleted or had its limit set."""
 
     account_id: int
-    change: str  # "created" | "updated" | "enabled" | "disabled" | "deleted" | "limits" | "reauthorized"
+    change: AccountChange
     lifecycle_revision: int
     max_concurrency: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AccessChanged:
     """Users, keys, groups or memberships changed: cached access decisions must be re-checked."""
 
-    kind: str  # "user" | "key" | "group" | "membership"
+    kind: AccessKind
     id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseAcquired:
     """A model request took a slot on an account."""
 
@@ -86,7 +115,7 @@ class LeaseAcquired:
     model: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseReleased:
     """A lease ended (exactly once per lease, ADM-6)."""
 
@@ -96,7 +125,7 @@ class LeaseReleased:
     outcome: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UpstreamSucceeded:
     """An upstream call finished successfully; carries the runtime revision seen at dispatch (COOL-5)."""
 
@@ -105,7 +134,7 @@ class UpstreamSucceeded:
     runtime_revision: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UpstreamFailed:
     """An upstream call failed transiently (5xx, broken stream): counts toward MCOOL."""
 
@@ -116,7 +145,7 @@ class UpstreamFailed:
     error_code: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UpstreamRateLimited:
     """The upstream answered 429 (COOL-1) or a model-scoped limit (AGL-1)."""
 
@@ -129,7 +158,7 @@ class UpstreamRateLimited:
 
 @dataclass(frozen=True, slots=True)
 class QuotaWindow:
-    """One normalized quota window (QUOTA-2)."""
+    """One normalized quota window (QUOTA-2): a value inside :class:`QuotaObserved`, not a payload."""
 
     window: str
     used_percent: float | None
@@ -140,7 +169,7 @@ class QuotaWindow:
     model: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QuotaObserved:
     """A provider reported quota, from a response's headers or a quota read."""
 
@@ -151,7 +180,7 @@ class QuotaObserved:
     windows: tuple[QuotaWindow, ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CredentialsRefreshed:
     """An account's OAuth credentials were refreshed and persisted."""
 
@@ -159,7 +188,7 @@ class CredentialsRefreshed:
     expires_at: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CredentialsRejected:
     """The token endpoint or the model endpoint rejected an account's credentials (CRED-6)."""
 
@@ -168,7 +197,7 @@ class CredentialsRejected:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RequestFinished:
     """A model attempt ended: the metadata of HIST-2, sent before its slot is handed on (WAIT-7).
 
@@ -187,7 +216,7 @@ class RequestFinished:
     model: str
     protocol: str
     operation: str
-    outcome: str
+    outcome: Outcome
     error_code: str | None = None
     upstream_status: int | None = None
     input_tokens: int | None = None

@@ -13,6 +13,7 @@ EXPECTED = [
     "RequestRecord", "ResourceGroup", "User", "WebSession",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
+    "Outcome", "UpstreamOperation", "WireProtocol",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "new_request_id", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "configure_logging", "redact",
 ]  # fmt: skip

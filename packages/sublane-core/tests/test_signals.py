@@ -16,14 +16,16 @@ def test_receivers_get_the_typed_payload_and_can_disconnect() -> None:
         assert seen == [payload]
     finally:
         disconnect()
-    signals.lease_released.send(signals.LeaseReleased("req_2", 3, "gpt-5", "success"))
+    signals.lease_released.send(
+        signals.LeaseReleased(request_id="req_2", account_id=3, model="gpt-5", outcome="success")
+    )
     assert len(seen) == 1
     assert not signals.lease_released.has_receivers
 
 
 def test_send_refuses_a_payload_of_the_wrong_type() -> None:
     with pytest.raises(TypeError):
-        signals.lease_released.send(signals.LeaseAcquired("req_1", 1, "m"))  # type: ignore[arg-type]
+        signals.lease_released.send(signals.LeaseAcquired(request_id="req_1", account_id=1, model="m"))  # type: ignore[arg-type]
 
 
 def test_a_failing_receiver_is_logged_and_never_breaks_the_sender(caplog: pytest.LogCaptureFixture) -> None:
@@ -36,7 +38,11 @@ def test_a_failing_receiver_is_logged_and_never_breaks_the_sender(caplog: pytest
     second = signals.account_changed.connect(seen.append)
     try:
         with caplog.at_level(logging.ERROR, logger="sublane.signals"):
-            signals.account_changed.send(signals.AccountChanged(1, "limits", 1, 5))
+            signals.account_changed.send(
+                signals.AccountChanged(
+                    account_id=1, change=signals.AccountChange.LIMITS, lifecycle_revision=1, max_concurrency=5
+                )
+            )
     finally:
         first()
         second()

@@ -1,13 +1,20 @@
 """SubLane provider adapters: Codex, Claude and Antigravity, found through one registry."""
 
-from sublane_providers._adapter import ProviderAdapter, StreamObserver
+from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota, StreamObserver
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
 from sublane_providers._http import parse_retry_after
 from sublane_providers._jwt import expiry_of, unverified_claims
 from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
-from sublane_providers._registry import UnknownProviderError, parse_credentials, provider_names
+from sublane_providers._registry import (
+    UnknownProviderError,
+    build_adapters,
+    parse_credentials,
+    provider_names,
+)
+from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
 from sublane_providers._sse import SseEvent, SseFramer, encode_event, parse_event
+from sublane_providers._transport import UpstreamClients
 from sublane_providers._types import (
     DeltaKind,
     FailureKind,
@@ -22,12 +29,21 @@ __version__ = "0.1.0"
 
 __all__ = [
     # adapters
+    "LoginFlow",
     "ProviderAdapter",
+    "Quota",
     "StreamObserver",
     # registry
     "UnknownProviderError",
+    "build_adapters",
     "parse_credentials",
     "provider_names",
+    # transport and upstream sessions
+    "SessionClosed",
+    "SessionRefused",
+    "UpstreamClients",
+    "UpstreamSession",
+    "UpstreamUnreachable",
     # credentials
     "AccountIdentity",
     "CredentialFormatError",

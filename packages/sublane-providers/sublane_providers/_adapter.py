@@ -1,10 +1,14 @@
-"""The adapter interface every provider implements, so the gateway treats providers alike.
+"""The adapter interface every provider implements: the only door from the gateway to a provider.
 
-An adapter knows one upstream: how its credential files look, how to build an inference request
-in its native protocol, how to read its stream for what scheduling and records need, how to
-classify its error answers, how to refresh its OAuth credentials, and how to read its quota and
-model catalogue. Adapters are plain objects sharing one HTTP client; they keep no per-request state
-(a fresh :class:`StreamObserver` carries that).
+An adapter knows one upstream: which protocol it speaks, how its credential files look, how to
+build the upstream request for each operation it offers, how to read its stream for what
+scheduling and records need, how to classify its error answers, how to refresh (and optionally log
+in) its OAuth credentials, and how to read its quota and model catalogue. Adapters are plain
+objects sharing the process's transport; they keep no per-request state (a fresh
+:class:`StreamObserver` or :class:`~sublane_providers.UpstreamSession` carries that).
+
+The gateway holds adapters by name (:func:`~sublane_providers.build_adapters`) and never asks which
+provider one is: what differs between providers is said by the adapter's attributes.
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 
-from sublane_core import signals
+from sublane_core import SubLaneError, UpstreamOperation, WireProtocol, signals
 from sublane_providers._credentials import ImportedCredentials
+from sublane_providers._oauth import PkcePair
 from sublane_providers._refresh import RefreshedCredentials
+from sublane_providers._session import UpstreamSession
 from sublane_providers._types import StreamState, UpstreamFailure
+
+Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]  # (plan, windows)
 
 
 class StreamObserver(Protocol):
-    """Reads a provider's stream into a :class:`StreamState`, decoding as little as it can."""
+    """Reads a provider's stream (and JSON answers) into a :class:`StreamState`, decoding little."""
 
     state: StreamState
 
@@ -38,20 +46,70 @@ class StreamObserver(Protocol):
         """Record what an already decoded event tells."""
         ...
 
+    def observe_answer(self, payload: dict[str, Any]) -> None:
+        """Record what a whole JSON answer (a non-streaming inference, a compaction) tells."""
+        ...
+
+
+class LoginFlow(Protocol):
+    """A PKCE login with a pasted-back callback (CRED-9)."""
+
+    def start_login(self) -> tuple[str, str, PkcePair]:
+        """``(authorize_url, state, pkce)``."""
+        ...
+
+    async def complete_login(self, code: str, state: str, pkce: PkcePair) -> ImportedCredentials:
+        """Trade the pasted code for credentials; :class:`~sublane_providers.RefreshFailed` otherwise."""
+        ...
+
 
 class ProviderAdapter(ABC):
     """One upstream provider, as the gateway uses it."""
 
     name: ClassVar[str]
+    #: The protocol the upstream speaks; clients of another protocol need a translator.
+    protocol: ClassVar[WireProtocol]
+    #: The operations :meth:`build_request` can build.
+    operations: ClassVar[frozenset[UpstreamOperation]]
     #: Whether a token may still be used for a while after a transient refresh failure (CRED-2).
     refresh_fallback: ClassVar[bool] = False
+    #: Whether a JSON answer is read from a stream (the upstream only streams inferences).
+    json_from_stream: ClassVar[bool] = False
+    #: Whether :meth:`open_session` offers a persistent upstream socket for sequential turns.
+    sessions: ClassVar[bool] = False
+    #: Stream event types that carry quota (read with :meth:`quota_from_event`).
+    quota_events: ClassVar[frozenset[str]] = frozenset()
+    #: What accounts of this provider are known to serve, used while discovery fails.
+    fallback_models: ClassVar[frozenset[str]] = frozenset()
 
     @staticmethod
     @abstractmethod
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         """Normalize an imported credential file."""
 
+    async def complete_import(self, imported: ImportedCredentials) -> ImportedCredentials:
+        """Fill in what an imported file leaves out (e.g. the email, from a profile endpoint).
+
+        Best effort: never fails; the file's identity stands when the upstream cannot tell more.
+        """
+        return imported
+
     @abstractmethod
+    def build_request(
+        self,
+        operation: UpstreamOperation,
+        bundle: Mapping[str, Any],
+        body: Mapping[str, Any],
+        client_headers: Mapping[str, str],
+        *,
+        bound: bool,
+    ) -> httpx.Request:
+        """The upstream request for ``operation`` on ``body`` (in the adapter's protocol).
+
+        ``client_headers`` are the client's (lower-case names); ``bound`` says whether the call
+        belongs to a conversation. An operation outside :attr:`operations` is a programming error.
+        """
+
     def stream_request(
         self,
         bundle: Mapping[str, Any],
@@ -60,11 +118,19 @@ class ProviderAdapter(ABC):
         *,
         bound: bool,
     ) -> httpx.Request:
-        """A streaming inference request for ``body`` (the client's native-protocol body)."""
+        """A streaming inference request (:attr:`UpstreamOperation.STREAM`)."""
+        return self.build_request(UpstreamOperation.STREAM, bundle, body, client_headers, bound=bound)
+
+    async def open_session(
+        self, bundle: Mapping[str, Any], client_headers: Mapping[str, str], *, open_timeout: float
+    ) -> UpstreamSession:
+        """A persistent upstream socket (when :attr:`sessions`); raises
+        :class:`~sublane_providers.SessionRefused` or :class:`~sublane_providers.UpstreamUnreachable`."""
+        raise SubLaneError("unsupported_for_provider", f"{self.name} offers no upstream sessions.")
 
     @abstractmethod
-    def new_observer(self) -> StreamObserver:
-        """A fresh observer for one response stream."""
+    def new_observer(self, state: StreamState | None = None) -> StreamObserver:
+        """A fresh observer for one response, filling ``state`` (a new one when omitted)."""
 
     @abstractmethod
     def classify_failure(
@@ -76,10 +142,12 @@ class ProviderAdapter(ABC):
     async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials:
         """Fresh credentials, or :class:`~sublane_providers.RefreshFailed`."""
 
+    def login(self) -> LoginFlow | None:
+        """The provider's OAuth login, when it has one."""
+        return None
+
     @abstractmethod
-    async def read_quota(
-        self, bundle: Mapping[str, Any], now: float
-    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+    async def read_quota(self, bundle: Mapping[str, Any], now: float) -> Quota:
         """``(plan, windows)`` of the account's subscription quota."""
 
     @abstractmethod
@@ -87,7 +155,9 @@ class ProviderAdapter(ABC):
         """Model IDs the account may use."""
 
     @abstractmethod
-    def quota_from_headers(
-        self, headers: Mapping[str, str], now: float
-    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+    def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
         """``(plan, windows)`` reported on an inference response's headers (empty when none)."""
+
+    def quota_from_event(self, payload: Mapping[str, Any], now: float) -> Quota:
+        """``(plan, windows)`` of a decoded stream event whose type is in :attr:`quota_events`."""
+        return None, ()

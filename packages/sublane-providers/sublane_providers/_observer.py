@@ -26,6 +26,10 @@ class JsonStreamObserver(ABC):
     def observe_payload(self, payload: dict[str, Any]) -> None:
         """Record what an already decoded event tells (WebSocket frames arrive decoded)."""
 
+    @abstractmethod
+    def observe_answer(self, payload: dict[str, Any]) -> None:
+        """Record what a whole JSON answer tells."""
+
     def observe(self, name: str | None, data: str | None) -> dict[str, Any] | None:
         """Record what one SSE event tells; returns the decoded payload when it was decoded."""
         self.state.events += 1

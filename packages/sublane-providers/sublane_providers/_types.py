@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from sublane_core import Outcome
+
+__all__ = ["DeltaKind", "FailureKind", "Outcome", "StreamState", "TokenUsage", "UpstreamFailure"]
+
 
 class DeltaKind(StrEnum):
     """The kinds of output that count as "first output" (HIST-5)."""
@@ -13,16 +17,6 @@ class DeltaKind(StrEnum):
     REASONING = "reasoning"
     REASONING_SUMMARY = "reasoning_summary"
     TOOL_ARGUMENTS = "tool_arguments"
-
-
-class Outcome(StrEnum):
-    """How a model attempt ended (HIST-2)."""
-
-    SUCCESS = "success"
-    INCOMPLETE = "incomplete"
-    ERROR = "error"
-    CANCELED = "canceled"
-    REJECTED = "rejected"
 
 
 @dataclass(frozen=True, slots=True)

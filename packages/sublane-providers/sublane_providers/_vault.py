@@ -231,14 +231,18 @@ class CredentialVault:
         entry.bundle, entry.expires_at = bundle, result.expires_at
         entry.rejected = False
         entry.failures, entry.retry_at = 0, 0.0
-        signals.credentials_refreshed.send(signals.CredentialsRefreshed(account_id, result.expires_at))
+        signals.credentials_refreshed.send(
+            signals.CredentialsRefreshed(account_id=account_id, expires_at=result.expires_at)
+        )
         return True
 
     async def _mark_reauth(self, account_id: int, entry: _Entry, code: str) -> None:
         entry.reauth_required = True
         await anyio.to_thread.run_sync(self._store_reauth, account_id, code)
         _log.warning("account %s needs re-authorization (%s)", account_id, code)
-        signals.credentials_rejected.send(signals.CredentialsRejected(account_id, True, code))
+        signals.credentials_rejected.send(
+            signals.CredentialsRejected(account_id=account_id, reauth_required=True, reason=code)
+        )
 
     def _store_refresh(self, account_id: int, bundle: dict[str, Any], expires_at: float | None) -> None:
         with Session(self._engine) as db:

@@ -340,7 +340,7 @@ async def test_login_with_a_pasted_code(
 ) -> None:
     account = sim.create_account("claude")
     sim.prepare_login("claude", account.id)
-    url, state, pkce = adapter.start_login()
+    url, state, pkce = adapter.login().start_login()
     assert url.startswith(f"{sim.base_url}/oauth/authorize?code=true&client_id=9d1c250a-")
     assert "code_challenge_method=S256" in url and f"state={state}" in url
     redirect = await http.get(url)
@@ -351,7 +351,7 @@ async def test_login_with_a_pasted_code(
         query = httpx.URL(location).params
         location = f"{query['code']}#{query['state']}"
     code = code_from_pasted(location, state)
-    imported = await adapter.complete_login(code, state, pkce)
+    imported = await adapter.login().complete_login(code, state, pkce)
     current = sim.account(account.id)
     assert imported.provider == "claude"
     assert imported.bundle["access_token"] == current.access_token
@@ -366,18 +366,18 @@ async def test_login_with_a_pasted_code(
     assert exchange.body["code_verifier"] == pkce.verifier
     assert exchange.body["redirect_uri"] == "https://console.anthropic.com/oauth/code/callback"
     with pytest.raises(RefreshFailed) as reused:  # codes are single use
-        await adapter.complete_login(code, state, pkce)
+        await adapter.login().complete_login(code, state, pkce)
     assert reused.value.permanent
 
 
 async def test_login_with_a_wrong_verifier_is_refused(
     adapter: ClaudeAdapter, http: httpx.AsyncClient, sim: Simulator
 ) -> None:
-    url, state, _pkce = adapter.start_login()
+    url, state, _pkce = adapter.login().start_login()
     location = (await http.get(url)).headers["location"]
-    _, _, other = adapter.start_login()
+    _, _, other = adapter.login().start_login()
     with pytest.raises(RefreshFailed) as refused:
-        await adapter.complete_login(code_from_pasted(location, state), state, other)
+        await adapter.login().complete_login(code_from_pasted(location, state), state, other)
     assert refused.value.permanent and refused.value.code == "invalid_grant"
 
 

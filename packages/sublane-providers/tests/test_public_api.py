@@ -7,8 +7,9 @@ import sublane_providers.claude
 import sublane_providers.codex
 
 EXPECTED = [
-    "ProviderAdapter", "StreamObserver",
-    "UnknownProviderError", "parse_credentials", "provider_names",
+    "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver",
+    "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names",
+    "SessionClosed", "SessionRefused", "UpstreamClients", "UpstreamSession", "UpstreamUnreachable",
     "AccountIdentity", "CredentialFormatError", "ImportedCredentials",
     "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed",
     "PastedCallbackError", "PkcePair", "code_from_pasted", "new_pkce_pair",
@@ -18,13 +19,14 @@ EXPECTED = [
 ]  # fmt: skip
 
 CODEX = [
-    "CodexAdapter", "CodexStreamObserver", "classify_failure", "compact_body", "parse_credentials",
-    "responses_body", "upstream_headers", "usage_of", "windows_from_headers", "windows_from_usage",
-    "ChatRequestError", "ChatStreamTranslator", "chat_to_responses", "responses_to_chat_completion",
+    "KNOWN_MODELS", "CodexAdapter", "CodexLogin", "CodexSession", "CodexStreamObserver", "build_adapter",
+    "classify_failure", "compact_body", "parse_credentials", "responses_body", "upstream_headers",
+    "usage_of", "windows_from_headers", "windows_from_rate_limits_event", "windows_from_usage",
 ]  # fmt: skip
 
 CLAUDE = [
-    "ClaudeAdapter", "ClaudeStreamObserver", "KNOWN_MODELS", "classify_failure", "count_tokens_url",
+    "ClaudeAdapter", "ClaudeLogin", "ClaudeStreamObserver", "KNOWN_MODELS", "build_adapter",
+    "classify_failure", "count_tokens_url",
     "messages_body", "messages_url", "parse_credentials", "upstream_headers", "usage_of_message",
     "windows_from_headers", "windows_from_usage",
 ]  # fmt: skip

@@ -4,9 +4,10 @@ from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import Cooldown, CooldownBook, CooldownPolicy
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
+from sublane_scheduler._eligibility import Candidates, CredentialHealth, Eligibility, ModelSupport
 from sublane_scheduler._leases import Lease, LeaseTable
 from sublane_scheduler._rotation import RoundRobin
-from sublane_scheduler._scheduler import Candidates, Grant, RouteRequest, Scheduler
+from sublane_scheduler._scheduler import Grant, Recheck, RouteRequest, Scheduler
 from sublane_scheduler._waiting import Waiter, WaitRoom, wait_for_lease
 
 __version__ = "0.1.0"
@@ -15,8 +16,13 @@ __all__ = [
     # the scheduler
     "Candidates",
     "Grant",
+    "Recheck",
     "RouteRequest",
     "Scheduler",
+    # eligibility
+    "CredentialHealth",
+    "Eligibility",
+    "ModelSupport",
     # accounts
     "AccountDirectory",
     "AccountInfo",

@@ -71,7 +71,9 @@ class LeaseTable:
         self.acquired_total += 1
         lease = Lease(self, account_id, request_id, model)
         if signals.lease_acquired.has_receivers:
-            signals.lease_acquired.send(signals.LeaseAcquired(request_id, account_id, model))
+            signals.lease_acquired.send(
+                signals.LeaseAcquired(request_id=request_id, account_id=account_id, model=model)
+            )
         return lease
 
     def _give_back(self, lease: Lease, outcome: str) -> None:
@@ -89,7 +91,12 @@ class LeaseTable:
         self.released_total += 1
         if signals.lease_released.has_receivers:
             signals.lease_released.send(
-                signals.LeaseReleased(lease.request_id, lease.account_id, lease.model, outcome)
+                signals.LeaseReleased(
+                    request_id=lease.request_id,
+                    account_id=lease.account_id,
+                    model=lease.model,
+                    outcome=outcome,
+                )
             )
         for callback in self._on_release:
             callback(lease.account_id)

@@ -14,15 +14,16 @@ a wait in the group's queue (WAIT).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import Cooldown, CooldownBook
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
+from sublane_scheduler._eligibility import Candidates, Eligibility
 from sublane_scheduler._leases import Lease, LeaseTable
 from sublane_scheduler._rotation import RoundRobin
 from sublane_scheduler._waiting import Reconsider, Waiter, WaitRoom, wait_for_lease
@@ -41,17 +42,17 @@ class RouteRequest:
     member_limit: int = 0
     rpm: int = 0
     wait: bool = True  # False: no slot now means account_wait_timeout at once (e.g. a prewarm)
-
-
-@dataclass(frozen=True, slots=True)
-class Candidates:
-    """The group's accounts that may serve the model now, and why the others may not."""
-
-    accounts: list[AccountInfo]
-    excluded: dict[str, int] = field(default_factory=dict)
+    providers: Collection[str] | None = None  # the providers that can serve the call; None: any
 
 
 Eligible = Callable[[], Awaitable[Candidates]]
+
+
+class Recheck(Protocol):
+    """Re-checks the caller's access (key, member, group, model policy) before every selection
+    (WAIT-5); raises :class:`~sublane_core.SubLaneError` when it no longer holds."""
+
+    def __call__(self) -> Awaitable[object]: ...
 
 
 @dataclass(slots=True)
@@ -64,11 +65,33 @@ class Grant:
     routing: dict[str, Any]
     bound: bool
     ticket: Ticket
+    cooldowns: CooldownBook
+    offer: Callable[[int], None]
 
     def release(self, outcome: str) -> None:
         """Give back the slot and the admission ticket (each once)."""
         self.lease.release(outcome)
         self.ticket.close()
+
+    # -- what the upstream answered: direct calls, so the outcome applies before anything else runs
+
+    def report_success(self) -> None:
+        """The upstream served the call: failure streaks clear; a proven account takes waiters (COOL-4)."""
+        if self.cooldowns.succeeded(self.account.id, self.lease.model, self.revision):
+            self.offer(self.account.id)
+
+    def report_failure(self, *, model: str | None = None) -> None:
+        """A transient failure (5xx, broken stream) of the call's model, or of ``model`` (MCOOL-1)."""
+        self.cooldowns.failed(self.account.id, self.lease.model if model is None else model, self.revision)
+
+    def report_rate_limited(
+        self, retry_after_s: float | None, reason: str, *, model: str | None = None
+    ) -> None:
+        """An upstream 429: account-wide (COOL-1), or for one model when ``model`` is given (AGL-1)."""
+        if model is None:
+            self.cooldowns.rate_limited(self.account.id, retry_after_s, reason)
+        else:
+            self.cooldowns.model_limited(self.account.id, model, retry_after_s, "provider:" + reason)
 
 
 class Scheduler:
@@ -85,6 +108,7 @@ class Scheduler:
         admission: Admission,
         room: WaitRoom,
         wait_timeout_s: float,
+        eligibility: Eligibility | None = None,
     ) -> None:
         self.clock = clock
         self.directory = directory
@@ -94,6 +118,7 @@ class Scheduler:
         self.admission = admission
         self.room = room
         self.wait_timeout_s = wait_timeout_s
+        self.eligibility = eligibility
         self.rotation = RoundRobin()
         leases.on_release(self.offer)
 
@@ -143,8 +168,24 @@ class Scheduler:
 
     # -- selection --------------------------------------------------------------------------------
 
+    async def route(self, request: RouteRequest, recheck: Recheck) -> Grant:
+        """Admit, select among the eligible accounts (:class:`Eligibility`) and take a slot.
+
+        ``recheck`` runs before every selection, the first and each after a wait (WAIT-5). The
+        answer is a grant with its routing explanation, or a :class:`~sublane_core.SubLaneError`.
+        """
+        eligibility = self.eligibility
+        if eligibility is None:
+            raise RuntimeError("this scheduler was built without an Eligibility")
+
+        async def eligible() -> Candidates:
+            await recheck()
+            return await eligibility.candidates(request.group_id, request.model, request.providers)
+
+        return await self.acquire(request, eligible)
+
     async def acquire(self, request: RouteRequest, eligible: Eligible) -> Grant:
-        """Admit, select, and take a slot (waiting for one when needed)."""
+        """Admit, select among ``eligible()``'s candidates, and take a slot (waiting when needed)."""
         ticket = self.admission.enter(request.user_id, request.member_limit, request.rpm)
         try:
             return await self._select(request, eligible, ticket)
@@ -226,6 +267,8 @@ class Scheduler:
                 routing=routing,
                 bound=digest is not None,
                 ticket=ticket,
+                cooldowns=self.cooldowns,
+                offer=self.offer,
             )
 
     def _bound_slot(

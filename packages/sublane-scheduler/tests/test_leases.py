@@ -39,7 +39,9 @@ def test_adm_6_a_lease_is_released_exactly_once(released: list[signals.LeaseRele
         assert lease.release(outcome) is False
     assert table.in_flight(7) == 0 and table.total_in_flight() == 0
     assert (table.acquired_total, table.released_total) == (1, 1)
-    assert released == [signals.LeaseReleased("req-1", 7, "gpt-5", "completed")]
+    assert released == [
+        signals.LeaseReleased(request_id="req-1", account_id=7, model="gpt-5", outcome="completed")
+    ]
     assert table.try_acquire(7, 1, "req-2", "gpt-5") is not None  # the slot is free again
 
 
@@ -92,7 +94,7 @@ def test_lease_acquired_is_signalled_with_the_request() -> None:
         table.try_acquire(4, 1, "req-10", "gpt-5")  # refused: no signal
     finally:
         disconnect()
-    assert seen == [signals.LeaseAcquired("req-9", 4, "gpt-5")]
+    assert seen == [signals.LeaseAcquired(request_id="req-9", account_id=4, model="gpt-5")]
 
 
 def test_adm_7_a_lowered_limit_keeps_running_leases_and_refuses_new_ones() -> None:

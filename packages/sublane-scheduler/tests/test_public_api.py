@@ -5,7 +5,8 @@ from __future__ import annotations
 import sublane_scheduler
 
 EXPECTED = [
-    "Candidates", "Grant", "RouteRequest", "Scheduler",
+    "Candidates", "Grant", "Recheck", "RouteRequest", "Scheduler",
+    "CredentialHealth", "Eligibility", "ModelSupport",
     "AccountDirectory", "AccountInfo",
     "Admission", "Ticket",
     "Lease", "LeaseTable", "WaitRoom", "Waiter", "wait_for_lease",

@@ -7,7 +7,6 @@ its ID and show it as deleted (HIST-9).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any
 
@@ -19,12 +18,11 @@ from sqlmodel import Session, col, select
 from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
-from sublane_gateway.client._runtime import client_runtime
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
 from sublane_gateway.management._views import account_view, groups_of_accounts
+from sublane_gateway.pipeline import client_runtime
 from sublane_providers import (
-    AccountIdentity,
     CredentialFormatError,
     ImportedCredentials,
     UnknownProviderError,
@@ -53,7 +51,7 @@ def _view(db: DbSession, account: Account) -> dict[str, Any]:
     return account_view(account, groups_of_accounts(db, [account.id])[account.id])
 
 
-def _changed(account: Account, change: str) -> None:
+def _changed(account: Account, change: signals.AccountChange) -> None:
     assert account.id is not None
     signals.account_changed.send(
         signals.AccountChanged(
@@ -123,25 +121,16 @@ def import_account(body: AccountImport, request: Request, _admin: AdminUser, db:
     imported = _with_profile(request, _parse(body.provider, body.credentials))
     group_ids = require_existing(db, ResourceGroup, body.group_ids, "group")
     account = create_account(db, state, imported, body.name, group_ids)
-    _changed(account, "created")
+    _changed(account, signals.AccountChange.CREATED)
     return _view(db, account)
 
 
 def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCredentials:
-    """Claude credential files name no email: ask the profile endpoint (best effort, never fails)."""
-    if imported.provider != "claude" or imported.identity.email:
+    """What the provider's adapter can add to an imported file's identity (best effort, never fails)."""
+    adapter = client_runtime(request).adapters.get(imported.provider)
+    if adapter is None:
         return imported
-    try:
-        profile = anyio.from_thread.run(client_runtime(request).claude.read_profile, imported.bundle)
-    except Exception as exc:  # an expired token or a down endpoint: the file's identity stands
-        _log.info("profile of an imported claude account unavailable: %s", type(exc).__name__)
-        return imported
-    identity = AccountIdentity(
-        email=profile.email or imported.identity.email,
-        plan=imported.identity.plan or profile.plan,
-        subject=profile.subject or imported.identity.subject,
-    )
-    return dataclasses.replace(imported, identity=identity)
+    return anyio.from_thread.run(adapter.complete_import, imported)
 
 
 @router.post("/api/accounts/{account_id}/credentials")
@@ -164,7 +153,7 @@ def replace_credentials(
     account.updated_at = state.clock.time()
     db.add(account)
     db.commit()
-    _changed(account, "reauthorized")
+    _changed(account, signals.AccountChange.REAUTHORIZED)
     return _view(db, account)
 
 
@@ -175,7 +164,7 @@ def update_account(
     """Rename, enable or disable an account. Enabling or disabling advances its lifecycle revision."""
     account: Account = get_or_404(db, Account, account_id, "account")
     fields = body.model_fields_set
-    change = "updated"
+    change = signals.AccountChange.UPDATED
     if "name" in fields:
         if body.name is None:
             raise SubLaneError("invalid_request", "name cannot be null")
@@ -186,7 +175,7 @@ def update_account(
         if body.enabled != account.enabled:
             account.enabled = body.enabled
             account.lifecycle_revision += 1
-            change = "enabled" if body.enabled else "disabled"
+            change = signals.AccountChange.ENABLED if body.enabled else signals.AccountChange.DISABLED
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)
     try:
@@ -206,7 +195,9 @@ def delete_account(account_id: int, _admin: AdminUser, db: DbSession) -> Respons
     db.delete(account)
     db.commit()
     signals.account_changed.send(
-        signals.AccountChanged(account_id=account_id, change="deleted", lifecycle_revision=revision)
+        signals.AccountChanged(
+            account_id=account_id, change=signals.AccountChange.DELETED, lifecycle_revision=revision
+        )
     )
     return Response(status_code=204)
 
@@ -221,5 +212,5 @@ def set_limits(
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)
     db.commit()
-    _changed(account, "limits")
+    _changed(account, signals.AccountChange.LIMITS)
     return {"id": account.id, "max_concurrency": account.max_concurrency}

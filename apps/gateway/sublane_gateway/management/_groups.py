@@ -74,7 +74,7 @@ def add_group(body: GroupCreate, request: Request, _admin: AdminUser, db: DbSess
         db.rollback()
         raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
     assert group.id is not None
-    signals.access_changed.send(signals.AccessChanged("group", group.id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group.id))
     return _views(db, [group])[0]
 
 
@@ -100,7 +100,7 @@ def update_group(
     except IntegrityError:
         db.rollback()
         raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
-    signals.access_changed.send(signals.AccessChanged("group", group_id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group_id))
     return _views(db, [group])[0]
 
 
@@ -116,7 +116,7 @@ def set_members(
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
     db.commit()
-    signals.access_changed.send(signals.AccessChanged("membership", group_id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.MEMBERSHIP, id=group_id))
     return _views(db, [group])[0]
 
 
@@ -132,5 +132,5 @@ def set_accounts(
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
     db.commit()
-    signals.access_changed.send(signals.AccessChanged("membership", group_id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.MEMBERSHIP, id=group_id))
     return _views(db, [group])[0]

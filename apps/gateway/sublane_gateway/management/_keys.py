@@ -74,7 +74,7 @@ def _issue(db: Session, request: Request, owner: User, body: KeyCreate) -> dict[
     db.add(key)
     db.commit()
     assert key.id is not None
-    signals.access_changed.send(signals.AccessChanged("key", key.id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key.id))
     return key_view(key, now, group_name=group.name) | {"secret": secret}
 
 
@@ -110,7 +110,7 @@ def _revoke(db: Session, request: Request, key_id: int, owner_id: int | None) ->
         key.revoked_at = now
         db.add(key)
         db.commit()
-    signals.access_changed.send(signals.AccessChanged("key", key_id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key_id))
     group = db.get(ResourceGroup, key.group_id)
     return key_view(key, now, group_name=group.name if group else None)
 
@@ -124,7 +124,7 @@ def _set_enabled(
     key.enabled = enabled
     db.add(key)
     db.commit()
-    signals.access_changed.send(signals.AccessChanged("key", key_id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key_id))
     group = db.get(ResourceGroup, key.group_id)
     return key_view(key, gateway_state(request).clock.time(), group_name=group.name if group else None)
 

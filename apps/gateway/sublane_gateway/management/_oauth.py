@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 import anyio.from_thread
 from fastapi import APIRouter, Request
@@ -21,17 +21,18 @@ from sqlmodel import Session, col, select
 from sublane_core import Account, ResourceGroup, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, PendingLogin, gateway_state
-from sublane_gateway.client._runtime import client_runtime
 from sublane_gateway.management._accounts import create_account
 from sublane_gateway.management._ids import require_existing
 from sublane_gateway.management._models import OAuthComplete, OAuthStart
 from sublane_gateway.management._views import account_view, groups_of_accounts
+from sublane_gateway.pipeline import client_runtime
 from sublane_providers import (
     ImportedCredentials,
+    LoginFlow,
     PastedCallbackError,
-    PkcePair,
     RefreshFailed,
     code_from_pasted,
+    provider_names,
 )
 
 router = APIRouter(tags=["accounts"])
@@ -39,33 +40,24 @@ router = APIRouter(tags=["accounts"])
 _log = logging.getLogger("sublane.accounts")
 
 NAME_MAX = 64
-# Providers whose login is not built yet, and what will bring it.
-_LOGIN_LATER = {"antigravity": "the Antigravity adapter"}
-
-
-class LoginFlow(Protocol):
-    """What a provider adapter offers for a PKCE login with a pasted-back callback."""
-
-    def start_login(self) -> tuple[str, str, PkcePair]: ...
-
-    async def complete_login(self, code: str, state: str, pkce: PkcePair) -> ImportedCredentials: ...
 
 
 def _login_adapter(request: Request, provider: str) -> LoginFlow:
-    """The adapter that runs ``provider``'s login; 400 ``unknown_provider`` when there is none."""
-    runtime = client_runtime(request)
-    if provider == "codex":
-        return runtime.codex
-    if provider == "claude":
-        return runtime.claude
-    if provider in _LOGIN_LATER:
+    """The login flow of ``provider``'s adapter; 400 ``unknown_provider`` when there is none."""
+    adapters = client_runtime(request).adapters
+    adapter = adapters.get(provider)
+    flow = adapter.login() if adapter is not None else None
+    if flow is not None:
+        return flow
+    with_login = ", ".join(name for name, item in adapters.items() if item.login() is not None)
+    if provider in provider_names():
         raise SubLaneError(
             "unknown_provider",
-            f"OAuth login for {provider} arrives with {_LOGIN_LATER[provider]}; "
+            f"OAuth login for {provider} arrives with the {provider.capitalize()} adapter; "
             "import its credentials file meanwhile.",
         )
     raise SubLaneError(
-        "unknown_provider", f"Unknown provider {provider!r}; OAuth login supports codex and claude."
+        "unknown_provider", f"Unknown provider {provider!r}; OAuth login supports {with_login}."
     )
 
 
@@ -172,7 +164,7 @@ def complete_oauth_login(
     signals.account_changed.send(
         signals.AccountChanged(
             account_id=account.id,
-            change="created",
+            change=signals.AccountChange.CREATED,
             lifecycle_revision=account.lifecycle_revision,
             max_concurrency=account.max_concurrency,
         )

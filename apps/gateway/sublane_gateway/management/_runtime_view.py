@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 from sublane_core import Account, QuotaObservation, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser
 from sublane_gateway._state import gateway_state
-from sublane_gateway.client import ClientRuntime, client_runtime
+from sublane_gateway.pipeline import ClientRuntime, client_runtime
 
 router = APIRouter(tags=["scheduling"])
 
@@ -144,6 +144,11 @@ async def resume(account_id: int, request: Request, _admin: AdminUser) -> dict[s
     runtime.scheduler.cooldowns.clear(account_id)
     runtime.scheduler.offer(account_id)
     signals.account_changed.send(
-        signals.AccountChanged(account_id, "resumed", account.lifecycle_revision, account.max_concurrency)
+        signals.AccountChanged(
+            account_id=account_id,
+            change=signals.AccountChange.RESUMED,
+            lifecycle_revision=account.lifecycle_revision,
+            max_concurrency=account.max_concurrency,
+        )
     )
     return account_state(runtime, account, [])

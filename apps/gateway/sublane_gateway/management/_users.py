@@ -51,7 +51,7 @@ def add_user(body: UserCreate, request: Request, _admin: AdminUser, db: DbSessio
         db.rollback()
         raise SubLaneError("name_taken", f"A user named {body.username!r} exists.") from None
     assert user.id is not None
-    signals.access_changed.send(signals.AccessChanged("user", user.id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.USER, id=user.id))
     return user_view(user, groups_of_users(db, [user.id])[user.id])
 
 
@@ -97,5 +97,5 @@ def update_user(
     except IntegrityError:
         db.rollback()
         raise SubLaneError("name_taken", f"A user named {body.username!r} exists.") from None
-    signals.access_changed.send(signals.AccessChanged("user", user_id))
+    signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.USER, id=user_id))
     return user_view(user, groups_of_users(db, [user_id])[user_id])

@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import re
-import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
 
-from sublane_core import signals
-from sublane_providers._adapter import ProviderAdapter
+from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol
+from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
 from sublane_providers._credentials import (
     AccountIdentity,
-    CredentialFormatError,
     ImportedCredentials,
     optional_text,
 )
-from sublane_providers._oauth import PkcePair, new_pkce_pair
-from sublane_providers._oauth import authorize_url as build_authorize_url
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
-from sublane_providers._types import UpstreamFailure
+from sublane_providers._transport import UpstreamClients
+from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers.claude._credentials import parse_credentials
 from sublane_providers.claude._failures import classify_failure
+from sublane_providers.claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
 from sublane_providers.claude._quota import windows_from_headers, windows_from_usage
 from sublane_providers.claude._request import (
     OAUTH_BETA,
@@ -35,11 +35,8 @@ from sublane_providers.claude._request import (
 )
 from sublane_providers.claude._stream import ClaudeStreamObserver
 
-CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"  # the public Claude Code OAuth client
-AUTHORIZE_URL = "https://claude.ai/oauth/authorize"
-# The manual flow: the page shows CODE#STATE for the admin to paste back (no local listener).
-REDIRECT_URI = "https://console.anthropic.com/oauth/code/callback"
-SCOPES = "user:profile user:inference user:sessions:claude_code user:mcp_servers user:file_upload"
+_log = logging.getLogger("sublane.providers.claude")
+
 # Token-endpoint errors that mean the refresh token (or the login's code) is dead (CRED-6).
 PERMANENT_REFRESH_CODES = frozenset({"invalid_grant"})
 
@@ -111,7 +108,10 @@ class ClaudeAdapter(ProviderAdapter):
     """
 
     name = "claude"
+    protocol = WireProtocol.MESSAGES
+    operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False
+    fallback_models = frozenset(KNOWN_MODELS)
 
     def __init__(
         self,
@@ -160,7 +160,24 @@ class ClaudeAdapter(ProviderAdapter):
         content = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         return self._http.build_request("POST", url, content=content, headers=headers)
 
-    def stream_request(
+    def build_request(
+        self,
+        operation: UpstreamOperation,
+        bundle: Mapping[str, Any],
+        body: Mapping[str, Any],
+        client_headers: Mapping[str, str],
+        *,
+        bound: bool,
+    ) -> httpx.Request:
+        if operation is UpstreamOperation.STREAM:
+            return self.messages_stream_request(bundle, body, client_headers, bound=bound)
+        if operation is UpstreamOperation.JSON:
+            return self.json_request(bundle, body, client_headers, bound=bound)
+        if operation is UpstreamOperation.COUNT_TOKENS:
+            return self.count_tokens_request(bundle, body, client_headers)
+        raise ValueError(f"claude cannot build a {operation} request")
+
+    def messages_stream_request(
         self,
         bundle: Mapping[str, Any],
         body: Mapping[str, Any],
@@ -196,17 +213,15 @@ class ClaudeAdapter(ProviderAdapter):
         payload = messages_body(body, model=str(body["model"]))
         return self._post(self.count_tokens_url, payload, headers, "application/json")
 
-    def new_observer(self) -> ClaudeStreamObserver:
-        return ClaudeStreamObserver()
+    def new_observer(self, state: StreamState | None = None) -> ClaudeStreamObserver:
+        return ClaudeStreamObserver(state)
 
     def classify_failure(
         self, status: int, headers: Mapping[str, str], body: bytes, now: float
     ) -> UpstreamFailure:
         return classify_failure(status, headers, body, now)
 
-    def quota_from_headers(
-        self, headers: Mapping[str, str], now: float
-    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+    def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
         return windows_from_headers(headers, now)
 
     # -- credentials ------------------------------------------------------------------------------
@@ -274,83 +289,31 @@ class ClaudeAdapter(ProviderAdapter):
 
     # -- login ------------------------------------------------------------------------------------
 
-    def start_login(self) -> tuple[str, str, PkcePair]:
-        """``(authorize_url, state, pkce)`` for a PKCE login of a Claude Pro/Max account.
-
-        The redirect is Claude's manual page, which shows ``CODE#STATE`` to paste back.
-        """
-        pkce = new_pkce_pair()
-        state = secrets.token_urlsafe(24)
-        url = build_authorize_url(
-            self.authorize_url,
-            {
-                "code": "true",
-                "client_id": CLIENT_ID,
-                "response_type": "code",
-                "redirect_uri": REDIRECT_URI,
-                "scope": SCOPES,
-                "code_challenge": pkce.challenge,
-                "code_challenge_method": "S256",
-                "state": state,
-            },
+    def login(self) -> LoginFlow:
+        return ClaudeLogin(
+            authorize_url=self.authorize_url,
+            token_call=self._token_call,
+            token_payload=self._token_payload,
+            expires_at=self._expires_at,
+            error_code=_error_code,
+            read_profile=self.read_profile,
         )
-        return url, state, pkce
 
-    async def complete_login(self, code: str, state: str, pkce: PkcePair) -> ImportedCredentials:
-        """Exchange the pasted authorization code for tokens; identity from the answer and the profile.
-
-        Raises :class:`RefreshFailed`: ``permanent`` when the OAuth server refused the code (a new
-        login is needed), transient for network failures, 408/429 and server errors.
-        """
-        response = await self._token_call(
-            {
-                "grant_type": "authorization_code",
-                "code": code,
-                "state": state,
-                "client_id": CLIENT_ID,
-                "redirect_uri": REDIRECT_URI,
-                "code_verifier": pkce.verifier,
-            }
-        )
-        status = response.status_code
-        if status != 200:
-            permanent = 400 <= status < 500 and status not in (408, 429)
-            raise RefreshFailed(_error_code(response), permanent=permanent)
-        try:
-            payload = self._token_payload(response)
-        except RefreshFailed:
-            raise RefreshFailed("invalid_token_response", permanent=True) from None
-        scope = payload.get("scope")
-        expires_at = self._expires_at(payload)
-        try:
-            imported = parse_credentials(
-                {
-                    "claudeAiOauth": {
-                        "accessToken": payload.get("access_token"),
-                        "refreshToken": payload.get("refresh_token"),
-                        "expiresAt": expires_at,
-                        "scopes": scope.split() if isinstance(scope, str) else None,
-                    }
-                }
-            )
-        except CredentialFormatError:
-            raise RefreshFailed("invalid_token_response", permanent=True) from None
-        account = payload.get("account")
-        account = account if isinstance(account, Mapping) else {}
-        identity = AccountIdentity(
-            email=optional_text(account, "email_address"), subject=optional_text(account, "uuid")
-        )
+    async def complete_import(self, imported: ImportedCredentials) -> ImportedCredentials:
+        """Claude credential files name no email: ask the profile endpoint (best effort)."""
+        if imported.identity.email:
+            return imported
         try:
             profile = await self.read_profile(imported.bundle)
-        except (httpx.HTTPError, ValueError):
-            profile = AccountIdentity()  # the login stands without it; the plan shows up later
+        except (httpx.HTTPError, ValueError) as exc:  # an expired token or a down endpoint
+            _log.info("profile of an imported claude account unavailable: %s", type(exc).__name__)
+            return imported
         identity = AccountIdentity(
-            email=profile.email or identity.email,
-            plan=profile.plan,
-            subject=profile.subject or identity.subject,
+            email=profile.email or imported.identity.email,
+            plan=imported.identity.plan or profile.plan,
+            subject=profile.subject or imported.identity.subject,
         )
-        bundle = dict(imported.bundle, subscription_type=profile.plan)
-        return ImportedCredentials(provider="claude", bundle=bundle, expires_at=expires_at, identity=identity)
+        return dataclasses.replace(imported, identity=identity)
 
     # -- metadata ---------------------------------------------------------------------------------
 
@@ -373,9 +336,7 @@ class ClaudeAdapter(ProviderAdapter):
             raise ValueError(f"{path} answered something other than an object")
         return payload
 
-    async def read_quota(
-        self, bundle: Mapping[str, Any], now: float
-    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+    async def read_quota(self, bundle: Mapping[str, Any], now: float) -> Quota:
         """The account's subscription windows from ``GET /api/oauth/usage``; the plan from the bundle."""
         payload = await self._get_object(bundle, "/api/oauth/usage")
         _, windows = windows_from_usage(payload, now)
@@ -396,3 +357,15 @@ class ClaudeAdapter(ProviderAdapter):
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:
         """The configured catalogue (there is no model-list endpoint for OAuth accounts)."""
         return list(self._models)
+
+
+def build_adapter(settings: Settings, transport: UpstreamClients, clock: Clock) -> ClaudeAdapter:
+    """The Claude adapter of a gateway process, from its settings."""
+    return ClaudeAdapter(
+        base_url=settings.claude_base_url,
+        auth_url=settings.claude_auth_url,
+        http=transport.metadata,
+        metadata_timeout=settings.metadata_timeout_s,
+        authorize_url=settings.claude_authorize_url,
+        clock=clock.time,
+    )

@@ -121,6 +121,10 @@ class ClaudeStreamObserver(JsonStreamObserver):
             state.outcome = Outcome.ERROR
             state.error_code, state.error_message = error_of(payload)
 
+    def observe_answer(self, payload: dict[str, Any]) -> None:
+        """Record a whole JSON answer (see :meth:`observe_message`)."""
+        self.observe_message(payload)
+
     def observe_message(self, message: dict[str, Any]) -> None:
         """Record a whole non-streaming answer: a ``message`` object or an error body."""
         state = self.state

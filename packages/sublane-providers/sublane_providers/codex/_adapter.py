@@ -3,57 +3,68 @@
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from sublane_core import signals
-from sublane_providers._adapter import ProviderAdapter
-from sublane_providers._credentials import CredentialFormatError, ImportedCredentials
+from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol
+from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
+from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._jwt import expiry_of
-from sublane_providers._oauth import PkcePair, authorize_url, new_pkce_pair
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
-from sublane_providers._types import UpstreamFailure
+from sublane_providers._session import UpstreamSession
+from sublane_providers._transport import UpstreamClients
+from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers.codex._credentials import parse_credentials
+from sublane_providers.codex._errors import error_code
 from sublane_providers.codex._failures import classify_failure
-from sublane_providers.codex._quota import windows_from_headers, windows_from_usage
+from sublane_providers.codex._login import CLIENT_ID, CodexLogin
+from sublane_providers.codex._quota import (
+    windows_from_headers,
+    windows_from_rate_limits_event,
+    windows_from_usage,
+)
 from sublane_providers.codex._request import compact_body, responses_body, upstream_headers
+from sublane_providers.codex._session import open_codex_session
 from sublane_providers.codex._stream import CodexStreamObserver
 
-CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"  # the public Codex CLI OAuth client
-REDIRECT_URI = "http://localhost:1455/auth/callback"
-SCOPES = "openid profile email offline_access"
 CLIENT_VERSION = "0.171.0"
 # Token-endpoint codes that mean the refresh token is dead: re-authorization is required (CRED-6).
 PERMANENT_REFRESH_CODES = frozenset(
     {"refresh_token_expired", "refresh_token_reused", "refresh_token_invalidated", "invalid_grant"}
 )
-
-
-def _error_code(body: bytes) -> str | None:
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(payload, dict):
-        return None
-    error = payload.get("error")
-    if isinstance(error, dict) and isinstance(error.get("code"), str):
-        return str(error["code"])
-    if isinstance(error, str):
-        return error
-    code = payload.get("code")
-    return code if isinstance(code, str) else None
+# What ChatGPT accounts are known to serve (PROTOCOLS §1.8); stands in while discovery fails.
+KNOWN_MODELS = frozenset(
+    [
+        "gpt-5",
+        "gpt-5-codex",
+        "gpt-5.2",
+        "gpt-5.3-codex",
+        "gpt-5.3-codex-spark",
+        "gpt-5.4",
+        "gpt-5.4-mini",
+        "gpt-5.5",
+        "gpt-5.6-sol",
+        "gpt-5.6-terra",
+        "gpt-5.6-luna",
+        "codex-auto-review",
+    ]
+)
 
 
 class CodexAdapter(ProviderAdapter):
     """Talks to the Codex backend and the OpenAI OAuth server for one SubLane process."""
 
     name = "codex"
+    protocol = WireProtocol.RESPONSES
+    operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.COMPACT})
     refresh_fallback = True
+    json_from_stream = True  # the backend only streams: JSON answers are collected from the stream
+    sessions = True
+    quota_events = frozenset({"codex.rate_limits"})
+    fallback_models = KNOWN_MODELS
 
     def __init__(
         self, *, base_url: str, auth_url: str, http: httpx.AsyncClient, metadata_timeout: float
@@ -62,6 +73,7 @@ class CodexAdapter(ProviderAdapter):
         self.auth_url = auth_url.rstrip("/")
         self._http = http
         self._metadata_timeout = metadata_timeout
+        self._login = CodexLogin(auth_url=self.auth_url, http=http, timeout=metadata_timeout)
 
     # -- endpoints --------------------------------------------------------------------------------
 
@@ -84,14 +96,19 @@ class CodexAdapter(ProviderAdapter):
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         return parse_credentials(data)
 
-    def stream_request(
+    def build_request(
         self,
+        operation: UpstreamOperation,
         bundle: Mapping[str, Any],
         body: Mapping[str, Any],
         client_headers: Mapping[str, str],
         *,
         bound: bool,
     ) -> httpx.Request:
+        if operation is UpstreamOperation.COMPACT:
+            return self.compact_request(bundle, body, client_headers, bound=bound)
+        if operation is not UpstreamOperation.STREAM:
+            raise ValueError(f"codex cannot build a {operation} request")
         token, account_id = self.access(bundle)
         headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
         headers["content-type"] = "application/json"
@@ -115,18 +132,32 @@ class CodexAdapter(ProviderAdapter):
         content = json.dumps(compact_body(body, model=str(body["model"])), separators=(",", ":")).encode()
         return self._http.build_request("POST", self.compact_url, content=content, headers=headers)
 
-    def new_observer(self) -> CodexStreamObserver:
-        return CodexStreamObserver()
+    async def open_session(
+        self, bundle: Mapping[str, Any], client_headers: Mapping[str, str], *, open_timeout: float
+    ) -> UpstreamSession:
+        token, account_id = self.access(bundle)
+        return await open_codex_session(
+            self.websocket_url,
+            access_token=token,
+            account_id=account_id,
+            client_headers=client_headers,
+            open_timeout=open_timeout,
+            now=time.time(),
+        )
+
+    def new_observer(self, state: StreamState | None = None) -> CodexStreamObserver:
+        return CodexStreamObserver(state)
 
     def classify_failure(
         self, status: int, headers: Mapping[str, str], body: bytes, now: float
     ) -> UpstreamFailure:
         return classify_failure(status, headers, body, now)
 
-    def quota_from_headers(
-        self, headers: Mapping[str, str], now: float
-    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+    def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
         return windows_from_headers(headers, now)
+
+    def quota_from_event(self, payload: Mapping[str, Any], now: float) -> Quota:
+        return windows_from_rate_limits_event(payload)
 
     # -- credentials ------------------------------------------------------------------------------
 
@@ -150,7 +181,7 @@ class CodexAdapter(ProviderAdapter):
         except httpx.HTTPError as exc:
             raise RefreshFailed(f"network:{type(exc).__name__}", permanent=False) from None
         if response.status_code != 200:
-            code = _error_code(response.content) or f"http_{response.status_code}"
+            code = error_code(response.content) or f"http_{response.status_code}"
             permanent = response.status_code in (400, 401) and code in PERMANENT_REFRESH_CODES
             retry_after = oauth_retry_after(response.headers, time.time())
             raise RefreshFailed(code[:64], permanent=permanent, retry_after=retry_after)
@@ -173,65 +204,8 @@ class CodexAdapter(ProviderAdapter):
 
     # -- login ------------------------------------------------------------------------------------
 
-    def start_login(self) -> tuple[str, str, PkcePair]:
-        """``(authorize_url, state, pkce)`` for a PKCE login of a ChatGPT account."""
-        pkce = new_pkce_pair()
-        state = secrets.token_urlsafe(24)
-        url = authorize_url(
-            f"{self.auth_url}/oauth/authorize",
-            {
-                "response_type": "code",
-                "client_id": CLIENT_ID,
-                "redirect_uri": REDIRECT_URI,
-                "scope": SCOPES,
-                "code_challenge": pkce.challenge,
-                "code_challenge_method": "S256",
-                "state": state,
-                "id_token_add_organizations": "true",
-                "codex_cli_simplified_flow": "true",
-                "prompt": "login",
-            },
-        )
-        return url, state, pkce
-
-    async def complete_login(self, code: str, state: str, pkce: PkcePair) -> ImportedCredentials:
-        """Exchange the pasted authorization code for tokens and read the identity from them.
-
-        ``state`` is not part of OpenAI's code exchange; it is taken for one login signature across
-        providers.
-
-        Raises :class:`RefreshFailed`: ``permanent`` when the OAuth server refused the code (a new
-        login is needed), transient for network failures and server errors.
-        """
-        try:
-            response = await self._http.post(
-                f"{self.auth_url}/oauth/token",
-                data={
-                    "grant_type": "authorization_code",
-                    "client_id": CLIENT_ID,
-                    "code": code,
-                    "redirect_uri": REDIRECT_URI,
-                    "code_verifier": pkce.verifier,
-                },
-                timeout=self._metadata_timeout,
-            )
-        except httpx.HTTPError as exc:
-            raise RefreshFailed(f"network:{type(exc).__name__}", permanent=False) from None
-        if response.status_code != 200:
-            code_name = _error_code(response.content) or f"http_{response.status_code}"
-            raise RefreshFailed(code_name[:64], permanent=response.status_code < 500)
-        try:
-            payload = response.json()
-        except ValueError:
-            raise RefreshFailed("invalid_token_response", permanent=True) from None
-        if not isinstance(payload, dict):
-            raise RefreshFailed("invalid_token_response", permanent=True)
-        try:
-            return parse_credentials(
-                {"tokens": {key: payload.get(key) for key in ("id_token", "access_token", "refresh_token")}}
-            )
-        except CredentialFormatError:
-            raise RefreshFailed("invalid_token_response", permanent=True) from None
+    def login(self) -> LoginFlow:
+        return self._login
 
     # -- metadata ---------------------------------------------------------------------------------
 
@@ -242,9 +216,7 @@ class CodexAdapter(ProviderAdapter):
             headers["chatgpt-account-id"] = account_id
         return headers
 
-    async def read_quota(
-        self, bundle: Mapping[str, Any], now: float
-    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+    async def read_quota(self, bundle: Mapping[str, Any], now: float) -> Quota:
         """The account's subscription windows from ``GET /wham/usage``."""
         response = await self._http.get(
             f"{self.base_url}/wham/usage",
@@ -275,3 +247,13 @@ class CodexAdapter(ProviderAdapter):
             for item in models
             if isinstance(item, dict) and isinstance(item.get("slug"), str)
         ]
+
+
+def build_adapter(settings: Settings, transport: UpstreamClients, clock: Clock) -> CodexAdapter:
+    """The Codex adapter of a gateway process, from its settings."""
+    return CodexAdapter(
+        base_url=settings.codex_base_url,
+        auth_url=settings.openai_auth_url,
+        http=transport.metadata,
+        metadata_timeout=settings.metadata_timeout_s,
+    )

@@ -110,3 +110,28 @@ def _limit_windows(limit: Any, prefix: str, *, main: bool, now: float) -> list[Q
             )
         )
     return windows
+
+
+def windows_from_rate_limits_event(payload: Mapping[str, Any]) -> tuple[str | None, tuple[QuotaWindow, ...]]:
+    """``(plan, windows)`` of a ``codex.rate_limits`` WebSocket event (PROTOCOLS §1.6)."""
+    limits = payload.get("rate_limits")
+    if not isinstance(limits, dict):
+        return None, ()
+    windows = []
+    for name in _WINDOWS:
+        window = limits.get(name)
+        if not isinstance(window, dict):
+            continue
+        minutes = _float(window.get("window_minutes"))
+        used = _float(window.get("used_percent"))
+        windows.append(
+            QuotaWindow(
+                window=name,
+                used_percent=used,
+                window_seconds=int(minutes * 60) if minutes is not None else None,
+                resets_at=_float(window.get("reset_at")),
+                limit_reached=used is not None and used >= 100,
+            )
+        )
+    plan = payload.get("plan_type")
+    return (plan if isinstance(plan, str) else None), tuple(windows)

@@ -66,6 +66,10 @@ class CodexStreamObserver(JsonStreamObserver):
             return self.state.first_delta is None
         return name in _INTERESTING
 
+    def observe_answer(self, payload: dict[str, Any]) -> None:
+        """Record a whole JSON answer (a compaction): its usage."""
+        self.state.usage = usage_of(payload)
+
     def observe_payload(self, payload: dict[str, Any]) -> None:
         """Record what an already decoded event tells (WebSocket frames arrive decoded)."""
         state = self.state

@@ -1,0 +1,144 @@
+"""One model attempt from start to finish: its timings, outcome and the single release of its slot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sublane_core import Clock, Outcome, signals
+from sublane_gateway.pipeline._keys import Principal
+from sublane_providers import StreamState
+from sublane_scheduler import Grant
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """Bookkeeping of one attempt. :meth:`finish` reports it, then releases the lease, once.
+
+    ``sender`` is the runtime: the events the call emits carry it, for observers of that app only.
+    """
+
+    clock: Clock
+    sender: object
+    request_id: str
+    principal: Principal
+    model: str
+    protocol: str
+    operation: str
+    started_wall: float
+    started: float
+    provider: str | None = None
+    account_id: int | None = None
+    grant: Grant | None = None
+    upstream_status: int | None = None
+    routing: dict[str, Any] | None = None
+    state: StreamState = field(default_factory=StreamState)
+    first_output_at: float | None = None
+    finished: bool = False
+
+    @classmethod
+    def start(
+        cls,
+        clock: Clock,
+        sender: object,
+        request_id: str,
+        principal: Principal,
+        model: str,
+        protocol: str,
+        operation: str,
+    ) -> ModelCall:
+        return cls(
+            clock=clock,
+            sender=sender,
+            request_id=request_id,
+            principal=principal,
+            model=model[:128],
+            protocol=protocol,
+            operation=operation,
+            started_wall=clock.time(),
+            started=clock.monotonic(),
+        )
+
+    def take(self, grant: Grant) -> None:
+        """The call holds ``grant``'s slot from now on."""
+        self.grant, self.routing = grant, grant.routing
+        self.provider, self.account_id = grant.account.provider, grant.account.id
+
+    def note_output(self) -> None:
+        """Mark the first non-empty delta (HIST-5), measured from gateway processing start."""
+        if self.first_output_at is None and self.state.first_delta is not None:
+            self.first_output_at = self.clock.monotonic()
+
+    def finish(self, outcome: Outcome, error_code: str | None = None) -> bool:
+        """Report the attempt (before the slot is free, WAIT-7), then release it. Once only."""
+        if self.finished:
+            return False
+        self.finished = True
+        if signals.request_finished.has_receivers:
+            self._report(outcome, error_code)
+        self._report_upstream(outcome, error_code)
+        if self.grant is not None:
+            self.grant.release(str(outcome))
+        return True
+
+    def _report_upstream(self, outcome: Outcome, error_code: str | None) -> None:
+        """A stream that ended well clears failure streaks; one broken after a 200 is a failure (MCOOL-1)."""
+        grant = self.grant
+        if grant is None or self.upstream_status != 200:
+            return
+        if error_code == "request_timeout":  # our own deadline says nothing about the account (COOL-2)
+            return
+        if outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
+            grant.report_success()
+            if signals.upstream_succeeded.has_receivers:
+                signals.upstream_succeeded.send(
+                    signals.UpstreamSucceeded(
+                        account_id=grant.account.id, model=self.model, runtime_revision=grant.revision
+                    ),
+                    sender=self.sender,
+                )
+        elif outcome == Outcome.ERROR:
+            grant.report_failure()
+            if signals.upstream_failed.has_receivers:
+                signals.upstream_failed.send(
+                    signals.UpstreamFailed(
+                        account_id=grant.account.id,
+                        model=self.model,
+                        runtime_revision=grant.revision,
+                        status=200,
+                        error_code=error_code or "stream_error",
+                    ),
+                    sender=self.sender,
+                )
+
+    def _report(self, outcome: Outcome, error_code: str | None) -> None:
+        now = self.clock.monotonic()
+        usage = self.state.usage
+        signals.request_finished.send(
+            signals.RequestFinished(
+                request_id=self.request_id,
+                started_at=self.started_wall,
+                duration_ms=round((now - self.started) * 1000),
+                first_token_ms=(
+                    round((self.first_output_at - self.started) * 1000)
+                    if self.first_output_at is not None
+                    else None
+                ),
+                user_id=self.principal.user_id,
+                key_id=self.principal.key_id,
+                group_id=self.principal.group_id,
+                account_id=self.account_id,
+                provider=self.provider,
+                model=self.model,
+                protocol=self.protocol,
+                operation=self.operation,
+                outcome=outcome,
+                error_code=error_code,
+                upstream_status=self.upstream_status,
+                input_tokens=usage.input_tokens if usage else None,
+                output_tokens=usage.output_tokens if usage else None,
+                cached_tokens=usage.cached_tokens if usage else None,
+                routing=self.routing,
+            ),
+            sender=self.sender,
+        )

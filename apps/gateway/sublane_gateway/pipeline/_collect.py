@@ -1,0 +1,58 @@
+"""A JSON answer read from an upstream stream, for callers that did not ask for a stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+
+from sublane_core import Outcome, WireProtocol
+from sublane_gateway.pipeline._call import ModelCall
+from sublane_gateway.pipeline._relay import finish_call
+from sublane_protocols import new_collector
+from sublane_providers import SseFramer, StreamObserver, parse_event
+
+
+async def collect_stream(
+    call: ModelCall,
+    response: httpx.Response,
+    observer: StreamObserver,
+    protocol: WireProtocol,
+    timeout_s: float,
+) -> dict[str, Any] | None:
+    """Read the whole stream; the final answer, or ``None`` when the stream failed. Finishes the call."""
+    collector = new_collector(protocol)
+    framer = SseFramer()
+    deadline = call.started + timeout_s
+    try:
+        async with asyncio.timeout(max(0.0, deadline - call.clock.monotonic())):
+            async for chunk in response.aiter_raw():
+                for block in framer.feed(chunk):
+                    event = parse_event(block)
+                    if event.data is None:
+                        continue
+                    try:
+                        payload = json.loads(event.data)
+                    except ValueError:
+                        continue
+                    if not isinstance(payload, dict):
+                        continue
+                    observer.observe_payload(payload)
+                    call.note_output()
+                    collector.feed(payload)
+    except httpx.HTTPError:
+        call.state.error_code = "upstream_stream_error"
+    except TimeoutError:
+        call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
+    except BaseException:
+        await response.aclose()
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
+    await response.aclose()
+    state = call.state
+    finish_call(call)
+    if state.outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
+        return collector.result()
+    return None

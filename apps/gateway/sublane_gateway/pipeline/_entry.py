@@ -1,0 +1,244 @@
+"""The one entry point of a model call over HTTP: intent → schedule → send with recovery → relay → finish.
+
+A route reads its client protocol, authenticates the key and reads the body; then it calls
+:func:`serve_call` with the principal. Everything after that is the same for every client protocol
+and every provider: the pipeline picks the providers that can serve the call (same protocol, or a
+translator from the client's), translates the request when needed, takes a slot, sends, and
+relays the answer — bytes untouched when the protocols are equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol, new_request_id, signals
+from sublane_gateway.pipeline._call import ModelCall
+from sublane_gateway.pipeline._collect import collect_stream
+from sublane_gateway.pipeline._keys import Principal
+from sublane_gateway.pipeline._relay import relay_json, stream_reply
+from sublane_gateway.pipeline._reply import JsonReply, Reply, error_reply, json_reply, sublane_error_reply
+from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_gateway.pipeline._schedule import (
+    check_policy,
+    schedule,
+    serving_providers,
+    split_model,
+    upstream_operation,
+)
+from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
+from sublane_protocols import TranslationRefused, read_intent, request_id_headers, translator_for
+from sublane_providers import Credentials, FailureKind, ProviderAdapter
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallSpec:
+    """A model call as a route received it."""
+
+    protocol: WireProtocol  # the client's protocol
+    body: dict[str, Any]
+    headers: Mapping[str, str]  # the client's headers, looked up by lower-case name
+    operation: UpstreamOperation | None = None  # None: an inference (stream or JSON, as the body asks)
+    record_protocol: str  # ``protocol`` of the record (HIST-2)
+    record_operation: str  # ``operation`` of the record
+
+
+async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpec) -> Reply:
+    """Serve one model call for ``principal``; every failure is answered in the client's shape."""
+    protocol = spec.protocol
+    try:
+        intent = read_intent(protocol, spec.headers, spec.body)
+    except SubLaneError as error:
+        return sublane_error_reply(protocol, error)
+    prefix, model = split_model(intent.model, runtime.adapters)
+    operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
+    providers = serving_providers(runtime.adapters, protocol, operation, prefix)
+    if not providers:
+        shown = f"{prefix}/{model}" if prefix else model
+        return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
+    try:
+        bodies = _upstream_bodies(runtime, protocol, providers, dict(spec.body, model=model))
+    except TranslationRefused as refused:
+        return error_reply(protocol, 400, refused.code, refused.message, param=refused.param)
+    call = ModelCall.start(
+        runtime.clock,
+        runtime,
+        new_request_id(),
+        principal,
+        model,
+        spec.record_protocol,
+        spec.record_operation,
+    )
+    opened = await _open(runtime, call, principal, spec, providers, bodies, operation, intent)
+    if isinstance(opened, JsonReply):
+        return opened
+    response, adapter = opened
+    return await _relay(runtime, call, spec, adapter, response, operation)
+
+
+def _upstream_bodies(
+    runtime: ClientRuntime, protocol: WireProtocol, providers: tuple[str, ...], body: dict[str, Any]
+) -> dict[WireProtocol, dict[str, Any]]:
+    """The request body in each upstream protocol the candidates speak, translated before any slot
+    is taken, so a body that cannot be translated is refused at once (XLAT-3)."""
+    bodies: dict[WireProtocol, dict[str, Any]] = {}
+    for name in providers:
+        upstream = runtime.adapters[name].protocol
+        if upstream in bodies:
+            continue
+        translator = translator_for(protocol, upstream)
+        bodies[upstream] = body if translator is None else dict(translator.request(body), model=body["model"])
+    return bodies
+
+
+async def _open(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    principal: Principal,
+    spec: CallSpec,
+    providers: tuple[str, ...],
+    bodies: dict[WireProtocol, dict[str, Any]],
+    operation: UpstreamOperation,
+    intent: Any,
+) -> tuple[httpx.Response, ProviderAdapter] | JsonReply:
+    """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
+    try:
+        check_policy(principal, call.model)
+        grant = await schedule(
+            runtime,
+            principal,
+            providers,
+            call.model,
+            call.request_id,
+            conversation_key=intent.conversation_key,
+            continuation=intent.continuation,
+        )
+        call.take(grant)
+        account = grant.account
+        adapter = runtime.adapters[account.provider]
+        body = bodies[adapter.protocol]
+        wanted = upstream_operation(adapter, operation)
+        bound = intent.conversation_key is not None
+
+        def build(credentials: Credentials) -> httpx.Request:
+            return adapter.build_request(wanted, credentials.bundle, body, spec.headers, bound=bound)
+
+        async def recheck() -> None:
+            current = await runtime.keys.authenticate_again(principal)
+            check_policy(current, call.model)
+            cooldown = runtime.scheduler.cooldowns.blocking(account.id, call.model)
+            if cooldown is not None or runtime.vault.needs_reauth(account.id):
+                raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+
+        response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
+    except (SubLaneError, UpstreamRefused) as error:
+        return refusal_reply(runtime, call, error, spec.protocol)
+    except BaseException:
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
+    call.upstream_status = response.status_code
+    _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
+    return response, adapter
+
+
+def _observe_quota(
+    runtime: ClientRuntime, adapter: ProviderAdapter, account_id: int, revision: int, response: httpx.Response
+) -> None:
+    if not signals.quota_observed.has_receivers:
+        return
+    now = runtime.clock.time()
+    plan, windows = adapter.quota_from_headers(response.headers, now)
+    if windows:
+        signals.quota_observed.send(
+            signals.QuotaObserved(
+                account_id=account_id,
+                lifecycle_revision=revision,
+                observed_at=now,
+                plan=plan,
+                windows=windows,
+            ),
+            sender=runtime,
+        )
+
+
+async def _relay(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    spec: CallSpec,
+    adapter: ProviderAdapter,
+    response: httpx.Response,
+    operation: UpstreamOperation,
+) -> Reply:
+    protocol = spec.protocol
+    translator = translator_for(protocol, adapter.protocol)
+    created = int(runtime.clock.time())
+    observer = adapter.new_observer(call.state)
+    if operation is UpstreamOperation.STREAM:
+        frames = (
+            None
+            if translator is None
+            else translator.new_stream(spec.body, model=call.model, created=created)
+        )
+        return stream_reply(runtime, call, response, observer, frames)
+    if upstream_operation(adapter, operation) is UpstreamOperation.STREAM:  # a JSON answer, collected
+        final = await collect_stream(
+            call, response, observer, adapter.protocol, runtime.settings.request_timeout_s
+        )
+        if final is None:
+            return stream_failure_reply(call, protocol)
+        if translator is not None:
+            final = translator.answer(final, model=call.model, created=created)
+        return json_reply(final, headers=request_id_headers(protocol, call.request_id))
+    observe = None if operation is UpstreamOperation.COUNT_TOKENS else observer.observe_answer
+    return await relay_json(
+        call, response, protocol, observe, headers=request_id_headers(protocol, call.request_id)
+    )
+
+
+def stream_failure_reply(call: ModelCall, protocol: WireProtocol) -> JsonReply:
+    """The error answer for a non-streaming caller whose upstream stream failed."""
+    state = call.state
+    code = state.error_code or "upstream_stream_error"
+    message = state.error_message or "The upstream stream ended without a response."
+    return error_reply(
+        protocol, 504 if code == "request_timeout" else 502, code, message, request_id=call.request_id
+    )
+
+
+_REFUSAL_CODES = {
+    FailureKind.RATE_LIMITED: "upstream_rate_limited",
+    FailureKind.QUOTA_EXHAUSTED: "upstream_rate_limited",
+    FailureKind.MODEL_RATE_LIMITED: "model_rate_limited",
+    FailureKind.FORBIDDEN: "upstream_forbidden",
+    FailureKind.UNAUTHORIZED: "reauth_required",
+}
+
+
+def refusal_reply(
+    runtime: ClientRuntime, call: ModelCall, error: Exception, protocol: WireProtocol
+) -> JsonReply:
+    """End a call that got no upstream stream, and answer with the error in the client's shape."""
+    if isinstance(error, UpstreamRefused):
+        failure = error.failure
+        call.upstream_status = failure.status
+        call.finish(Outcome.ERROR, failure.code)
+        if failure.kind is FailureKind.CLIENT_ERROR:  # the client's own mistake: relay it
+            return error_reply(
+                protocol, failure.status, failure.code, failure.message, request_id=call.request_id
+            )
+        code = _REFUSAL_CODES.get(failure.kind, "upstream_error")
+        retry_after = failure.retry_after
+        if code in ("upstream_rate_limited", "model_rate_limited") and retry_after is None:
+            retry_after = runtime.settings.cooldown_fallback_s
+        sub = SubLaneError(
+            code, failure.message if code != "upstream_error" else None, retry_after=retry_after
+        )
+        if code == "upstream_error" and failure.status >= 500:
+            sub.status = failure.status if failure.status in (502, 503, 504) else 502
+        return sublane_error_reply(protocol, sub, call.request_id)
+    assert isinstance(error, SubLaneError)
+    call.finish(Outcome.REJECTED if error.status in (403, 404, 429) else Outcome.ERROR, error.code)
+    return sublane_error_reply(protocol, error, call.request_id)

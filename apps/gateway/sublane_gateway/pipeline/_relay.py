@@ -1,0 +1,277 @@
+"""Relaying an upstream SSE stream to the client, event by event, with heartbeats (TIME-1, TIME-2).
+
+Upstream bytes go out unchanged, cut at event boundaries so that a ``: keep-alive`` comment can go
+between events while the upstream is quiet. Only the events that scheduling and records need are
+decoded. When the client goes away mid-stream, the upstream is read for at most
+``POST_CANCEL_DRAIN_S`` more to collect final usage (ADM-8), then closed, and the slot released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from typing import Any, Protocol
+
+import httpx
+
+from sublane_core import Outcome, WireProtocol
+from sublane_gateway.pipeline._call import ModelCall
+from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
+from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_protocols import StreamTranslator
+from sublane_providers import SseFramer, parse_event
+
+_log = logging.getLogger("sublane.relay")
+
+KEEPALIVE = b": keep-alive\n\n"
+POST_CANCEL_DRAIN_S = 3.0
+_background: set[asyncio.Task[None]] = set()
+
+
+class EventObserver(Protocol):
+    """What a relay asks of a provider's stream observer."""
+
+    def wants(self, name: str | None) -> bool: ...
+
+    def observe(self, name: str | None, data: str | None) -> object: ...
+
+
+def event_name(block: bytes) -> str | None:
+    """The ``event:`` name of a block when it comes first (it does for Codex and Claude)."""
+    if block.startswith(b"event:"):
+        end = block.find(b"\n")
+        return block[6:end].strip().decode("utf-8", errors="replace") if end != -1 else None
+    return None
+
+
+def observe_blocks(observer: EventObserver, blocks: list[bytes]) -> None:
+    """Feed complete event blocks to the observer, decoding only what it wants."""
+    for block in blocks:
+        name = event_name(block)
+        if name is not None and not observer.wants(name):
+            observer.observe(name, None)
+            continue
+        event = parse_event(block)
+        observer.observe(event.name, event.data)
+
+
+async def relay_sse(
+    call: ModelCall,
+    response: httpx.Response,
+    observer: EventObserver,
+    *,
+    heartbeat_s: float,
+    idle_timeout_s: float,
+    on_end: Callable[[ModelCall], None],
+    transform: Callable[[list[bytes]], bytes] | None = None,
+    trailer: Callable[[], bytes] | None = None,
+    deadline: float | None = None,
+) -> AsyncIterator[bytes]:
+    """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once.
+
+    ``transform`` turns complete upstream events into what the client gets (another protocol);
+    without it the bytes pass unchanged. ``trailer`` adds a last frame after a normal end.
+    ``deadline`` (monotonic) ends the stream with ``request_timeout`` (ADM-9).
+    """
+    framer = SseFramer()
+    chunks = response.aiter_raw().__aiter__()
+    pending: asyncio.Future[bytes] | None = None
+    clock = call.clock
+    last_event = clock.monotonic()
+    ended = False
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(chunks.__anext__())
+            wait = heartbeat_s
+            if idle_timeout_s:
+                wait = max(0.0, min(wait, last_event + idle_timeout_s - clock.monotonic()))
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - clock.monotonic()))
+            done, _ = await asyncio.wait((pending,), timeout=wait)
+            if not done:
+                if deadline is not None and clock.monotonic() >= deadline:
+                    call.state.outcome = Outcome.ERROR
+                    call.state.error_code = "request_timeout"
+                    break
+                if idle_timeout_s and clock.monotonic() - last_event >= idle_timeout_s:
+                    call.state.outcome = Outcome.ERROR
+                    call.state.error_code = "stream_idle_timeout"
+                    break
+                yield KEEPALIVE
+                continue
+            task, pending = pending, None
+            try:
+                chunk = task.result()
+            except StopAsyncIteration:
+                break
+            except httpx.HTTPError as exc:
+                call.state.error_code = "upstream_stream_error"
+                _log.info("upstream stream of %s broke: %s", call.request_id, type(exc).__name__)
+                break
+            blocks = framer.feed(chunk)
+            if blocks:
+                observe_blocks(observer, blocks)
+                call.note_output()
+                last_event = clock.monotonic()
+                if call.state.finished:
+                    # The terminal event: record the call and free its slot before the client can
+                    # see the end and move on (WAIT-7); clients often close at once after it.
+                    on_end(call)
+                if transform is not None:
+                    out = transform(blocks)
+                    if out:
+                        yield out
+                else:
+                    yield b"".join(blocks) if len(blocks) > 1 else blocks[0]
+        ended = True
+        if trailer is not None:
+            tail = trailer()
+            if tail:
+                yield tail
+    finally:
+        if call.finished:  # ended at its terminal event; only the connection is left to close
+            if pending is not None:
+                pending.cancel()
+            _in_background(response.aclose())  # may run in a cancelled scope: never await here
+        elif ended:
+            if pending is not None:
+                pending.cancel()
+            await response.aclose()
+            on_end(call)
+        else:
+            # The client left (cancellation or generator close): finish in the background, where
+            # no cancel scope of the dead request can interrupt the drain.
+            _in_background(_drain_after_cancel(call, response, chunks, pending, framer, observer, on_end))
+
+
+def _in_background(work: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def _drain_after_cancel(
+    call: ModelCall,
+    response: httpx.Response,
+    chunks: AsyncIterator[bytes],
+    pending: asyncio.Future[bytes] | None,
+    framer: SseFramer,
+    observer: EventObserver,
+    on_end: Callable[[ModelCall], None],
+) -> None:
+    try:
+        async with asyncio.timeout(POST_CANCEL_DRAIN_S):
+            while not call.state.finished:
+                chunk = await (pending if pending is not None else chunks.__anext__())
+                pending = None
+                observe_blocks(observer, framer.feed(chunk))
+    except (TimeoutError, StopAsyncIteration, httpx.HTTPError, asyncio.CancelledError):
+        pass
+    finally:
+        if pending is not None:
+            pending.cancel()
+        with contextlib.suppress(Exception):
+            await response.aclose()
+        call.state.outcome = Outcome.CANCELED
+        call.state.error_code = "client_canceled"
+        on_end(call)
+
+
+def finish_call(call: ModelCall) -> None:
+    """Finish a call from what its stream showed: terminal outcome, or an error when none came."""
+    state = call.state
+    outcome = state.outcome or Outcome.ERROR
+    error_code = state.error_code if outcome in (Outcome.ERROR, Outcome.CANCELED) else None
+    if state.outcome is None and error_code is None:
+        error_code = "stream_incomplete"  # ended without a terminal event (MCOOL-1)
+    call.finish(outcome, error_code)
+
+
+def decoded(blocks: list[bytes]) -> list[dict[str, Any]]:
+    """The JSON objects carried by complete SSE event blocks (others skipped)."""
+    payloads = []
+    for block in blocks:
+        event = parse_event(block)
+        if event.data is None:
+            continue
+        try:
+            payload = json.loads(event.data)
+        except ValueError:
+            continue
+        if isinstance(payload, dict):
+            payloads.append(payload)
+    return payloads
+
+
+def stream_reply(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    response: httpx.Response,
+    observer: EventObserver,
+    frames: StreamTranslator | None = None,
+) -> StreamReply:
+    """Relay the upstream stream to the client — untouched, or through ``frames`` (another protocol)."""
+    settings = runtime.settings
+    transform = trailer = None
+    if frames is not None:
+        translator = frames
+
+        def transform(blocks: list[bytes]) -> bytes:
+            return b"".join(translator.feed(payload) for payload in decoded(blocks))
+
+        def trailer() -> bytes:
+            return translator.trailer(call.state.error_code)
+
+    stream = relay_sse(
+        call,
+        response,
+        observer,
+        heartbeat_s=settings.sse_heartbeat_s,
+        idle_timeout_s=settings.stream_idle_timeout_s,
+        on_end=finish_call,
+        transform=transform,
+        trailer=trailer,
+        deadline=call.started + settings.request_timeout_s,
+    )
+    return StreamReply(stream, {"x-request-id": call.request_id} | SSE_HEADERS)
+
+
+async def relay_json(
+    call: ModelCall,
+    response: httpx.Response,
+    protocol: WireProtocol,
+    observe: Callable[[dict[str, Any]], None] | None,
+    headers: Mapping[str, str],
+) -> JsonReply:
+    """Relay an upstream JSON answer as it came and finish the call from what ``observe`` saw."""
+    try:
+        content = await response.aread()
+    except httpx.HTTPError:
+        await response.aclose()
+        call.finish(Outcome.ERROR, "upstream_stream_error")
+        return error_reply(
+            protocol,
+            502,
+            "upstream_stream_error",
+            "The provider's answer broke off.",
+            request_id=call.request_id,
+        )
+    except BaseException:
+        await response.aclose()
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
+    await response.aclose()
+    if observe is not None:
+        try:
+            payload = json.loads(content)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict):
+            observe(payload)
+    outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
+    call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+    return JsonReply(response.status_code, content, dict(headers))

@@ -1,0 +1,203 @@
+"""Everything the request pipeline needs while it runs, created once per app.
+
+The runtime holds the provider adapters by name (from the registry), the scheduler with its
+eligibility, the credential vault and the model catalogue. It listens to the management signals
+that invalidate its caches; upstream outcomes reach the scheduler by direct calls on the lease
+(:class:`~sublane_scheduler.Grant`), and the runtime is the sender of the events it emits, so
+observers of one app never see another app's events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import Engine
+from starlette.requests import HTTPConnection
+
+from sublane_core import Clock, CredentialCipher, Settings, signals
+from sublane_gateway.pipeline._catalog import ModelCatalog
+from sublane_gateway.pipeline._cooldown_store import CooldownStore
+from sublane_gateway.pipeline._keys import KeyAuthenticator
+from sublane_providers import CredentialVault, ProviderAdapter, UpstreamClients, build_adapters
+from sublane_scheduler import (
+    AccountDirectory,
+    Admission,
+    AffinityStore,
+    CooldownBook,
+    CooldownPolicy,
+    Eligibility,
+    LeaseTable,
+    Scheduler,
+    WaitRoom,
+)
+
+Change = signals.AccountChange
+
+
+@dataclass(slots=True)
+class ClientRuntime:
+    """Process-wide state of the client API."""
+
+    settings: Settings
+    clock: Clock
+    http: UpstreamClients
+    keys: KeyAuthenticator
+    directory: AccountDirectory
+    leases: LeaseTable
+    scheduler: Scheduler
+    cooldown_store: CooldownStore
+    vault: CredentialVault
+    catalog: ModelCatalog
+    adapters: dict[str, ProviderAdapter]
+    _disconnects: list[Callable[[], None]] = field(default_factory=list)
+    _loop: asyncio.AbstractEventLoop | None = None
+    _tasks: set[asyncio.Future[None]] = field(default_factory=set)
+
+    async def start(self) -> None:
+        """Load persisted runtime state and listen to the signals (inside the app's event loop)."""
+        self._loop = asyncio.get_running_loop()
+        await self.cooldown_store.restore(self.scheduler.cooldowns)
+        self.connect_signals()
+
+    def _on_loop(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the event loop: management routes send signals from worker threads."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            callback()
+        else:
+            loop.call_soon_threadsafe(callback)
+
+    def connect_signals(self) -> None:
+        """Keep caches true to the database (management changes arrive as signals)."""
+        scheduler = self.scheduler
+
+        def on_account(payload: signals.AccountChanged) -> None:
+            def apply() -> None:
+                self.directory.invalidate()
+                self.vault.forget(payload.account_id)
+                change = payload.change
+                if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
+                    self.catalog.forget(payload.account_id)
+                if change is Change.DELETED:
+                    scheduler.cooldowns.forget(payload.account_id)
+                    scheduler.affinity.forget_account(payload.account_id)
+                if change is Change.LIMITS:
+                    task = asyncio.ensure_future(self._limits_changed(payload.account_id))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+
+            self._on_loop(apply)
+
+        def on_access(_payload: signals.AccessChanged) -> None:
+            def apply() -> None:
+                self.keys.invalidate()
+                self.directory.invalidate()
+
+            self._on_loop(apply)
+
+        def on_rejected(_payload: signals.CredentialsRejected) -> None:
+            self._on_loop(self.directory.invalidate)  # its stored auth state changed
+
+        self._disconnects += [
+            signals.credentials_rejected.connect(on_rejected),
+            signals.account_changed.connect(on_account),
+            signals.access_changed.connect(on_access),
+        ]
+
+    async def _limits_changed(self, account_id: int) -> None:
+        await self.directory.refresh()
+        self.scheduler.limits_changed(account_id)
+
+    async def close(self) -> None:
+        self.scheduler.room.close()  # waiters end at once with shutting_down (WAIT-6)
+        self.cooldown_store.flush()
+        for disconnect in self._disconnects:
+            disconnect()
+        self._disconnects.clear()
+        await self.http.aclose()
+
+
+def build_runtime(
+    settings: Settings, engine: Engine, cipher: CredentialCipher, clock: Clock
+) -> ClientRuntime:
+    """Create the runtime (call inside the app's lifespan: the HTTP clients belong to its loop)."""
+    http = UpstreamClients(settings)
+    adapters = build_adapters(settings, http, clock)
+    leases = LeaseTable()
+    vault = CredentialVault(
+        engine,
+        cipher,
+        clock,
+        adapters,
+        fallback_providers=frozenset(name for name, adapter in adapters.items() if adapter.refresh_fallback),
+    )
+    directory = AccountDirectory(engine)
+    cooldown_store = CooldownStore(engine, clock)
+    cooldowns = CooldownBook(
+        clock,
+        CooldownPolicy(
+            fallback_s=settings.cooldown_fallback_s,
+            model_threshold=settings.model_failure_threshold,
+            model_window_s=settings.model_failure_window_s,
+            model_initial_s=settings.model_cooldown_initial_s,
+            model_max_s=settings.model_cooldown_max_s,
+        ),
+        persist=cooldown_store.save,
+    )
+    admission = Admission(clock, settings.workspace_capacity)
+
+    def discoverer(adapter: ProviderAdapter) -> Callable[[int], Awaitable[list[str]]]:
+        async def discover(account_id: int) -> list[str]:
+            # A metadata read: it counts against workspace capacity, never takes a model slot (ADM-10).
+            ticket = admission.enter_metadata()
+            try:
+                credentials = await vault.get(account_id, adapter.name)
+                return await adapter.list_models(credentials.bundle)
+            finally:
+                ticket.close()
+
+        return discover
+
+    catalog = ModelCatalog(
+        clock,
+        {name: discoverer(adapter) for name, adapter in adapters.items()},
+        {name: adapter.fallback_models for name, adapter in adapters.items()},
+    )
+    scheduler = Scheduler(
+        clock=clock,
+        directory=directory,
+        leases=leases,
+        cooldowns=cooldowns,
+        affinity=AffinityStore(engine, clock),
+        admission=admission,
+        room=WaitRoom(settings.wait_queue_max),
+        wait_timeout_s=settings.wait_timeout_s,
+        eligibility=Eligibility(directory, catalog, vault),
+    )
+    return ClientRuntime(
+        settings=settings,
+        clock=clock,
+        http=http,
+        keys=KeyAuthenticator(engine, clock),
+        directory=directory,
+        leases=leases,
+        scheduler=scheduler,
+        cooldown_store=cooldown_store,
+        vault=vault,
+        catalog=catalog,
+        adapters=adapters,
+    )
+
+
+def client_runtime(connection: HTTPConnection) -> ClientRuntime:
+    """The :class:`ClientRuntime` of the app serving ``connection``."""
+    runtime: ClientRuntime = connection.app.state.client
+    return runtime

@@ -1,0 +1,94 @@
+"""Taking a slot for a call: which providers can serve it, the model policy, and the scheduler.
+
+The gateway never names a provider: a call can go to every adapter whose upstream protocol its
+client protocol can reach (the same protocol, or one with a translator) and that offers the
+operation; an explicit prefix (``codex/…``, AFF-6) narrows that to one registered provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
+from sublane_gateway.pipeline._keys import Principal
+from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_protocols import can_serve
+from sublane_providers import ProviderAdapter
+from sublane_scheduler import Grant, RouteRequest
+
+
+def split_model(model: str, providers: Mapping[str, object]) -> tuple[str | None, str]:
+    """``(provider, model)``, an explicit provider prefix (``<provider>/``) taken off (AFF-6)."""
+    prefix, sep, rest = model.partition("/")
+    if sep and prefix in providers and rest:
+        return prefix, rest
+    return None, model
+
+
+def upstream_operation(adapter: ProviderAdapter, operation: UpstreamOperation) -> UpstreamOperation:
+    """What to ask of ``adapter`` for a client's ``operation``: a JSON answer from an upstream that
+    only streams is collected from a stream."""
+    if operation is UpstreamOperation.JSON and adapter.json_from_stream:
+        return UpstreamOperation.STREAM
+    return operation
+
+
+def serving_providers(
+    adapters: Mapping[str, ProviderAdapter],
+    protocol: WireProtocol,
+    operation: UpstreamOperation,
+    prefix: str | None,
+    *,
+    sessions: bool = False,
+) -> tuple[str, ...]:
+    """The providers whose accounts can serve a call of ``protocol`` asking for ``operation``."""
+    names = []
+    for name, adapter in adapters.items():
+        if prefix is not None and name != prefix:
+            continue
+        if sessions and not adapter.sessions:
+            continue
+        if (
+            can_serve(protocol, adapter.protocol)
+            and upstream_operation(adapter, operation) in adapter.operations
+        ):
+            names.append(name)
+    return tuple(names)
+
+
+def check_policy(principal: Principal, model: str) -> None:
+    """403 ``model_not_allowed`` when the group's model policy does not list ``model``."""
+    if principal.model_policy is not None and model not in principal.model_policy:
+        raise SubLaneError("model_not_allowed", f"The group '{principal.group_name}' may not use {model!r}.")
+
+
+async def schedule(
+    runtime: ClientRuntime,
+    principal: Principal,
+    providers: tuple[str, ...],
+    model: str,
+    request_id: str,
+    *,
+    conversation_key: str | None,
+    continuation: bool,
+    wait: bool = True,
+) -> Grant:
+    """Admit the request and take a slot on an eligible account (waiting when needed)."""
+
+    async def recheck() -> None:
+        current = await runtime.keys.authenticate_again(principal)  # WAIT-5: key, member, group
+        check_policy(current, model)
+
+    request = RouteRequest(
+        request_id=request_id,
+        user_id=principal.user_id,
+        group_id=principal.group_id,
+        model=model,
+        conversation_key=conversation_key,
+        continuation=continuation,
+        member_limit=principal.member_concurrency,
+        rpm=principal.rpm,
+        wait=wait,
+        providers=providers,
+    )
+    return await runtime.scheduler.route(request, recheck)

@@ -1,0 +1,128 @@
+"""Sending one model request upstream on a granted account: retries, refresh, refusals.
+
+One logical request keeps one lease and one request ID across its attempts (RETRY-2). Explicit
+408/500/502/503/504 answers are retried up to twice on the same account before any output
+(RETRY-1); a 401 triggers one credential refresh (CRED); nothing else is replayed (RETRY-4). What a
+refusal means for the account is told to the scheduler by a direct call on the grant; observers
+hear of it through the signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from sublane_core import SubLaneError, signals
+from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_providers import Credentials, FailureKind, UpstreamFailure
+from sublane_scheduler import Grant
+
+_log = logging.getLogger("sublane.dispatch")
+
+MAX_RETRIES = 2
+RETRY_BACKOFF_S = (0.2, 0.6)
+MAX_WAITED_HINT_S = 2.0
+MAX_ERROR_BODY = 64 * 1024
+
+
+class UpstreamRefused(Exception):
+    """The upstream refused the request; relay ``failure`` to the client in its protocol."""
+
+    def __init__(self, failure: UpstreamFailure, account_id: int) -> None:
+        super().__init__(failure.code)
+        self.failure = failure
+        self.account_id = account_id
+
+
+async def send_with_recovery(
+    runtime: ClientRuntime,
+    grant: Grant,
+    build: Callable[[Credentials], httpx.Request],
+    recheck: Callable[[], Awaitable[object]],
+) -> tuple[httpx.Response, Credentials]:
+    """Send until accepted or refused for good; the caller owns the grant and releases it."""
+    account = grant.account
+    credentials = await runtime.vault.get(account.id, account.provider)
+    retries = 0
+    refreshed = False
+    while True:
+        try:
+            response = await runtime.http.send(build(credentials))
+        except httpx.TimeoutException:
+            raise SubLaneError("upstream_timeout") from None
+        except httpx.HTTPError as exc:
+            _log.warning("upstream %s unreachable: %s", account.provider, type(exc).__name__)
+            raise SubLaneError("upstream_error", "The provider could not be reached.") from None
+        if response.status_code < 300:
+            return response, credentials
+        body = await _read_bounded(response)
+        adapter = runtime.adapters[account.provider]
+        failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
+        if failure.kind is FailureKind.UNAUTHORIZED:
+            credentials = await runtime.vault.rejected(
+                account.id, account.provider, credentials, after_refresh=refreshed
+            )
+            refreshed = True
+            continue
+        hint = failure.retry_after
+        if failure.retryable and retries < MAX_RETRIES and (hint is None or hint <= MAX_WAITED_HINT_S):
+            # RETRY-3: a long upstream hint goes back to the client instead of being waited out.
+            await asyncio.sleep(max(RETRY_BACKOFF_S[retries], hint or 0.0))
+            retries += 1
+            await recheck()  # RETRY-2: access, policy and account health still hold
+            continue
+        report_refusal(grant, failure, sender=runtime)
+        raise UpstreamRefused(failure, account.id)
+
+
+def report_refusal(
+    grant: Grant, failure: UpstreamFailure, *, sender: object, model: str | None = None
+) -> None:
+    """What a refusal means for the account (COOL, MCOOL), told to the scheduler, then to observers."""
+    account_id = grant.account.id
+    if failure.kind in (FailureKind.RATE_LIMITED, FailureKind.QUOTA_EXHAUSTED):
+        grant.report_rate_limited(failure.retry_after, failure.code)
+        if signals.upstream_rate_limited.has_receivers:
+            signals.upstream_rate_limited.send(
+                signals.UpstreamRateLimited(
+                    account_id=account_id,
+                    model=None,
+                    runtime_revision=grant.revision,
+                    retry_after_s=failure.retry_after,
+                    reason=failure.code,
+                ),
+                sender=sender,
+            )
+    elif failure.kind is FailureKind.TRANSIENT:
+        failed_model = grant.lease.model if model is None else model
+        grant.report_failure(model=failed_model)
+        if signals.upstream_failed.has_receivers:
+            signals.upstream_failed.send(
+                signals.UpstreamFailed(
+                    account_id=account_id,
+                    model=failed_model,
+                    runtime_revision=grant.revision,
+                    status=failure.status,
+                    error_code=failure.code,
+                ),
+                sender=sender,
+            )
+
+
+async def _read_bounded(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_raw():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= MAX_ERROR_BODY:
+                break
+    except httpx.HTTPError:
+        pass
+    finally:
+        await response.aclose()
+    return b"".join(chunks)[:MAX_ERROR_BODY]

@@ -1,0 +1,14 @@
+"""The client API of SPEC §14: the routes coding clients and SDKs call with a SubLane key.
+
+Each route reads its client protocol and hands the call to :mod:`sublane_gateway.pipeline`.
+"""
+
+from fastapi import APIRouter
+
+from sublane_gateway.routes import _chat, _messages, _models, _responses, _responses_ws
+
+router = APIRouter()
+for _module in (_responses, _responses_ws, _chat, _messages, _models):
+    router.include_router(_module.router)
+
+__all__ = ["router"]

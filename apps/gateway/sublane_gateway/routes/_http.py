@@ -1,0 +1,52 @@
+"""What every HTTP model route does: read the key and the body, call the pipeline, answer."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
+from sublane_gateway.pipeline import (
+    CallSpec,
+    Reply,
+    StreamReply,
+    client_runtime,
+    serve_call,
+    sublane_error_reply,
+)
+from sublane_gateway.routes._bodies import read_json_object
+
+
+def to_response(reply: Reply) -> Response:
+    """The Starlette response of a pipeline reply."""
+    if isinstance(reply, StreamReply):
+        return StreamingResponse(reply.chunks, media_type=reply.media_type, headers=reply.headers)
+    return Response(
+        reply.content, status_code=reply.status, media_type="application/json", headers=reply.headers
+    )
+
+
+async def serve_http(
+    request: Request,
+    protocol: WireProtocol,
+    *,
+    record_protocol: str,
+    record_operation: str,
+    operation: UpstreamOperation | None = None,
+) -> Response:
+    """Authenticate, read the JSON body and serve the call; errors in ``protocol``'s shape."""
+    runtime = client_runtime(request)
+    try:
+        principal = await runtime.keys.authenticate(request.headers)
+        body, _raw = await read_json_object(request)
+    except SubLaneError as error:
+        return to_response(sublane_error_reply(protocol, error))
+    spec = CallSpec(
+        protocol=protocol,
+        body=body,
+        headers=request.headers,
+        operation=operation,
+        record_protocol=record_protocol,
+        record_operation=record_operation,
+    )
+    return to_response(await serve_call(runtime, principal, spec))

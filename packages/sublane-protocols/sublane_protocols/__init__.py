@@ -1,0 +1,48 @@
+"""SubLane client protocols: what a call asks for, errors in each protocol's own shape, and the
+translators between protocols (pure functions and incremental stream translators).
+
+One subpackage per client protocol (``responses``, ``chat``, ``messages``, ``gemini``); each
+registers its intent reader, its error shape and the translators it owns when imported, and this
+package imports them all.
+"""
+
+from sublane_protocols import chat, gemini, messages, responses
+from sublane_protocols._collect import Collector, new_collector
+from sublane_protocols._errors import ErrorAnswer, error_headers, render_error, request_id_headers
+from sublane_protocols._intent import CallIntent, read_intent, require_model
+from sublane_protocols._translators import (
+    StreamTranslator,
+    TranslationRefused,
+    Translator,
+    can_serve,
+    translator_for,
+)
+from sublane_protocols.responses import ResponsesCollector
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # subpackages
+    "chat",
+    "gemini",
+    "messages",
+    "responses",
+    # intent
+    "CallIntent",
+    "read_intent",
+    "require_model",
+    # errors
+    "ErrorAnswer",
+    "error_headers",
+    "render_error",
+    "request_id_headers",
+    # translation
+    "Collector",
+    "new_collector",
+    "ResponsesCollector",
+    "StreamTranslator",
+    "TranslationRefused",
+    "Translator",
+    "can_serve",
+    "translator_for",
+]

@@ -1,0 +1,28 @@
+"""OpenAI Chat Completions, and its translation to and from the Responses protocol."""
+
+from sublane_core import WireProtocol
+from sublane_protocols._errors import register_error_shape
+from sublane_protocols._intent import register_intent_reader
+from sublane_protocols._translators import register_translator
+from sublane_protocols.chat._over_responses import ChatFrames, ChatOverResponses
+from sublane_protocols.chat._translate import (
+    ChatRequestError,
+    ChatStreamTranslator,
+    chat_to_responses,
+    responses_to_chat_completion,
+)
+from sublane_protocols.responses._errors import render_openai_error
+from sublane_protocols.responses._intent import read_openai_intent
+
+register_intent_reader(WireProtocol.CHAT_COMPLETIONS, read_openai_intent)
+register_error_shape(WireProtocol.CHAT_COMPLETIONS, render_openai_error)
+register_translator(ChatOverResponses())
+
+__all__ = [
+    "ChatFrames",
+    "ChatOverResponses",
+    "ChatRequestError",
+    "ChatStreamTranslator",
+    "chat_to_responses",
+    "responses_to_chat_completion",
+]

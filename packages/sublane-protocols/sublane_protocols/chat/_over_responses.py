@@ -1,0 +1,87 @@
+"""A Chat Completions client served by a Responses upstream: the translator of that pair."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from sublane_core import WireProtocol
+from sublane_protocols._translators import TranslationRefused, Translator
+from sublane_protocols.chat._translate import (
+    ChatRequestError,
+    ChatStreamTranslator,
+    chat_to_responses,
+    responses_to_chat_completion,
+)
+from sublane_protocols.responses._errors import openai_error_body
+
+DONE = b"data: [DONE]\n\n"
+
+
+def _data(payload: Mapping[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+
+def new_completion_id() -> str:
+    return "chatcmpl-" + secrets.token_hex(12)
+
+
+class ChatFrames:
+    """Responses events in, ``chat.completion.chunk`` SSE frames out, ``[DONE]`` last."""
+
+    __slots__ = ("_error_sent", "_translator")
+
+    def __init__(self, translator: ChatStreamTranslator) -> None:
+        self._translator = translator
+        self._error_sent = False
+
+    @property
+    def finished(self) -> bool:
+        return self._translator.finished
+
+    def feed(self, payload: Mapping[str, Any]) -> bytes:
+        out = [_data(chunk) for chunk in self._translator.feed(payload)]
+        error = self._translator.error
+        if error is not None and not self._error_sent:
+            self._error_sent = True
+            out.append(_data({"error": error}))
+        return b"".join(out)
+
+    def trailer(self, error_code: str | None) -> bytes:
+        if not self._translator.finished and not self._error_sent:
+            code = error_code or "upstream_stream_error"
+            body = openai_error_body(502, code, "The upstream stream ended before the response was complete.")
+            return _data(body) + DONE
+        return DONE
+
+
+class ChatOverResponses(Translator):
+    """Chat Completions ⇄ Responses (PROTOCOLS.md §1.3–1.5)."""
+
+    client = WireProtocol.CHAT_COMPLETIONS
+    upstream = WireProtocol.RESPONSES
+
+    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            translated = chat_to_responses(body)
+        except ChatRequestError as error:
+            raise TranslationRefused(error.message, param=error.param) from None
+        key = body.get("prompt_cache_key")
+        if isinstance(key, str) and key:
+            translated["prompt_cache_key"] = key  # keeps the conversation on one upstream cache
+        return translated
+
+    def new_stream(self, body: Mapping[str, Any], *, model: str, created: int) -> ChatFrames:
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        translator = ChatStreamTranslator(
+            model=model, completion_id=new_completion_id(), created=created, include_usage=include_usage
+        )
+        return ChatFrames(translator)
+
+    def answer(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
+        return responses_to_chat_completion(
+            final, model=model, completion_id=new_completion_id(), created=created
+        )

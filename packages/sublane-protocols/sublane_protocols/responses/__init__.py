@@ -1,0 +1,21 @@
+"""OpenAI Responses, as the Codex CLI and the ``openai`` SDK speak it (HTTP JSON, SSE, WebSocket)."""
+
+from sublane_core import WireProtocol
+from sublane_protocols._collect import register_collector
+from sublane_protocols._errors import register_error_shape
+from sublane_protocols._intent import register_intent_reader
+from sublane_protocols.responses._collect import ResponsesCollector
+from sublane_protocols.responses._errors import openai_error_body, openai_error_type, render_openai_error
+from sublane_protocols.responses._intent import openai_conversation_key, read_openai_intent
+
+register_intent_reader(WireProtocol.RESPONSES, read_openai_intent)
+register_error_shape(WireProtocol.RESPONSES, render_openai_error)
+register_collector(WireProtocol.RESPONSES, ResponsesCollector)
+
+__all__ = [
+    "ResponsesCollector",
+    "openai_conversation_key",
+    "openai_error_body",
+    "openai_error_type",
+    "read_openai_intent",
+]

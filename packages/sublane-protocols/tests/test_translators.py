@@ -1,0 +1,138 @@
+"""The translator registry: which (client, upstream) pairs SubLane can serve, and with what (XLAT-1).
+
+Today: every protocol passes through to itself, and a Chat Completions client can be served by a
+Responses upstream through ``ChatOverResponses``. Every other pair is not servable yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+from pydantic import TypeAdapter
+
+from sublane_core import WireProtocol
+from sublane_protocols import TranslationRefused, Translator, can_serve, translator_for
+from sublane_protocols.chat import ChatFrames, ChatOverResponses
+
+PROTOCOLS = tuple(WireProtocol)
+TRANSLATED = {(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES): ChatOverResponses}
+UNSERVED = [
+    pair for pair in itertools.permutations(PROTOCOLS, 2) if pair not in TRANSLATED
+]  # e.g. (messages, responses): a Claude Code client on a Codex account
+#: What the registry answers for every ordered pair of protocols.
+REGISTERED = {
+    (client, upstream): translator
+    for client, upstream in itertools.product(PROTOCOLS, repeat=2)
+    if (translator := translator_for(client, upstream)) is not None
+}
+
+
+def test_the_protocols_are_the_four_client_protocols() -> None:
+    assert {protocol.value for protocol in PROTOCOLS} == {
+        "responses",
+        "chat_completions",
+        "messages",
+        "gemini",
+    }
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_xlat_1_a_protocol_passes_through_to_itself_without_a_translator(protocol: WireProtocol) -> None:
+    assert can_serve(protocol, protocol)
+    assert translator_for(protocol, protocol) is None
+
+
+@pytest.mark.parametrize(("client", "upstream"), list(TRANSLATED), ids=lambda p: p.value)
+def test_translated_pairs_are_servable_by_their_translator(
+    client: WireProtocol, upstream: WireProtocol
+) -> None:
+    translator = translator_for(client, upstream)
+    assert isinstance(translator, TRANSLATED[(client, upstream)])
+    assert can_serve(client, upstream)
+
+
+def test_chat_completions_client_is_served_by_a_responses_upstream() -> None:
+    assert can_serve(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES)
+    assert isinstance(
+        translator_for(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES), ChatOverResponses
+    )
+    # The pair is directed: a Responses client is not served by a Chat Completions upstream.
+    assert not can_serve(WireProtocol.RESPONSES, WireProtocol.CHAT_COMPLETIONS)
+
+
+@pytest.mark.parametrize(("client", "upstream"), UNSERVED, ids=lambda p: p.value)
+def test_pairs_without_a_translator_are_not_servable(client: WireProtocol, upstream: WireProtocol) -> None:
+    assert translator_for(client, upstream) is None
+    assert not can_serve(client, upstream)
+
+
+def test_messages_client_cannot_be_served_by_responses_today() -> None:
+    assert not can_serve(WireProtocol.MESSAGES, WireProtocol.RESPONSES)
+    assert translator_for(WireProtocol.MESSAGES, WireProtocol.RESPONSES) is None
+
+
+def test_the_registry_holds_exactly_the_known_translators() -> None:
+    assert {pair: type(translator) for pair, translator in REGISTERED.items()} == TRANSLATED
+
+
+@pytest.mark.parametrize(("pair", "translator"), list(REGISTERED.items()), ids=str)
+def test_every_registered_translator_is_keyed_by_its_own_client_and_upstream(
+    pair: tuple[WireProtocol, WireProtocol], translator: Translator
+) -> None:
+    assert isinstance(translator, Translator)
+    assert (translator.client, translator.upstream) == pair
+    assert translator.client != translator.upstream  # a pass-through needs no translator
+    # ClassVars of the class, not per-instance state.
+    assert (type(translator).client, type(translator).upstream) == pair
+
+
+# --- ChatOverResponses as a Translator ----------------------------------------------------------------
+
+_CREATE_PARAMS = TypeAdapter(ResponseCreateParamsStreaming)
+
+
+def test_chat_over_responses_request_keeps_the_prompt_cache_key() -> None:
+    translator = ChatOverResponses()
+    body = {
+        "model": "gpt-5-codex",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "prompt_cache_key": "01a2283c-fe10-78d1-9925-517e047c31b5",
+        "stream": True,
+    }
+    request = translator.request(body)
+    assert request["prompt_cache_key"] == "01a2283c-fe10-78d1-9925-517e047c31b5"
+    assert request["model"] == "gpt-5-codex" and request["instructions"] == "Be brief."
+    assert request["store"] is False and request["stream"] is True
+    _CREATE_PARAMS.validate_python({key: value for key, value in request.items() if key != "input"})
+
+
+@pytest.mark.parametrize("key", [None, "", 7])
+def test_chat_over_responses_request_without_a_usable_prompt_cache_key(key: object) -> None:
+    body = {"model": "gpt-5-codex", "messages": [{"role": "user", "content": "hi"}], "prompt_cache_key": key}
+    assert "prompt_cache_key" not in ChatOverResponses().request(body)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("n", 2), ("stop", ["\n"]), ("logprobs", True), ("functions", [{"name": "f"}])],
+)
+def test_chat_over_responses_refuses_with_translation_refused_naming_the_field(
+    field: str, value: object
+) -> None:
+    body = {"model": "gpt-5-codex", "messages": [{"role": "user", "content": "hi"}], field: value}
+    with pytest.raises(TranslationRefused) as caught:
+        ChatOverResponses().request(body)
+    refused = caught.value
+    assert refused.code == "invalid_request"
+    assert refused.param == field
+    assert refused.message and str(refused) == refused.message
+
+
+def test_chat_over_responses_new_stream_is_a_stream_translator() -> None:
+    body = {"model": "gpt-5-codex", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    frames = ChatOverResponses().new_stream(body, model="gpt-5-codex", created=1)
+    assert isinstance(frames, ChatFrames)
+    assert frames.finished is False
+    assert frames.feed({"type": "response.in_progress"}) == b""

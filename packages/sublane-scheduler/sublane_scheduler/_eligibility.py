@@ -1,0 +1,68 @@
+"""Which of a group's accounts may serve a model now, and why the others may not (AFF-8).
+
+The scheduler owns this decision; what it needs to know from elsewhere — which models an account
+serves, whether its credentials are usable — it asks through the two small interfaces below, which
+the gateway wires to the model catalogue and the credential vault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sublane_scheduler._directory import AccountDirectory, AccountInfo
+
+
+class ModelSupport(Protocol):
+    """The models an account serves."""
+
+    async def models_of(self, account_id: int, provider: str) -> frozenset[str]: ...
+
+
+class CredentialHealth(Protocol):
+    """Whether an account's credentials stopped being usable (re-authorization required)."""
+
+    def needs_reauth(self, account_id: int) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The group's accounts that may serve the model now, and why the others may not."""
+
+    accounts: list[AccountInfo]
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+class Eligibility:
+    """Reads candidates from the account directory (kept true to the database by the gateway)."""
+
+    def __init__(self, directory: AccountDirectory, models: ModelSupport, health: CredentialHealth) -> None:
+        self._directory = directory
+        self._models = models
+        self._health = health
+
+    async def candidates(self, group_id: int, model: str, providers: Collection[str] | None) -> Candidates:
+        """Accounts of the group (of ``providers``, when given) that may serve ``model``.
+
+        Read again after every wait (WAIT-5): the directory reloads after changes.
+        """
+        await self._directory.refresh()
+        excluded: dict[str, int] = {}
+        usable: list[AccountInfo] = []
+        for account in self._directory.of_group(group_id):
+            if providers is not None and account.provider not in providers:
+                continue
+            if not account.enabled or not account.auth_ok or self._health.needs_reauth(account.id):
+                excluded["unavailable"] = excluded.get("unavailable", 0) + 1
+                continue
+            usable.append(account)
+        supported = await asyncio.gather(*(self._models.models_of(a.id, a.provider) for a in usable))
+        accounts = []
+        for account, models in zip(usable, supported, strict=True):
+            if model in models:
+                accounts.append(account)
+            else:
+                excluded["model_support"] = excluded.get("model_support", 0) + 1
+        return Candidates(accounts, excluded)
