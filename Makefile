@@ -28,6 +28,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 
 format: install
 	$(BIN)/ruff format .
