@@ -9,6 +9,7 @@ package imports them all.
 from sublane_protocols import chat, gemini, messages, responses
 from sublane_protocols._collect import Collector, new_collector
 from sublane_protocols._errors import ErrorAnswer, error_headers, render_error, request_id_headers
+from sublane_protocols._framing import ReframedStream
 from sublane_protocols._intent import CallIntent, read_intent, require_model
 from sublane_protocols._translators import (
     StreamTranslator,
@@ -39,6 +40,7 @@ __all__ = [
     # translation
     "Collector",
     "new_collector",
+    "ReframedStream",
     "ResponsesCollector",
     "StreamTranslator",
     "TranslationRefused",

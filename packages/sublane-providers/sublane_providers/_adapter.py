@@ -81,6 +81,8 @@ class ProviderAdapter(ABC):
     quota_events: ClassVar[frozenset[str]] = frozenset()
     #: What accounts of this provider are known to serve, used while discovery fails.
     fallback_models: ClassVar[frozenset[str]] = frozenset()
+    #: Whether stream events and JSON answers wrap the protocol's own payload (see :meth:`unwrap_event`).
+    wrapped_events: ClassVar[bool] = False
 
     @staticmethod
     @abstractmethod
@@ -103,11 +105,13 @@ class ProviderAdapter(ABC):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
+        conversation_key: str | None = None,
     ) -> httpx.Request:
         """The upstream request for ``operation`` on ``body`` (in the adapter's protocol).
 
         ``client_headers`` are the client's (lower-case names); ``bound`` says whether the call
-        belongs to a conversation. An operation outside :attr:`operations` is a programming error.
+        belongs to a conversation (``conversation_key``, AFF-1), which an upstream may use as its
+        cache key. An operation outside :attr:`operations` is a programming error.
         """
 
     def stream_request(
@@ -127,6 +131,19 @@ class ProviderAdapter(ABC):
         """A persistent upstream socket (when :attr:`sessions`); raises
         :class:`~sublane_providers.SessionRefused` or :class:`~sublane_providers.UpstreamUnreachable`."""
         raise SubLaneError("unsupported_for_provider", f"{self.name} offers no upstream sessions.")
+
+    def next_host(self, request: httpx.Request, failure: UpstreamFailure | None) -> httpx.Request | None:
+        """``request`` sent to another host of the provider, when ``failure`` (``None``: the host could
+        not be reached) says another host may serve it; ``None`` when there is no other to try."""
+        return None
+
+    def bundle_complete(self, bundle: Mapping[str, Any]) -> bool:
+        """Whether a credential bundle has all a request needs (else :meth:`refresh` completes it)."""
+        return True
+
+    def unwrap_event(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The protocol's own payload inside a decoded event or JSON answer (:attr:`wrapped_events`)."""
+        return payload
 
     @abstractmethod
     def new_observer(self, state: StreamState | None = None) -> StreamObserver:

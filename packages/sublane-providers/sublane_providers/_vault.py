@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,6 +50,10 @@ class Refresher(Protocol):
     async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials: ...
 
 
+def _always_complete(_bundle: Mapping[str, Any]) -> bool:
+    return True
+
+
 @dataclass(slots=True)
 class _Entry:
     bundle: dict[str, Any]
@@ -60,6 +64,8 @@ class _Entry:
     failures: int = 0
     retry_at: float = 0.0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Whether a bundle has all a request needs (the adapter's ``bundle_complete``).
+    complete: Callable[[Mapping[str, Any]], bool] = _always_complete
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +126,13 @@ class CredentialVault:
                 lifecycle_revision=account.lifecycle_revision,
                 rejected=account.credentials_rejected_at is not None,
                 reauth_required=account.auth_state == AUTH_REAUTH_REQUIRED,
+                complete=getattr(self._refreshers.get(account.provider), "bundle_complete", _always_complete),
             )
 
     def _usable_without_refresh(self, entry: _Entry, now: float, margin: float) -> bool:
         if entry.rejected or not entry.bundle.get("access_token"):
+            return False
+        if not entry.complete(entry.bundle):  # e.g. an Antigravity account still without its project
             return False
         return entry.expires_at is None or entry.expires_at - now > margin
 

@@ -195,6 +195,15 @@ class CooldownBook:
             del self._failures[key]
         self._bump(account_id)
 
+    def clear_model_limits(self, account_id: int) -> None:
+        """Drop the provider's model limits of an account (AGL-2: a new account lifecycle, e.g.
+        after re-authorization or disable/enable, starts without them); the revision advances."""
+        for key, cooldown in list(self._cooldowns.items()):
+            if key[0] == account_id and key[1] != ACCOUNT_WIDE and cooldown.reason.startswith("provider:"):
+                del self._cooldowns[key]
+                self._save(None, account_id, key[1])
+        self._bump(account_id)
+
     def forget(self, account_id: int) -> None:
         """Drop everything of a deleted account."""
         for key in [key for key in self._cooldowns if key[0] == account_id]:

@@ -179,6 +179,8 @@ class Simulator:
             "SUBLANE_CLAUDE_AUTH_URL": self.claude_auth_url,
             "SUBLANE_ANTIGRAVITY_BASE_URL": self.antigravity_base_url,
             "SUBLANE_GOOGLE_AUTH_URL": self.google_auth_url,
+            "SUBLANE_GOOGLE_AUTHORIZE_URL": self.google_auth_url + "/o/oauth2/v2/auth",
+            "SUBLANE_GOOGLE_USERINFO_URL": self.google_auth_url + "/oauth2/v2/userinfo",
         }
 
     # == accounts ================================================================================

@@ -9,6 +9,7 @@ Steps, one module each: ``_schedule`` (which providers can serve the call, polic
 
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import CallSpec, refusal_reply, serve_call
+from sublane_gateway.pipeline._group_models import group_models
 from sublane_gateway.pipeline._keys import KeyAuthenticator, Principal
 from sublane_gateway.pipeline._relay import finish_call
 from sublane_gateway.pipeline._reply import (
@@ -37,6 +38,7 @@ __all__ = [
     "client_runtime",
     "error_reply",
     "finish_call",
+    "group_models",
     "json_reply",
     "refusal_reply",
     "report_refusal",

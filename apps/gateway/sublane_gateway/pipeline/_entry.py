@@ -9,7 +9,8 @@ relays the answer — bytes untouched when the protocols are equal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,15 @@ from sublane_gateway.pipeline._schedule import (
     upstream_operation,
 )
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
-from sublane_protocols import TranslationRefused, read_intent, request_id_headers, translator_for
+from sublane_protocols import (
+    ReframedStream,
+    StreamTranslator,
+    TranslationRefused,
+    read_intent,
+    render_error,
+    request_id_headers,
+    translator_for,
+)
 from sublane_providers import Credentials, FailureKind, ProviderAdapter
 
 
@@ -44,13 +53,15 @@ class CallSpec:
     operation: UpstreamOperation | None = None  # None: an inference (stream or JSON, as the body asks)
     record_protocol: str  # ``protocol`` of the record (HIST-2)
     record_operation: str  # ``operation`` of the record
+    json_array: bool = False  # stream as one JSON array (Gemini without ``alt=sse``), not SSE
+    path_model: str | None = None  # the model named in the route (Gemini)
 
 
 async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpec) -> Reply:
     """Serve one model call for ``principal``; every failure is answered in the client's shape."""
     protocol = spec.protocol
     try:
-        intent = read_intent(protocol, spec.headers, spec.body)
+        intent = read_intent(protocol, spec.headers, spec.body, path_model=spec.path_model)
     except SubLaneError as error:
         return sublane_error_reply(protocol, error)
     prefix, model = split_model(intent.model, runtime.adapters)
@@ -121,10 +132,13 @@ async def _open(
         adapter = runtime.adapters[account.provider]
         body = bodies[adapter.protocol]
         wanted = upstream_operation(adapter, operation)
-        bound = intent.conversation_key is not None
+        key = intent.conversation_key
+        bound = key is not None
 
         def build(credentials: Credentials) -> httpx.Request:
-            return adapter.build_request(wanted, credentials.bundle, body, spec.headers, bound=bound)
+            return adapter.build_request(
+                wanted, credentials.bundle, body, spec.headers, bound=bound, conversation_key=key
+            )
 
         async def recheck() -> None:
             current = await runtime.keys.authenticate_again(principal)
@@ -177,12 +191,18 @@ async def _relay(
     created = int(runtime.clock.time())
     observer = adapter.new_observer(call.state)
     if operation is UpstreamOperation.STREAM:
-        frames = (
-            None
-            if translator is None
-            else translator.new_stream(spec.body, model=call.model, created=created)
-        )
-        return stream_reply(runtime, call, response, observer, frames)
+        frames: StreamTranslator | None
+        if translator is not None:
+            frames = translator.new_stream(spec.body, model=call.model, created=created)
+        elif adapter.wrapped_events or spec.json_array:
+            frames = ReframedStream(adapter.unwrap_event, _stream_error(protocol), json_array=spec.json_array)
+        else:
+            frames = None  # the diagonal: bytes untouched
+        reply = stream_reply(runtime, call, response, observer, frames)
+        if spec.json_array:
+            return dataclasses.replace(reply, media_type="application/json")
+        return reply
+    headers = request_id_headers(protocol, call.request_id)
     if upstream_operation(adapter, operation) is UpstreamOperation.STREAM:  # a JSON answer, collected
         final = await collect_stream(
             call, response, observer, adapter.protocol, runtime.settings.request_timeout_s
@@ -191,11 +211,21 @@ async def _relay(
             return stream_failure_reply(call, protocol)
         if translator is not None:
             final = translator.answer(final, model=call.model, created=created)
-        return json_reply(final, headers=request_id_headers(protocol, call.request_id))
+        return json_reply(final, headers=headers)
     observe = None if operation is UpstreamOperation.COUNT_TOKENS else observer.observe_answer
-    return await relay_json(
-        call, response, protocol, observe, headers=request_id_headers(protocol, call.request_id)
-    )
+    unwrap = adapter.unwrap_event if adapter.wrapped_events else None
+    return await relay_json(call, response, protocol, observe, headers=headers, unwrap=unwrap)
+
+
+def _stream_error(protocol: WireProtocol) -> Callable[[str], dict[str, Any]]:
+    """The body of an error element for a stream of ``protocol`` that broke off."""
+
+    def body(code: str) -> dict[str, Any]:
+        return render_error(
+            protocol, 502, code, "The upstream stream ended before the answer was complete."
+        ).body
+
+    return body
 
 
 def stream_failure_reply(call: ModelCall, protocol: WireProtocol) -> JsonReply:

@@ -224,7 +224,8 @@ def stream_reply(
             return b"".join(translator.feed(payload) for payload in decoded(blocks))
 
         def trailer() -> bytes:
-            return translator.trailer(call.state.error_code)
+            state = call.state
+            return translator.trailer(None if state.finished else state.error_code or "upstream_stream_error")
 
     stream = relay_sse(
         call,
@@ -246,8 +247,10 @@ async def relay_json(
     protocol: WireProtocol,
     observe: Callable[[dict[str, Any]], None] | None,
     headers: Mapping[str, str],
+    unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> JsonReply:
-    """Relay an upstream JSON answer as it came and finish the call from what ``observe`` saw."""
+    """Relay an upstream JSON answer as it came (the payload inside it, when the upstream wraps
+    its answers: ``unwrap``) and finish the call from what ``observe`` saw."""
     try:
         content = await response.aread()
     except httpx.HTTPError:
@@ -265,13 +268,16 @@ async def relay_json(
         call.finish(Outcome.CANCELED, "client_canceled")
         raise
     await response.aclose()
-    if observe is not None:
+    if observe is not None or unwrap is not None:
         try:
             payload = json.loads(content)
         except ValueError:
             payload = None
         if isinstance(payload, dict):
-            observe(payload)
+            if observe is not None:
+                observe(payload)
+            if unwrap is not None and response.status_code < 300:
+                content = json.dumps(unwrap(payload), separators=(",", ":"), ensure_ascii=False).encode()
     outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
     call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
     return JsonReply(response.status_code, content, dict(headers))

@@ -86,6 +86,8 @@ class ClientRuntime:
                 change = payload.change
                 if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
                     self.catalog.forget(payload.account_id)
+                if change in (Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
+                    scheduler.cooldowns.clear_model_limits(payload.account_id)  # AGL-2
                 if change is Change.DELETED:
                     scheduler.cooldowns.forget(payload.account_id)
                     scheduler.affinity.forget_account(payload.account_id)

@@ -10,6 +10,7 @@ hear of it through the signals.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -45,27 +46,40 @@ async def send_with_recovery(
 ) -> tuple[httpx.Response, Credentials]:
     """Send until accepted or refused for good; the caller owns the grant and releases it."""
     account = grant.account
+    adapter = runtime.adapters[account.provider]
     credentials = await runtime.vault.get(account.id, account.provider)
     retries = 0
     refreshed = False
+    moved: httpx.Request | None = None  # the request on another host of the provider (GEM-4)
     while True:
+        request = moved if moved is not None else build(credentials)
+        moved = None
         try:
-            response = await runtime.http.send(build(credentials))
+            response = await runtime.http.send(request)
         except httpx.TimeoutException:
             raise SubLaneError("upstream_timeout") from None
         except httpx.HTTPError as exc:
+            moved = adapter.next_host(request, None)
+            if moved is not None:  # nothing was sent back yet: another host may serve it
+                _log.info(
+                    "upstream %s host unreachable (%s): next host", account.provider, type(exc).__name__
+                )
+                continue
             _log.warning("upstream %s unreachable: %s", account.provider, type(exc).__name__)
             raise SubLaneError("upstream_error", "The provider could not be reached.") from None
         if response.status_code < 300:
             return response, credentials
         body = await _read_bounded(response)
-        adapter = runtime.adapters[account.provider]
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
         if failure.kind is FailureKind.UNAUTHORIZED:
             credentials = await runtime.vault.rejected(
                 account.id, account.provider, credentials, after_refresh=refreshed
             )
             refreshed = True
+            continue
+        moved = adapter.next_host(request, failure)
+        if moved is not None:
+            await recheck()  # RETRY-2 bookkeeping: the same lease, the same checks
             continue
         hint = failure.retry_after
         if failure.retryable and retries < MAX_RETRIES and (hint is None or hint <= MAX_WAITED_HINT_S):
@@ -74,8 +88,17 @@ async def send_with_recovery(
             retries += 1
             await recheck()  # RETRY-2: access, policy and account health still hold
             continue
+        failure = scoped_to_request(failure, grant.lease.model)
         report_refusal(grant, failure, sender=runtime)
         raise UpstreamRefused(failure, account.id)
+
+
+def scoped_to_request(failure: UpstreamFailure, model: str) -> UpstreamFailure:
+    """AGL-1: a model-scoped limit counts as such only for the requested model; a limit naming
+    another model is an account-wide rate limit (COOL-1)."""
+    if failure.kind is FailureKind.MODEL_RATE_LIMITED and failure.model != model:
+        return dataclasses.replace(failure, kind=FailureKind.RATE_LIMITED, model=None)
+    return failure
 
 
 def report_refusal(
@@ -90,6 +113,19 @@ def report_refusal(
                 signals.UpstreamRateLimited(
                     account_id=account_id,
                     model=None,
+                    runtime_revision=grant.revision,
+                    retry_after_s=failure.retry_after,
+                    reason=failure.code,
+                ),
+                sender=sender,
+            )
+    elif failure.kind is FailureKind.MODEL_RATE_LIMITED and failure.model is not None:
+        grant.report_rate_limited(failure.retry_after, failure.code, model=failure.model)
+        if signals.upstream_rate_limited.has_receivers:
+            signals.upstream_rate_limited.send(
+                signals.UpstreamRateLimited(
+                    account_id=account_id,
+                    model=failure.model,
                     runtime_revision=grant.revision,
                     retry_after_s=failure.retry_after,
                     reason=failure.code,

@@ -5,10 +5,10 @@ Each route reads its client protocol and hands the call to :mod:`sublane_gateway
 
 from fastapi import APIRouter
 
-from sublane_gateway.routes import _chat, _messages, _models, _responses, _responses_ws
+from sublane_gateway.routes import _chat, _gemini, _messages, _models, _responses, _responses_ws
 
 router = APIRouter()
-for _module in (_responses, _responses_ws, _chat, _messages, _models):
+for _module in (_responses, _responses_ws, _chat, _messages, _models, _gemini):
     router.include_router(_module.router)
 
 __all__ = ["router"]

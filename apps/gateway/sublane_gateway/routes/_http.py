@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -33,20 +35,29 @@ async def serve_http(
     record_protocol: str,
     record_operation: str,
     operation: UpstreamOperation | None = None,
+    headers: Mapping[str, str] | None = None,
+    path_model: str | None = None,
+    json_array: bool = False,
 ) -> Response:
-    """Authenticate, read the JSON body and serve the call; errors in ``protocol``'s shape."""
+    """Authenticate, read the JSON body and serve the call; errors in ``protocol``'s shape.
+
+    ``headers`` replace the request's own (the Gemini routes add a ``key=`` query parameter).
+    """
     runtime = client_runtime(request)
+    client_headers = request.headers if headers is None else headers
     try:
-        principal = await runtime.keys.authenticate(request.headers)
+        principal = await runtime.keys.authenticate(client_headers)
         body, _raw = await read_json_object(request)
     except SubLaneError as error:
         return to_response(sublane_error_reply(protocol, error))
     spec = CallSpec(
         protocol=protocol,
         body=body,
-        headers=request.headers,
+        headers=client_headers,
         operation=operation,
         record_protocol=record_protocol,
         record_operation=record_operation,
+        path_model=path_model,
+        json_array=json_array,
     )
     return to_response(await serve_call(runtime, principal, spec))

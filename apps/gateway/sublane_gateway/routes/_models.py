@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, WireProtocol
-from sublane_gateway.pipeline import client_runtime, sublane_error_reply
+from sublane_gateway.pipeline import client_runtime, group_models, sublane_error_reply
 from sublane_gateway.routes._http import to_response
 
 router = APIRouter(tags=["client: models"])
@@ -21,17 +21,8 @@ async def list_models(request: Request) -> Response:
         principal = await runtime.keys.authenticate(request.headers)
     except SubLaneError as error:
         return to_response(sublane_error_reply(WireProtocol.RESPONSES, error))
-    await runtime.directory.refresh()
-    owners: dict[str, str] = {}
-    for account in runtime.directory.of_group(principal.group_id):
-        if not account.enabled or not account.auth_ok:
-            continue
-        for model in await runtime.catalog.models_of(account.id, account.provider):
-            owners.setdefault(model, account.provider)
-    allowed = principal.model_policy
+    owners = await group_models(runtime, principal)
     data = [
-        {"id": model, "object": "model", "created": 0, "owned_by": owner}
-        for model, owner in sorted(owners.items())
-        if allowed is None or model in allowed
+        {"id": model, "object": "model", "created": 0, "owned_by": owner} for model, owner in owners.items()
     ]
     return JSONResponse({"object": "list", "data": data})

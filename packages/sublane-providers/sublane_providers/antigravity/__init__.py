@@ -1,5 +1,33 @@
-"""The Google Antigravity (cloudcode-pa) provider."""
+"""The Google Antigravity (cloudcode-pa ``v1internal``) provider: Gemini requests in a wrapper."""
 
+from sublane_providers.antigravity._adapter import KNOWN_MODELS, AntigravityAdapter, build_adapter
 from sublane_providers.antigravity._credentials import parse_credentials
+from sublane_providers.antigravity._failures import classify_failure, parse_duration
+from sublane_providers.antigravity._login import AntigravityLogin
+from sublane_providers.antigravity._oauth import GoogleOAuth
+from sublane_providers.antigravity._project import ProjectUnavailable, discover_project
+from sublane_providers.antigravity._quota import models_of, windows_from_models
+from sublane_providers.antigravity._request import hosts_of, session_id, upstream_headers, wrapped_body
+from sublane_providers.antigravity._stream import AntigravityStreamObserver, unwrap, usage_of
 
-__all__ = ["parse_credentials"]
+__all__ = [
+    "KNOWN_MODELS",
+    "AntigravityAdapter",
+    "AntigravityLogin",
+    "AntigravityStreamObserver",
+    "GoogleOAuth",
+    "ProjectUnavailable",
+    "build_adapter",
+    "classify_failure",
+    "discover_project",
+    "hosts_of",
+    "models_of",
+    "parse_credentials",
+    "parse_duration",
+    "session_id",
+    "unwrap",
+    "upstream_headers",
+    "usage_of",
+    "windows_from_models",
+    "wrapped_body",
+]

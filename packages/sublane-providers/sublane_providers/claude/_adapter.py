@@ -168,6 +168,7 @@ class ClaudeAdapter(ProviderAdapter):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
+        conversation_key: str | None = None,
     ) -> httpx.Request:
         if operation is UpstreamOperation.STREAM:
             return self.messages_stream_request(bundle, body, client_headers, bound=bound)

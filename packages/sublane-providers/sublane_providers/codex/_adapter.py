@@ -104,6 +104,7 @@ class CodexAdapter(ProviderAdapter):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
+        conversation_key: str | None = None,
     ) -> httpx.Request:
         if operation is UpstreamOperation.COMPACT:
             return self.compact_request(bundle, body, client_headers, bound=bound)

@@ -1,0 +1,19 @@
+"""The models a key's group can reach: the union of its usable accounts' catalogues, by policy."""
+
+from __future__ import annotations
+
+from sublane_gateway.pipeline._keys import Principal
+from sublane_gateway.pipeline._runtime import ClientRuntime
+
+
+async def group_models(runtime: ClientRuntime, principal: Principal) -> dict[str, str]:
+    """``model -> provider`` of the first usable account of the group that lists it."""
+    await runtime.directory.refresh()
+    owners: dict[str, str] = {}
+    for account in runtime.directory.of_group(principal.group_id):
+        if not account.enabled or not account.auth_ok:
+            continue
+        for model in await runtime.catalog.models_of(account.id, account.provider):
+            owners.setdefault(model, account.provider)
+    allowed = principal.model_policy
+    return {model: owner for model, owner in sorted(owners.items()) if allowed is None or model in allowed}

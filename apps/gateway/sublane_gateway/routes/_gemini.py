@@ -1,0 +1,107 @@
+"""The Google Gemini API (GEM-2), as the Gemini CLI and the ``google-genai`` SDK speak it.
+
+``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent`` (SSE with ``alt=sse``,
+else one JSON array streamed element by element) and ``:countTokens``; ``GET /v1beta/models`` and
+``GET /v1beta/models/{model}``. The key comes in ``x-goog-api-key`` or as ``?key=``; errors use
+Google's envelope.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
+from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
+from sublane_gateway.routes._http import serve_http, to_response
+
+router = APIRouter(tags=["client: Google Gemini"])
+
+GEMINI = WireProtocol.GEMINI
+METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
+
+
+def gemini_headers(request: Request) -> dict[str, str]:
+    """The request's headers (lower-case names), with a ``key=`` query parameter as ``x-goog-api-key``."""
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    key = request.query_params.get("key")
+    if key and "x-goog-api-key" not in headers:
+        headers["x-goog-api-key"] = key
+    return headers
+
+
+async def _serve(
+    request: Request, model: str, operation: UpstreamOperation, record_operation: str
+) -> Response:
+    json_array = operation is UpstreamOperation.STREAM and request.query_params.get("alt") != "sse"
+    return await serve_http(
+        request,
+        GEMINI,
+        operation=operation,
+        record_protocol="gemini",
+        record_operation=record_operation,
+        headers=gemini_headers(request),
+        path_model=model,
+        json_array=json_array,
+    )
+
+
+@router.post("/v1beta/models/{model}:generateContent", response_model=None)
+async def generate_content(request: Request, model: str) -> Response:
+    """One JSON answer."""
+    return await _serve(request, model, UpstreamOperation.JSON, "generate")
+
+
+@router.post("/v1beta/models/{model}:streamGenerateContent", response_model=None)
+async def stream_generate_content(request: Request, model: str) -> Response:
+    """A stream: SSE with ``alt=sse``, else one JSON array."""
+    return await _serve(request, model, UpstreamOperation.STREAM, "generate")
+
+
+@router.post("/v1beta/models/{model}:countTokens", response_model=None)
+async def count_tokens(request: Request, model: str) -> Response:
+    """Token counting on an account of the key's group."""
+    return await _serve(request, model, UpstreamOperation.COUNT_TOKENS, "count_tokens")
+
+
+def _model_view(model: str) -> dict[str, object]:
+    return {
+        "name": f"models/{model}",
+        "baseModelId": model,
+        "version": "001",
+        "displayName": model,
+        "supportedGenerationMethods": METHODS,
+    }
+
+
+async def _catalogue(request: Request) -> dict[str, str] | Response:
+    runtime = client_runtime(request)
+    try:
+        principal = await runtime.keys.authenticate(gemini_headers(request))
+    except SubLaneError as error:
+        return to_response(sublane_error_reply(GEMINI, error))
+    return await group_models(runtime, principal)
+
+
+@router.get("/v1beta/models", response_model=None)
+async def list_models(request: Request) -> Response:
+    """The group's models in Gemini's shape (CAT-3)."""
+    models = await _catalogue(request)
+    if isinstance(models, Response):
+        return models
+    return JSONResponse({"models": [_model_view(model) for model in models]})
+
+
+@router.get("/v1beta/models/{model}", response_model=None)
+async def get_model(request: Request, model: str) -> Response:
+    """One model of the group; 404 ``model_not_found`` when the group cannot reach it."""
+    models = await _catalogue(request)
+    if isinstance(models, Response):
+        return models
+    name = model.removeprefix("models/")
+    if name not in models:
+        return to_response(
+            error_reply(GEMINI, 404, "model_not_found", f"No account in your group serves {name}.")
+        )
+    return JSONResponse(_model_view(name))
