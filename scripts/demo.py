@@ -19,6 +19,9 @@ from sublane_sim import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".cache" / "demo"
+# The Gemini CLI asks for its own alias of -m gemini-3-flash; the demo account lists both.
+GEMINI_MODELS = ("gemini-3-flash", "gemini-3.8-flash", "gemini-3-pro-high", "gemini-3.1-pro-high")
+GEMINI_SETTINGS = '{"security": {"auth": {"selectedType": "gemini-api-key"}}}'
 ADMIN_PASSWORD = "demo-admin-password"  # noqa: S105  (a local demo, printed on screen)
 MEMBER_PASSWORD = "demo-member-password"  # noqa: S105
 
@@ -36,7 +39,8 @@ def main() -> None:
         with running_gateway(settings, port=port) as gateway:
             admin = gateway.login("admin", ADMIN_PASSWORD)
             for provider in ("codex", "claude", "antigravity"):
-                account = sim.create_account(provider)
+                options = {"models": GEMINI_MODELS} if provider == "antigravity" else {}
+                account = sim.create_account(provider, **options)
                 body = {"provider": provider, "name": f"demo-{provider}", "group_ids": [1]}
                 response = admin.post(
                     "/api/accounts/import", json=body | {"credentials": account.credentials}
@@ -46,6 +50,9 @@ def main() -> None:
             key = admin.post(f"/api/users/{member['id']}/keys", json={"name": "demo", "group_id": 1}).json()
             secret = key["secret"]
             url = gateway.url
+            gemini_home = (DATA / "gemini-home").resolve()
+            (gemini_home / ".gemini").mkdir(parents=True, exist_ok=True)
+            (gemini_home / ".gemini" / "settings.json").write_text(GEMINI_SETTINGS)
             print(
                 f"""
 SubLane demo is running.
@@ -67,6 +74,14 @@ Or the Codex CLI (make clients):
     -c model_provider=sl -c 'model_providers.sl.name="sl"' -c 'model_providers.sl.base_url="{url}/v1"' \\
     -c 'model_providers.sl.wire_api="responses"' -c 'model_providers.sl.env_key="SUBLANE_KEY"' \\
     -m gpt-5-codex "say hi"
+
+Or the Gemini CLI, served by the Antigravity account:
+  HOME={gemini_home} GOOGLE_GEMINI_BASE_URL={url} GEMINI_API_KEY={secret} GEMINI_CLI_TRUST_WORKSPACE=true \\
+    .cache/node-clients/node_modules/.bin/gemini -p "say hi" -m gemini-3-flash
+
+Or Claude Code, served by the Claude account:
+  HOME={gemini_home} ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY={secret} \\
+    .cache/node-clients/node_modules/.bin/claude -p "say hi"
 
 Ctrl-C stops the demo.""",
                 flush=True,

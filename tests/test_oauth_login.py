@@ -263,10 +263,7 @@ def test_cred_9_cross_origin_and_form_posts_are_refused(make_pool: Callable[...,
 
 @pytest.mark.parametrize(
     ("provider", "message"),
-    [
-        ("antigravity", "OAuth login for antigravity arrives with the Antigravity adapter"),
-        ("openai", "Unknown provider 'openai'"),
-    ],
+    [("openai", "Unknown provider 'openai'; OAuth login supports codex, claude, antigravity")],
 )
 def test_cred_9_providers_without_a_login_are_refused(
     make_pool: Callable[..., Pool], provider: str, message: str

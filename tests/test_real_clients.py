@@ -1,10 +1,12 @@
-"""The real Codex CLI (npm ``@openai/codex``) through SubLane to the simulator, over HTTP and WebSocket.
+"""The real coding clients through SubLane to the simulator: the Codex CLI (npm ``@openai/codex``)
+over HTTP and WebSocket, Claude Code, and the Gemini CLI (npm ``@google/gemini-cli``).
 
 Skipped only when the client is not installed (``make clients``; ``.ci/run`` installs it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -131,4 +133,46 @@ def test_claude_code_runs_through_sublane_and_a_session_stays_on_one_account(
     upstream = pool.sim.requests(endpoint="claude.messages")[-1]
     assert "oauth-2025-04-20" in upstream.headers["anthropic-beta"]
     assert upstream.headers["x-claude-code-session-id"] == session
+    assert pool.runtime.leases.total_in_flight() == 0
+
+
+GEMINI_MODELS = ("gemini-3-flash", "gemini-3.8-flash", "gemini-3-pro-high", "gemini-3.1-pro-high")
+
+
+def _gemini(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TERM": "dumb",
+        "GOOGLE_GEMINI_BASE_URL": pool.gateway.url,
+        "GEMINI_API_KEY": pool.key,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+    return subprocess.run(
+        [str(_client("gemini")), *args],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_gemini_cli_completes_a_prompt_served_by_a_pooled_antigravity_account(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    _client("gemini")
+    pool = make_pool(provider="antigravity", account_options={"models": GEMINI_MODELS})
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(text=ANSWER, deltas=5))
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", "gemini-3-flash")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    served = [r for r in pool.finished if r.protocol == "gemini" and r.outcome == "success"]
+    assert served and all(record.provider == "antigravity" for record in served)
+    upstream = pool.sim.requests(endpoint="antigravity.streamGenerateContent")
+    assert upstream and upstream[-1].body["project"] == pool.sim_accounts[0].project_id
     assert pool.runtime.leases.total_in_flight() == 0

@@ -215,6 +215,38 @@ def test_web_4_adding_accounts_by_file_upload_and_by_sign_in(
     assert fetched and all(url.startswith((f"{pool.gateway.url}/", "data:")) for url in fetched)  # no CDN
 
 
+def test_gem_3_antigravity_accounts_are_added_by_file_and_by_google_sign_in(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(accounts=0)
+    page = _admin_page(pool, open_context, "/accounts")
+    imported = pool.sim.create_account("antigravity")
+    form = page.get_by_role("form", name="Import a credential file")
+    form.get_by_label("Provider").select_option("antigravity")
+    form.get_by_label("Name").fill("google-file")
+    form.get_by_label("Credential file content").fill(json.dumps(imported.credentials))
+    form.get_by_role("button", name="Import account").click()
+    card = _card(page, "google-file")
+    expect(card).to_contain_text("antigravity")
+    expect(card).to_contain_text(f"project {imported.project_id}")
+
+    signed = pool.sim.create_account("antigravity")
+    pool.sim.prepare_login("antigravity", signed.id)
+    oauth = page.get_by_role("form", name="Sign in to a provider")
+    oauth.get_by_label("Provider").select_option("antigravity")
+    oauth.get_by_label("Name (optional)").fill("google-signed")
+    oauth.get_by_role("button", name="Start sign-in").click()
+    finish = page.get_by_role("form", name="Finish the sign-in")
+    authorize_url = finish.get_by_role("link", name="the provider's sign-in page").get_attribute("href")
+    assert authorize_url and "access_type=offline" in authorize_url
+    with httpx.Client(follow_redirects=False, timeout=10) as other_browser:
+        callback = other_browser.get(authorize_url).headers["location"]
+    finish.get_by_label("Callback URL or code").fill(callback)
+    finish.get_by_role("button", name="Finish sign-in").click()
+    expect(_card(page, "google-signed")).to_contain_text(f"project {signed.project_id}")
+    _shoot(page, "accounts-antigravity")
+
+
 def test_web_4_keys_created_once_copied_and_revoked(
     make_pool: Callable[..., Pool], open_context: Any
 ) -> None:

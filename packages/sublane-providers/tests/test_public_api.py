@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sublane_providers
+import sublane_providers.antigravity
 import sublane_providers.claude
 import sublane_providers.codex
 
@@ -32,7 +33,16 @@ CLAUDE = [
 ]  # fmt: skip
 
 
+ANTIGRAVITY = [
+    "KNOWN_MODELS", "AntigravityAdapter", "AntigravityLogin", "AntigravityStreamObserver", "GoogleOAuth",
+    "ProjectUnavailable", "build_adapter", "classify_failure", "discover_project", "hosts_of", "models_of",
+    "parse_credentials", "parse_duration", "session_id", "unwrap", "upstream_headers", "usage_of",
+    "windows_from_models", "wrapped_body",
+]  # fmt: skip
+
+
 def test_public_api_is_pinned() -> None:
     assert sublane_providers.__all__ == EXPECTED
     assert sorted(sublane_providers.codex.__all__) == sorted(CODEX)
     assert sorted(sublane_providers.claude.__all__) == sorted(CLAUDE)
+    assert sorted(sublane_providers.antigravity.__all__) == sorted(ANTIGRAVITY)

@@ -3,7 +3,9 @@
 ``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent`` (SSE with ``alt=sse``,
 else one JSON array streamed element by element) and ``:countTokens``; ``GET /v1beta/models`` and
 ``GET /v1beta/models/{model}``. The key comes in ``x-goog-api-key`` or as ``?key=``; errors use
-Google's envelope.
+Google's envelope. The same calls are served under ``/v1`` (the ``google-genai`` SDK's default API
+version); there ``GET /v1/models[/{model}]`` answers in Gemini's shape to a caller that presents
+its key the Google way, and in OpenAI's shape otherwise (``routes/_models.py``).
 """
 
 from __future__ import annotations
@@ -48,21 +50,29 @@ async def _serve(
 
 
 @router.post("/v1beta/models/{model}:generateContent", response_model=None)
+@router.post("/v1/models/{model}:generateContent", response_model=None)
 async def generate_content(request: Request, model: str) -> Response:
     """One JSON answer."""
     return await _serve(request, model, UpstreamOperation.JSON, "generate")
 
 
 @router.post("/v1beta/models/{model}:streamGenerateContent", response_model=None)
+@router.post("/v1/models/{model}:streamGenerateContent", response_model=None)
 async def stream_generate_content(request: Request, model: str) -> Response:
     """A stream: SSE with ``alt=sse``, else one JSON array."""
     return await _serve(request, model, UpstreamOperation.STREAM, "generate")
 
 
 @router.post("/v1beta/models/{model}:countTokens", response_model=None)
+@router.post("/v1/models/{model}:countTokens", response_model=None)
 async def count_tokens(request: Request, model: str) -> Response:
     """Token counting on an account of the key's group."""
     return await _serve(request, model, UpstreamOperation.COUNT_TOKENS, "count_tokens")
+
+
+def wants_gemini(request: Request) -> bool:
+    """Whether a caller of a shared ``/v1/models`` route speaks Gemini (its key comes Google's way)."""
+    return "x-goog-api-key" in request.headers or "key" in request.query_params
 
 
 def _model_view(model: str) -> dict[str, object]:

@@ -59,7 +59,9 @@ function liveDetails(run) {
 
 function identityText(account) {
   const identity = (account && account.identity) || {};
-  return [identity.email, identity.plan].filter(Boolean).join(" · ") || "identity unknown";
+  // An Antigravity account's subject is its Code Assist project, which admins look for.
+  const project = account && account.provider === "antigravity" && identity.subject ? `project ${identity.subject}` : null;
+  return [identity.email, identity.plan, project].filter(Boolean).join(" · ") || "identity unknown";
 }
 
 /**
@@ -171,7 +173,8 @@ async function addAccount(onAdded) {
     await onAdded();
   });
 
-  const oauthProvider = h("select", {name: "provider"}, option("codex", "ChatGPT / Codex"), option("claude", "Claude"));
+  const oauthProvider = h("select", {name: "provider"},
+    option("codex", "ChatGPT / Codex"), option("claude", "Claude"), option("antigravity", "Antigravity (Google)"));
   const oauthName = h("input", {name: "name", maxlength: 64, autocomplete: "off"});
   const callback = h("textarea", {name: "callback_url", rows: 2, required: true, spellcheck: "false"});
   const step2 = h("div", {class: "stack", hidden: true});
