@@ -71,7 +71,14 @@ async def test_adm_6_no_slot_leaks_under_random_cancellation_faults_and_limit_ch
     monkeypatch.setattr(Lease, "release", counting_release)
     signalled: list[str] = []
     disconnect = signals.lease_released.connect(lambda payload: signalled.append(payload.request_id))
-    limits = httpx.AsyncClient(base_url=pool.gateway.url, cookies=pool.admin.cookies, timeout=10)
+    # A new connection per limit change: under this load the test's own loop can stall past the
+    # server's 5 s keep-alive, and a reused idle connection then races its close (httpx.ReadError).
+    limits = httpx.AsyncClient(
+        base_url=pool.gateway.url,
+        cookies=pool.admin.cookies,
+        timeout=10,
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
     client = httpx.AsyncClient(
         base_url=pool.gateway.url,
         headers={"authorization": f"Bearer {pool.key}"},
