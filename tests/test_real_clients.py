@@ -92,23 +92,22 @@ def test_codex_cli_completes_a_prompt_through_sublane(
     assert pool.runtime.leases.total_in_flight() == 0
 
 
-def _claude(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "TERM": "dumb",
-        "ANTHROPIC_BASE_URL": pool.gateway.url,
-        "ANTHROPIC_API_KEY": pool.key,
-    }
+def _run_cli(name: str, home: Path, args: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
+    """Run an npm-installed CLI with a scratch ``HOME`` and only the given environment."""
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TERM": "dumb"}
     return subprocess.run(
-        [str(_client("claude")), *args],
-        env=env,
+        [str(_client(name)), *args],
+        env=base | env,
         cwd=home,
         capture_output=True,
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
+
+
+def _claude(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _run_cli("claude", home, args, ANTHROPIC_BASE_URL=pool.gateway.url, ANTHROPIC_API_KEY=pool.key)
 
 
 def test_claude_code_runs_through_sublane_and_a_session_stays_on_one_account(
@@ -143,22 +142,13 @@ def _gemini(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[s
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "TERM": "dumb",
-        "GOOGLE_GEMINI_BASE_URL": pool.gateway.url,
-        "GEMINI_API_KEY": pool.key,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-    }
-    return subprocess.run(
-        [str(_client("gemini")), *args],
-        env=env,
-        cwd=home,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
+    return _run_cli(
+        "gemini",
+        home,
+        args,
+        GOOGLE_GEMINI_BASE_URL=pool.gateway.url,
+        GEMINI_API_KEY=pool.key,
+        GEMINI_CLI_TRUST_WORKSPACE="true",
     )
 
 

@@ -32,6 +32,7 @@ from sublane_gateway.pipeline._schedule import (
 )
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
 from sublane_protocols import (
+    CallIntent,
     ReframedStream,
     StreamTranslator,
     TranslationRefused,
@@ -113,7 +114,7 @@ async def _open(
     providers: tuple[str, ...],
     bodies: dict[WireProtocol, dict[str, Any]],
     operation: UpstreamOperation,
-    intent: Any,
+    intent: CallIntent,
 ) -> tuple[httpx.Response, ProviderAdapter] | JsonReply:
     """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
     try:

@@ -104,48 +104,42 @@ def scoped_to_request(failure: UpstreamFailure, model: str) -> UpstreamFailure:
 def report_refusal(
     grant: Grant, failure: UpstreamFailure, *, sender: object, model: str | None = None
 ) -> None:
-    """What a refusal means for the account (COOL, MCOOL), told to the scheduler, then to observers."""
+    """What a refusal means for the account (COOL, MCOOL, AGL), told to the scheduler, then to observers.
+
+    ``model`` is the model a transient failure counts for (default: the lease's).
+    """
     account_id = grant.account.id
-    if failure.kind in (FailureKind.RATE_LIMITED, FailureKind.QUOTA_EXHAUSTED):
-        grant.report_rate_limited(failure.retry_after, failure.code)
-        if signals.upstream_rate_limited.has_receivers:
-            signals.upstream_rate_limited.send(
-                signals.UpstreamRateLimited(
-                    account_id=account_id,
-                    model=None,
-                    runtime_revision=grant.revision,
-                    retry_after_s=failure.retry_after,
-                    reason=failure.code,
-                ),
-                sender=sender,
-            )
-    elif failure.kind is FailureKind.MODEL_RATE_LIMITED and failure.model is not None:
-        grant.report_rate_limited(failure.retry_after, failure.code, model=failure.model)
-        if signals.upstream_rate_limited.has_receivers:
-            signals.upstream_rate_limited.send(
-                signals.UpstreamRateLimited(
-                    account_id=account_id,
-                    model=failure.model,
-                    runtime_revision=grant.revision,
-                    retry_after_s=failure.retry_after,
-                    reason=failure.code,
-                ),
-                sender=sender,
-            )
-    elif failure.kind is FailureKind.TRANSIENT:
-        failed_model = grant.lease.model if model is None else model
-        grant.report_failure(model=failed_model)
-        if signals.upstream_failed.has_receivers:
-            signals.upstream_failed.send(
-                signals.UpstreamFailed(
-                    account_id=account_id,
-                    model=failed_model,
-                    runtime_revision=grant.revision,
-                    status=failure.status,
-                    error_code=failure.code,
-                ),
-                sender=sender,
-            )
+    limited: str | None = None  # the model of a model-scoped limit; None: account-wide
+    if failure.kind is FailureKind.MODEL_RATE_LIMITED and failure.model is not None:
+        limited = failure.model
+    elif failure.kind not in (FailureKind.RATE_LIMITED, FailureKind.QUOTA_EXHAUSTED):
+        if failure.kind is FailureKind.TRANSIENT:
+            failed_model = grant.lease.model if model is None else model
+            grant.report_failure(model=failed_model)
+            if signals.upstream_failed.has_receivers:
+                signals.upstream_failed.send(
+                    signals.UpstreamFailed(
+                        account_id=account_id,
+                        model=failed_model,
+                        runtime_revision=grant.revision,
+                        status=failure.status,
+                        error_code=failure.code,
+                    ),
+                    sender=sender,
+                )
+        return
+    grant.report_rate_limited(failure.retry_after, failure.code, model=limited)
+    if signals.upstream_rate_limited.has_receivers:
+        signals.upstream_rate_limited.send(
+            signals.UpstreamRateLimited(
+                account_id=account_id,
+                model=limited,
+                runtime_revision=grant.revision,
+                retry_after_s=failure.retry_after,
+                reason=failure.code,
+            ),
+            sender=sender,
+        )
 
 
 async def _read_bounded(response: httpx.Response) -> bytes:
