@@ -171,6 +171,11 @@ class ProviderAdapter(ABC):
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:
         """Model IDs the account may use."""
 
+    def model_aliases(self, models: frozenset[str]) -> frozenset[str]:
+        """Other names the provider accepts for these models (CAT-2); they serve the same capability,
+        go upstream as the client sent them, and are not listed as models of their own."""
+        return frozenset()
+
     @abstractmethod
     def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
         """``(plan, windows)`` reported on an inference response's headers (empty when none)."""

@@ -37,6 +37,7 @@ _CLAUDE = (
     "claude-opus-4-6",
     "claude-opus-4-7",
     "claude-opus-4-5-20251101",
+    "claude-opus-4-5",
     "claude-opus-4-1-20250805",
     "claude-opus-4-20250514",
     "claude-sonnet-4-20250514",

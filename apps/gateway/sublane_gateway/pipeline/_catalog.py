@@ -19,20 +19,27 @@ TTL_S = 900.0
 FALLBACK_TTL_S = 60.0
 
 Discover = Callable[[int], Awaitable[list[str]]]
+Aliaser = Callable[[frozenset[str]], frozenset[str]]
 
 
 class ModelCatalog:
     """Per-account model sets with single-flight discovery."""
 
     def __init__(
-        self, clock: Clock, discoverers: Mapping[str, Discover], fallbacks: Mapping[str, frozenset[str]]
+        self,
+        clock: Clock,
+        discoverers: Mapping[str, Discover],
+        fallbacks: Mapping[str, frozenset[str]],
+        aliasers: Mapping[str, Aliaser] | None = None,
     ) -> None:
-        """``fallbacks``: what each provider is known to serve, used only while discovery fails."""
+        """``fallbacks``: what each provider is known to serve, used only while discovery fails;
+        ``aliasers``: the other names each provider accepts for its models (CAT-2)."""
         self._clock = clock
         self._discoverers = discoverers
         self._fallbacks = fallbacks
-        self._models: dict[int, tuple[frozenset[str], float]] = {}
-        self._inflight: dict[int, asyncio.Task[frozenset[str]]] = {}
+        self._aliasers = aliasers or {}
+        self._models: dict[int, tuple[frozenset[str], frozenset[str], float]] = {}
+        self._inflight: dict[int, asyncio.Task[tuple[frozenset[str], frozenset[str]]]] = {}
 
     def forget(self, account_id: int) -> None:
         self._models.pop(account_id, None)
@@ -42,10 +49,17 @@ class ModelCatalog:
         return entry[0] if entry is not None else None
 
     async def models_of(self, account_id: int, provider: str) -> frozenset[str]:
-        """The account's models, discovering them when unknown or stale."""
+        """The names the account serves — its models and their aliases — discovering when stale."""
+        return (await self._entry(account_id, provider))[1]
+
+    async def listed_of(self, account_id: int, provider: str) -> frozenset[str]:
+        """The account's models as listed to clients (native ids, no aliases)."""
+        return (await self._entry(account_id, provider))[0]
+
+    async def _entry(self, account_id: int, provider: str) -> tuple[frozenset[str], frozenset[str]]:
         entry = self._models.get(account_id)
-        if entry is not None and entry[1] > self._clock.monotonic():
-            return entry[0]
+        if entry is not None and entry[2] > self._clock.monotonic():
+            return entry[0], entry[1]
         task = self._inflight.get(account_id)
         if task is None:
             task = asyncio.ensure_future(self._discover(account_id, provider))
@@ -53,7 +67,7 @@ class ModelCatalog:
             task.add_done_callback(lambda _task: self._inflight.pop(account_id, None))
         return await asyncio.shield(task)
 
-    async def _discover(self, account_id: int, provider: str) -> frozenset[str]:
+    async def _discover(self, account_id: int, provider: str) -> tuple[frozenset[str], frozenset[str]]:
         discover = self._discoverers.get(provider)
         known = self._fallbacks.get(provider, frozenset())
         if discover is None:
@@ -66,5 +80,7 @@ class ModelCatalog:
                 models, ttl = known, FALLBACK_TTL_S
             if not models:
                 models, ttl = known, FALLBACK_TTL_S
-        self._models[account_id] = (models, self._clock.monotonic() + ttl)
-        return models
+        aliaser = self._aliasers.get(provider)
+        served = models | aliaser(models) if aliaser is not None else models
+        self._models[account_id] = (models, served, self._clock.monotonic() + ttl)
+        return models, served

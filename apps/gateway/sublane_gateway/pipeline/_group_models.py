@@ -13,7 +13,7 @@ async def group_models(runtime: ClientRuntime, principal: Principal) -> dict[str
     for account in runtime.directory.of_group(principal.group_id):
         if not account.enabled or not account.auth_ok:
             continue
-        for model in await runtime.catalog.models_of(account.id, account.provider):
+        for model in await runtime.catalog.listed_of(account.id, account.provider):
             owners.setdefault(model, account.provider)
     allowed = principal.model_policy
     return {model: owner for model, owner in sorted(owners.items()) if allowed is None or model in allowed}

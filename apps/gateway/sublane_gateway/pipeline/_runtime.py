@@ -172,6 +172,7 @@ def build_runtime(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
         {name: adapter.fallback_models for name, adapter in adapters.items()},
+        {name: adapter.model_aliases for name, adapter in adapters.items()},
     )
     scheduler = Scheduler(
         clock=clock,

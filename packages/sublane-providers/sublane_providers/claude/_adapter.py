@@ -61,6 +61,18 @@ KNOWN_MODELS: tuple[str, ...] = (
 )
 
 _SAFE_CODE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_DATED = re.compile(r"^(claude-[a-z0-9.-]+?)-(\d{8})$")
+
+
+def aliases_of(models: Iterable[str]) -> frozenset[str]:
+    """Anthropic's aliases of dated model ids (CAT-2): ``claude-sonnet-4-5-20250929`` is also
+    ``claude-sonnet-4-5`` and ``claude-sonnet-4-5-latest``."""
+    aliases: set[str] = set()
+    for model in models:
+        match = _DATED.match(model)
+        if match:
+            aliases.update((match.group(1), match.group(1) + "-latest"))
+    return frozenset(aliases)
 
 
 def _error_code(response: httpx.Response) -> str:
@@ -358,6 +370,9 @@ class ClaudeAdapter(ProviderAdapter):
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:
         """The configured catalogue (there is no model-list endpoint for OAuth accounts)."""
         return list(self._models)
+
+    def model_aliases(self, models: frozenset[str]) -> frozenset[str]:
+        return aliases_of(models) - models
 
 
 def build_adapter(settings: Settings, transport: UpstreamClients, clock: Clock) -> ClaudeAdapter:
