@@ -150,6 +150,25 @@ export function option(value, label, selected = false) {
   return h("option", {value: String(value), selected}, label);
 }
 
+/**
+ * Newer/Older links for a cursor-paged list (50 a page). The cursors of the pages already seen
+ * ride along in the `trail` query parameter, so "Newer" can go back without the server's help.
+ */
+export function pager(params, nextCursor, shown) {
+  const current = params.get("cursor") || "";
+  const trail = params.get("trail") ? params.get("trail").split(",") : [];
+  const pageLink = (cursor, newTrail, label) => {
+    const next = new URLSearchParams(params);
+    if (cursor) next.set("cursor", cursor); else next.delete("cursor");
+    if (newTrail.length) next.set("trail", newTrail.join(",")); else next.delete("trail");
+    return h("a", {class: "button secondary", href: `${location.pathname}?${next}`}, label);
+  };
+  return h("nav", {class: "pager", "aria-label": "Pages"},
+    current ? pageLink(trail.at(-1) === "-" ? "" : trail.at(-1), trail.slice(0, -1), "← Newer") : null,
+    h("span", {class: "muted"}, `Page ${trail.length + 1} · ${shown} shown (50 per page)`),
+    nextCursor ? pageLink(nextCursor, trail.concat(current || "-"), "Older →") : null);
+}
+
 /** A page section with a heading. */
 export function section(title, ...children) {
   const id = "s-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-");

@@ -1,6 +1,6 @@
 // The request tables (WEB-3, HIST-8…11): General → Requests (your own) and Administration → All requests.
 import {
-  api, copyButton, DASH, field, formatCount, formatMs, formatTime, h, option, render, section,
+  api, copyButton, DASH, field, formatCount, formatMs, formatTime, h, option, pager, render, section,
 } from "./lib.js";
 
 const OUTCOMES = ["success", "incomplete", "error", "canceled", "rejected"];
@@ -139,21 +139,11 @@ export async function requestsView(me, admin) {
     if (current(name)) query.set(name, current(name));
   }
   const page = await api("GET", `${base}?${query}`);
-  const trail = current("trail") ? current("trail").split(",") : [];
-  const pageLink = (cursor, newTrail, label) => {
-    const next = new URLSearchParams(params);
-    if (cursor) next.set("cursor", cursor); else next.delete("cursor");
-    if (newTrail.length) next.set("trail", newTrail.join(",")); else next.delete("trail");
-    return h("a", {class: "button secondary", href: `${location.pathname}?${next}`}, label);
-  };
-  const pager = h("nav", {class: "pager", "aria-label": "Pages"},
-    current("cursor") ? pageLink(trail.at(-1) === "-" ? "" : trail.at(-1), trail.slice(0, -1), "← Newer") : null,
-    h("span", {class: "muted"}, `Page ${trail.length + 1} · ${page.items.length} shown (50 per page)`),
-    page.next_cursor ? pageLink(page.next_cursor, trail.concat(current("cursor") || "-"), "Older →") : null);
+  const pages = pager(params, page.next_cursor, page.items.length);
 
   render(admin ? "All requests" : "Requests",
     admin ? null : h("p", {class: "muted"}, "The model calls made with your keys."),
     section("Filters", filters),
     page.items.length ? table(page.items, admin) : h("p", {class: "empty"}, "No requests match."),
-    pager);
+    pages);
 }
