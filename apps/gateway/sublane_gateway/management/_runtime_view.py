@@ -147,7 +147,7 @@ async def resume(account_id: int, request: Request, admin: AdminUser) -> dict[st
     limited = len(runtime.scheduler.cooldowns.limited_models(account_id))
 
     def load_and_audit() -> Account | None:
-        with Session(engine) as db:
+        with Session(engine, expire_on_commit=False) as db:
             account = db.get(Account, account_id)
             if account is not None:
                 cleared = cooldown.reason if cooldown is not None else None
