@@ -21,7 +21,7 @@ from gateway_pool import Pool
 from sublane_gateway.testing import ADMIN_PASSWORD, ADMIN_USERNAME, MEMBER_PASSWORD
 
 SUBLANE = str(Path(sys.executable).parent / "sublane")
-NEW_PASSWORD = "a-brand-new-password-42"  # noqa: S105
+NEW_PASSWORD = "a-brand-new-password-42"
 DAY = 86_400.0
 
 

@@ -128,7 +128,7 @@ def test_ops_9_a_backup_taken_under_write_load_restores_and_serves_the_same_acco
         assert len(keys) == manifest["counts"]["api_keys"]
         # Keys as they were at the snapshot: each one existed in the live database, the pool's is active.
         assert {key[:3] for key in keys} <= {key[:3] for key in live_keys}
-        assert (live_keys[0][:3] + ("active",)) in keys
+        assert (*live_keys[0][:3], "active") in keys
         # The pool's key and the sealed credentials both work: a real call through the simulator.
         client = gateway.client(headers={"authorization": f"Bearer {pool.key}"})
         assert client.post("/v1/responses", json=BODY).status_code == 200

@@ -21,7 +21,7 @@ from sublane_core import QuotaObservation
 from sublane_sim import Behaviour
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True, "store": False}
-TOKEN = "metrics-token-for-tests"  # noqa: S105
+TOKEN = "metrics-token-for-tests"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
