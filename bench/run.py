@@ -534,15 +534,22 @@ def workdir() -> Iterator[Path]:
 
 
 def start_gateway(
-    procs: Processes, tmp: Path, mock_url: str, *, history: bool = True
+    procs: Processes,
+    tmp: Path,
+    mock_url: str,
+    *,
+    history: bool = True,
+    metrics: bool = True,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``sublane serve`` on core 0, its upstream URLs pointing at the mock.
 
-    ``history=False`` starts it through ``bench/serve_variant.py`` (recording off).
+    ``history=False`` starts it through ``bench/serve_variant.py`` (recording off);
+    ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted for ``/metrics``).
     """
     port = free_port()
-    name = "gateway" if history else "gateway-nohistory"
+    name = "gateway" + ("" if history else "-nohistory") + ("" if metrics else "-nometrics")
     env = os.environ | {
+        "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
         "SUBLANE_DATA_DIR": str(tmp / f"data-{name}"),
         "SUBLANE_ADMIN_USERNAME": ADMIN[0],
         "SUBLANE_ADMIN_PASSWORD": ADMIN[1],
@@ -659,17 +666,27 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     log(f"  S1 non-streaming {s1['non_streaming']['gateway_vs_direct']}")
     log(f"  S1 streaming {s1['streaming_ttft']['gateway_vs_direct']}")
 
-    log("S1 features: history recording and quota signals on/off")
+    log("S1 features: history recording, quota signals and metrics on/off")
     bare_proc, bare_url = start_gateway(procs, tmp, mock_url, history=False)
     bare_key, _ = seed_gateway(bare_url, creds["credentials"])
     bare_port = int(bare_url.rsplit(":", 1)[1])
     bare = Target("gateway", "127.0.0.1", bare_port, "/v1/responses", {"Authorization": f"Bearer {bare_key}"})
+    uncounted_proc, uncounted_url = start_gateway(procs, tmp, mock_url, metrics=False)
+    uncounted_key, _ = seed_gateway(uncounted_url, creds["credentials"])
+    uncounted = Target(
+        "gateway",
+        "127.0.0.1",
+        int(uncounted_url.rsplit(":", 1)[1]),
+        "/v1/responses",
+        {"Authorization": f"Bearer {uncounted_key}"},
+    )
     variants = {
         "direct": direct,
         "all_on": gateway,
         "quota_off": gateway,
         "history_off": bare,
         "both_off": bare,
+        "metrics_off": uncounted,
     }
     features: dict[str, Any] = {}
     for label, stream in (("non_streaming", False), ("streaming_ttft", True)):
@@ -680,6 +697,7 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
         features[label] = await s1_latency(variants, bodies, streaming=stream, rounds=max(4, rounds // 2))
     report["scenarios"]["S1_features"] = features
     procs.stop(bare_proc)
+    procs.stop(uncounted_proc)
 
     levels = [1, 4, 16, 64, 256] if QUICK else [1, 2, 4, 8, 16, 32, 64, 128, 256]
     seconds = 1.0 if QUICK else 2.5
@@ -837,6 +855,7 @@ def main() -> None:
             "litellm": f"litellm proxy, 1 worker, on core {GATEWAY_CORE}, in {LITELLM_VENV}",
             "history_recording": "on; S1_features also runs a gateway with it off (bench/serve_variant.py)",
             "quota_signals": "on; S1_features also asks the mock for no x-codex-* rate-limit headers",
+            "metrics": "on; S1_features also runs a gateway with SUBLANE_METRICS_ENABLED=false",
         },
         "scenarios": {},
         "load": [("start", loadavg())],
