@@ -43,6 +43,8 @@ BIN = Path(sys.executable).parent
 RESULTS = ROOT / "bench" / "results"
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 WITH_LITELLM = os.environ.get("BENCH_LITELLM", "1") != "0"
+# BENCH_ONLY=S1: S1 and the feature pricing only, written to results/latest-s1.json (latest.json stays).
+ONLY_S1 = os.environ.get("BENCH_ONLY") == "S1"
 LITELLM_VENV = Path(os.environ.get("BENCH_LITELLM_VENV", ROOT / ".cache" / "bench-litellm-venv"))
 ADMIN = ("bench-admin", "bench-admin-password")
 MODEL = "gpt-5-codex"
@@ -698,6 +700,8 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     report["scenarios"]["S1_features"] = features
     procs.stop(bare_proc)
     procs.stop(uncounted_proc)
+    if ONLY_S1:
+        return
 
     levels = [1, 4, 16, 64, 256] if QUICK else [1, 2, 4, 8, 16, 32, 64, 128, 256]
     seconds = 1.0 if QUICK else 2.5
@@ -848,7 +852,9 @@ def main() -> None:
         "environment": environment(),
         "config": {
             "quick": QUICK,
-            "command": "make bench" + (" (BENCH_QUICK=1)" if QUICK else ""),
+            "command": "make bench"
+            + (" (BENCH_QUICK=1)" if QUICK else "")
+            + (" (BENCH_ONLY=S1)" if ONLY_S1 else ""),
             "gateway": f"sublane serve (uvicorn, httptools, uvloop, 1 worker) on core {GATEWAY_CORE}",
             "mock": f"bench/mock.py (uvicorn, httptools, uvloop) on core {DRIVER_CORE}",
             "driver": f"bench/driver.py (asyncio on uvloop, raw HTTP/1.1) on core {DRIVER_CORE}",
@@ -875,12 +881,12 @@ def main() -> None:
             procs.stop_all()
     report["duration_s"] = round(time.time() - began, 1)
     report["failure"] = failure
-    if failure is None:
+    if failure is None and not ONLY_S1:
         report["verdict"] = verdict(report)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{stamp}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
-    shutil.copyfile(path, RESULTS / "latest.json")
+    shutil.copyfile(path, RESULTS / ("latest-s1.json" if ONLY_S1 else "latest.json"))
     log(f"wrote {path} in {report['duration_s']} s")
     if failure:
         raise SystemExit(1)

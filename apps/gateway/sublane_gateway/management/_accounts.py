@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, User, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
-from sublane_gateway.management._audit import audit, change, record_action
+from sublane_gateway.management._audit import audit, change, changes, record_action
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
 from sublane_gateway.management._views import account_view, groups_of_accounts
@@ -198,7 +198,7 @@ def update_account(
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)
     after = {"name": account.name, "enabled": account.enabled}
-    audit(db, request, admin, "account.update", account_id, **{k: change(before[k], after[k]) for k in after})
+    audit(db, request, admin, "account.update", account_id, **changes(before, after))
     try:
         db.commit()
     except IntegrityError:

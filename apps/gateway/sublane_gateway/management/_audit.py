@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -71,6 +71,17 @@ def clean_summary(summary: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
 def change(before: Any, after: Any) -> dict[str, Any] | None:
     """``{"from": before, "to": after}``, or ``None`` when nothing changed."""
     return None if before == after else {"from": before, "to": after}
+
+
+def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`change` for each field of ``after`` (unchanged ones come out ``None``, left out later)."""
+    return {name: change(before.get(name), value) for name, value in after.items()}
+
+
+def replaced(before: Iterable[int], after: Iterable[int]) -> dict[str, Any]:
+    """What replacing the ID set ``before`` with ``after`` added and removed."""
+    old, new = set(before), set(after)
+    return {"added": sorted(new - old), "removed": sorted(old - new), "count": len(new)}
 
 
 def record_action(

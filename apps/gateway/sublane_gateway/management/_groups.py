@@ -20,7 +20,7 @@ from sublane_core import (
 )
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
-from sublane_gateway.management._audit import audit, change
+from sublane_gateway.management._audit import audit, changes, replaced
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate
 from sublane_gateway.management._views import group_view
@@ -100,7 +100,7 @@ def update_group(
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
     after = {"name": group.name, "model_policy": group.model_policy}
-    audit(db, request, admin, "group.update", group_id, **{k: change(before[k], after[k]) for k in after})
+    audit(db, request, admin, "group.update", group_id, **changes(before, after))
     try:
         db.commit()
     except IntegrityError:
@@ -117,16 +117,13 @@ def set_members(
     """Replace the group's members. Keys of removed members stop working in this group."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     user_ids = require_existing(db, User, body.user_ids, "user")
-    before = set(_members(db, [group_id])[group_id])
     audit(
         db,
         request,
         admin,
         "group.members",
         group_id,
-        added=sorted(set(user_ids) - before),
-        removed=sorted(before - set(user_ids)),
-        count=len(user_ids),
+        **replaced(_members(db, [group_id])[group_id], user_ids),
     )
     db.exec(delete(GroupMember).where(col(GroupMember.group_id) == group_id))
     db.add_all(GroupMember(group_id=group_id, user_id=user_id) for user_id in user_ids)
@@ -144,16 +141,13 @@ def set_accounts(
     """Replace the group's accounts."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     account_ids = require_existing(db, Account, body.account_ids, "account")
-    before = set(_accounts(db, [group_id])[group_id])
     audit(
         db,
         request,
         admin,
         "group.accounts",
         group_id,
-        added=sorted(set(account_ids) - before),
-        removed=sorted(before - set(account_ids)),
-        count=len(account_ids),
+        **replaced(_accounts(db, [group_id])[group_id], account_ids),
     )
     db.exec(delete(GroupAccount).where(col(GroupAccount.group_id) == group_id))
     db.add_all(GroupAccount(group_id=group_id, account_id=account_id) for account_id in account_ids)
