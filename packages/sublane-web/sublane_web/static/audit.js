@@ -1,5 +1,5 @@
 // Administration → Audit log (OPS-10): every admin mutation of the last 90 days, newest first.
-import {api, DASH, field, formatTime, h, option, pager, render, section} from "./lib.js";
+import {api, DASH, field, filterForm, formatTime, h, option, pager, render, section} from "./lib.js";
 
 /** What an action did, in words; unknown actions show as they are. */
 const ACTIONS = {
@@ -65,17 +65,7 @@ export async function auditView() {
     choices.actors.map((a) => option(a.id, a.name, String(a.id) === current("actor_id"))));
   const action = h("select", {name: "action"}, option("", "Any"),
     choices.actions.map((name) => option(name, describe(name), name === current("action"))));
-  const filters = h("form", {class: "filters", "aria-label": "Filters", method: "get"},
-    field("Who", actor), field("What", action),
-    h("div", {class: "filter-actions"},
-      h("button", {type: "submit"}, "Apply filters"),
-      h("a", {href: location.pathname, class: "button secondary"}, "Clear")));
-  filters.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const next = new URLSearchParams();
-    for (const [name, value] of new FormData(filters)) if (value) next.set(name, String(value));
-    location.search = next.toString();
-  });
+  const filters = filterForm([field("Who", actor), field("What", action)]);
 
   const query = new URLSearchParams();
   for (const name of ["actor_id", "action", "cursor"]) if (current(name)) query.set(name, current(name));

@@ -151,6 +151,27 @@ export function option(value, label, selected = false) {
 }
 
 /**
+ * A filter form (GET): submitting it reloads the page with the non-empty values as its query,
+ * each passed through `value(name, raw)` first; "Clear" drops them all.
+ */
+export function filterForm(controls, value = (_name, raw) => String(raw).trim()) {
+  const filters = h("form", {class: "filters", "aria-label": "Filters", method: "get"}, controls,
+    h("div", {class: "filter-actions"},
+      h("button", {type: "submit"}, "Apply filters"),
+      h("a", {href: location.pathname, class: "button secondary"}, "Clear")));
+  filters.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [name, raw] of new FormData(filters)) {
+      const v = value(name, raw);
+      if (v) next.set(name, v);
+    }
+    location.search = next.toString();
+  });
+  return filters;
+}
+
+/**
  * Newer/Older links for a cursor-paged list (50 a page). The cursors of the pages already seen
  * ride along in the `trail` query parameter, so "Newer" can go back without the server's help.
  */

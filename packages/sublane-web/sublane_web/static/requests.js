@@ -1,6 +1,6 @@
 // The request tables (WEB-3, HIST-8…11): General → Requests (your own) and Administration → All requests.
 import {
-  api, copyButton, DASH, field, formatCount, formatMs, formatTime, h, option, pager, render, section,
+  api, copyButton, DASH, field, filterForm, formatCount, formatMs, formatTime, h, option, pager, render, section,
 } from "./lib.js";
 
 const OUTCOMES = ["success", "incomplete", "error", "canceled", "rejected"];
@@ -112,7 +112,7 @@ export async function requestsView(me, admin) {
     spellcheck: "false", placeholder: "req_…"});
   const from = h("input", {type: "datetime-local", name: "from", value: toLocalInput(current("from"))});
   const until = h("input", {type: "datetime-local", name: "until", value: toLocalInput(current("until"))});
-  const filters = h("form", {class: "filters", "aria-label": "Filters", method: "get"},
+  const filters = filterForm([
     select("outcome", "Outcome", OUTCOMES.map((o) => [o, o]), current("outcome")),
     select("model", "Model", (choices.models || []).map((m) => [m, m]), current("model")),
     select("key_id", "Key", (choices.keys || []).map((k) => [k.id, k.name]), current("key_id")),
@@ -121,18 +121,7 @@ export async function requestsView(me, admin) {
     field("Request ID", requestId),
     field("From", from),
     field("Until", until),
-    h("div", {class: "filter-actions"},
-      h("button", {type: "submit"}, "Apply filters"),
-      h("a", {href: location.pathname, class: "button secondary"}, "Clear")));
-  filters.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const next = new URLSearchParams();
-    for (const [name, value] of new FormData(filters)) {
-      const v = name === "from" || name === "until" ? fromLocalInput(value) : String(value).trim();
-      if (v) next.set(name, v);
-    }
-    location.search = next.toString();
-  });
+  ], (name, value) => (name === "from" || name === "until" ? fromLocalInput(value) : String(value).trim()));
 
   const query = new URLSearchParams();
   for (const name of ["outcome", "model", "key_id", "request_id", "from", "until", "cursor"].concat(admin ? ["user_id", "account_id"] : [])) {
