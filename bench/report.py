@@ -112,95 +112,98 @@ def render(report: dict[str, Any]) -> str:
             for n, g in s2["mock_bound_guard"].items()
         )
         out += ["", f"Mock-bound guard: {guard}."]
-    s4 = sc["S4"]
-    out += ["", f"**S4: paced streams ({s4['deltas']} deltas every {s4['pacing_ms']} ms; ms)**", ""]
-    rows = []
-    for row in s4["levels"]:
-        d, g = row["direct"], row["gateway"]
-        rows.append(
-            [
-                row["streams"],
-                f"{d['ttft_p50_ms']} / {g['ttft_p50_ms']}",
-                row["added_ttft_p50_ms"]["difference"],
-                f"{d['gap_p50_ms']} / {g['gap_p50_ms']}",
-                f"{d['gap_p99_ms']} / {g['gap_p99_ms']}",
-                row["added_gap_p99_ms"]["difference"],
-                f"{d['frames_lost']} / {g['frames_lost']}",
-                f"{d['complete']} / {g['complete']}",
-            ]
-        )
-    out.append(
-        table(
-            [
-                "streams",
-                "TTFT p50 direct / SubLane",
-                "added TTFT p50",
-                "gap p50 direct / SubLane",
-                "gap p99 direct / SubLane",
-                "added gap p99",
-                "frames lost direct / SubLane",
-                "complete direct / SubLane",
-            ],
-            rows,
-        )
-    )
-    out += [
-        "",
-        f"Highest level with zero lost frames: direct {s4['highest_zero_loss']['direct']}, "
-        f"SubLane {s4['highest_zero_loss']['gateway']}.",
-    ]
-    s6 = sc["S6"]
-    out += ["", "**S6: memory (SubLane process RSS)**", ""]
-    out.append(
-        table(
-            [
-                "idle RSS MB",
-                "streams",
-                "soak s",
-                "peak RSS MB",
-                "RSS after MB",
-                "growth MB/min (after 30 s)",
-                "streams completed",
-                "frames lost",
-                "CPU share of core 0",
-            ],
-            [
+    if "S4" in sc:  # absent from a BENCH_ONLY=S1 run
+        s4 = sc["S4"]
+        out += ["", f"**S4: paced streams ({s4['deltas']} deltas every {s4['pacing_ms']} ms; ms)**", ""]
+        rows = []
+        for row in s4["levels"]:
+            d, g = row["direct"], row["gateway"]
+            rows.append(
                 [
-                    s6["idle_rss_mb"],
-                    s6["streams"],
-                    s6["seconds"],
-                    s6["rss_peak_mb"],
-                    s6["rss_after_mb"],
-                    s6["growth_mb_per_min_after_30s"],
-                    s6["streams_completed"],
-                    s6["frames_lost"],
-                    s6.get("gateway_cpu_share_of_core"),
+                    row["streams"],
+                    f"{d['ttft_p50_ms']} / {g['ttft_p50_ms']}",
+                    row["added_ttft_p50_ms"]["difference"],
+                    f"{d['gap_p50_ms']} / {g['gap_p50_ms']}",
+                    f"{d['gap_p99_ms']} / {g['gap_p99_ms']}",
+                    row["added_gap_p99_ms"]["difference"],
+                    f"{d['frames_lost']} / {g['frames_lost']}",
+                    f"{d['complete']} / {g['complete']}",
                 ]
-            ],
-        )
-    )
-    s7 = sc["S7"]
-    out += ["", "**S7: cancellation (client hangs up after 3 deltas of a long stream)**", ""]
-    out.append(
-        table(
-            [
-                "trials",
-                "upstream cancelled after p50 / max ms",
-                "within 100 ms",
-                "lease back (next call done) p50 / max ms",
-                "next call failed",
-            ],
-            [
+            )
+        out.append(
+            table(
                 [
-                    s7["trials"],
-                    f"{s7['upstream_cancelled_after_p50_ms']} / {s7['upstream_cancelled_after_max_ms']}",
-                    s7["cancelled_within_100ms"],
-                    f"{s7['lease_back_p50_ms']} / {s7['lease_back_max_ms']}",
-                    s7["next_call_failed"],
-                ]
-            ],
+                    "streams",
+                    "TTFT p50 direct / SubLane",
+                    "added TTFT p50",
+                    "gap p50 direct / SubLane",
+                    "gap p99 direct / SubLane",
+                    "added gap p99",
+                    "frames lost direct / SubLane",
+                    "complete direct / SubLane",
+                ],
+                rows,
+            )
         )
-    )
+        out += [
+            "",
+            f"Highest level with zero lost frames: direct {s4['highest_zero_loss']['direct']}, "
+            f"SubLane {s4['highest_zero_loss']['gateway']}.",
+        ]
+    if "S6" in sc:  # absent from a BENCH_ONLY=S1 run
+        s6 = sc["S6"]
+        out += ["", "**S6: memory (SubLane process RSS)**", ""]
+        out.append(
+            table(
+                [
+                    "idle RSS MB",
+                    "streams",
+                    "soak s",
+                    "peak RSS MB",
+                    "RSS after MB",
+                    "growth MB/min (after 30 s)",
+                    "streams completed",
+                    "frames lost",
+                    "CPU share of core 0",
+                ],
+                [
+                    [
+                        s6["idle_rss_mb"],
+                        s6["streams"],
+                        s6["seconds"],
+                        s6["rss_peak_mb"],
+                        s6["rss_after_mb"],
+                        s6["growth_mb_per_min_after_30s"],
+                        s6["streams_completed"],
+                        s6["frames_lost"],
+                        s6.get("gateway_cpu_share_of_core"),
+                    ]
+                ],
+            )
+        )
+    if "S7" in sc:  # absent from a BENCH_ONLY=S1 run
+        s7 = sc["S7"]
+        out += ["", "**S7: cancellation (client hangs up after 3 deltas of a long stream)**", ""]
+        out.append(
+            table(
+                [
+                    "trials",
+                    "upstream cancelled after p50 / max ms",
+                    "within 100 ms",
+                    "lease back (next call done) p50 / max ms",
+                    "next call failed",
+                ],
+                [
+                    [
+                        s7["trials"],
+                        f"{s7['upstream_cancelled_after_p50_ms']} / {s7['upstream_cancelled_after_max_ms']}",
+                        s7["cancelled_within_100ms"],
+                        f"{s7['lease_back_p50_ms']} / {s7['lease_back_max_ms']}",
+                        s7["next_call_failed"],
+                    ]
+                ],
+            )
+        )
     if "verdict" in report:
         out += ["", "**Targets**", ""]
         rows = []

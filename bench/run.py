@@ -43,6 +43,8 @@ BIN = Path(sys.executable).parent
 RESULTS = ROOT / "bench" / "results"
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 WITH_LITELLM = os.environ.get("BENCH_LITELLM", "1") != "0"
+# BENCH_ONLY=S1: S1 and the feature pricing only, written to results/latest-s1.json (latest.json stays).
+ONLY_S1 = os.environ.get("BENCH_ONLY") == "S1"
 LITELLM_VENV = Path(os.environ.get("BENCH_LITELLM_VENV", ROOT / ".cache" / "bench-litellm-venv"))
 ADMIN = ("bench-admin", "bench-admin-password")
 MODEL = "gpt-5-codex"
@@ -534,15 +536,22 @@ def workdir() -> Iterator[Path]:
 
 
 def start_gateway(
-    procs: Processes, tmp: Path, mock_url: str, *, history: bool = True
+    procs: Processes,
+    tmp: Path,
+    mock_url: str,
+    *,
+    history: bool = True,
+    metrics: bool = True,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``sublane serve`` on core 0, its upstream URLs pointing at the mock.
 
-    ``history=False`` starts it through ``bench/serve_variant.py`` (recording off).
+    ``history=False`` starts it through ``bench/serve_variant.py`` (recording off);
+    ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted for ``/metrics``).
     """
     port = free_port()
-    name = "gateway" if history else "gateway-nohistory"
+    name = "gateway" + ("" if history else "-nohistory") + ("" if metrics else "-nometrics")
     env = os.environ | {
+        "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
         "SUBLANE_DATA_DIR": str(tmp / f"data-{name}"),
         "SUBLANE_ADMIN_USERNAME": ADMIN[0],
         "SUBLANE_ADMIN_PASSWORD": ADMIN[1],
@@ -659,17 +668,27 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     log(f"  S1 non-streaming {s1['non_streaming']['gateway_vs_direct']}")
     log(f"  S1 streaming {s1['streaming_ttft']['gateway_vs_direct']}")
 
-    log("S1 features: history recording and quota signals on/off")
+    log("S1 features: history recording, quota signals and metrics on/off")
     bare_proc, bare_url = start_gateway(procs, tmp, mock_url, history=False)
     bare_key, _ = seed_gateway(bare_url, creds["credentials"])
     bare_port = int(bare_url.rsplit(":", 1)[1])
     bare = Target("gateway", "127.0.0.1", bare_port, "/v1/responses", {"Authorization": f"Bearer {bare_key}"})
+    uncounted_proc, uncounted_url = start_gateway(procs, tmp, mock_url, metrics=False)
+    uncounted_key, _ = seed_gateway(uncounted_url, creds["credentials"])
+    uncounted = Target(
+        "gateway",
+        "127.0.0.1",
+        int(uncounted_url.rsplit(":", 1)[1]),
+        "/v1/responses",
+        {"Authorization": f"Bearer {uncounted_key}"},
+    )
     variants = {
         "direct": direct,
         "all_on": gateway,
         "quota_off": gateway,
         "history_off": bare,
         "both_off": bare,
+        "metrics_off": uncounted,
     }
     features: dict[str, Any] = {}
     for label, stream in (("non_streaming", False), ("streaming_ttft", True)):
@@ -680,6 +699,9 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
         features[label] = await s1_latency(variants, bodies, streaming=stream, rounds=max(4, rounds // 2))
     report["scenarios"]["S1_features"] = features
     procs.stop(bare_proc)
+    procs.stop(uncounted_proc)
+    if ONLY_S1:
+        return
 
     levels = [1, 4, 16, 64, 256] if QUICK else [1, 2, 4, 8, 16, 32, 64, 128, 256]
     seconds = 1.0 if QUICK else 2.5
@@ -830,13 +852,16 @@ def main() -> None:
         "environment": environment(),
         "config": {
             "quick": QUICK,
-            "command": "make bench" + (" (BENCH_QUICK=1)" if QUICK else ""),
+            "command": "make bench"
+            + (" (BENCH_QUICK=1)" if QUICK else "")
+            + (" (BENCH_ONLY=S1)" if ONLY_S1 else ""),
             "gateway": f"sublane serve (uvicorn, httptools, uvloop, 1 worker) on core {GATEWAY_CORE}",
             "mock": f"bench/mock.py (uvicorn, httptools, uvloop) on core {DRIVER_CORE}",
             "driver": f"bench/driver.py (asyncio on uvloop, raw HTTP/1.1) on core {DRIVER_CORE}",
             "litellm": f"litellm proxy, 1 worker, on core {GATEWAY_CORE}, in {LITELLM_VENV}",
             "history_recording": "on; S1_features also runs a gateway with it off (bench/serve_variant.py)",
             "quota_signals": "on; S1_features also asks the mock for no x-codex-* rate-limit headers",
+            "metrics": "on; S1_features also runs a gateway with SUBLANE_METRICS_ENABLED=false",
         },
         "scenarios": {},
         "load": [("start", loadavg())],
@@ -856,12 +881,12 @@ def main() -> None:
             procs.stop_all()
     report["duration_s"] = round(time.time() - began, 1)
     report["failure"] = failure
-    if failure is None:
+    if failure is None and not ONLY_S1:
         report["verdict"] = verdict(report)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{stamp}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
-    shutil.copyfile(path, RESULTS / "latest.json")
+    shutil.copyfile(path, RESULTS / ("latest-s1.json" if ONLY_S1 else "latest.json"))
     log(f"wrote {path} in {report['duration_s']} s")
     if failure:
         raise SystemExit(1)

@@ -142,7 +142,8 @@ def test_web_4_sign_in_sign_out_and_the_menus_by_role(
     page.get_by_label("Password").fill(ADMIN_PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     nav = page.get_by_role("navigation", name="Main")
-    for link in ("Requests", "Keys", "Accounts", "Scheduling settings", "All requests", "Members", "Groups"):
+    links = ("Requests", "Keys", "Accounts", "Scheduling settings", "All requests", "Members", "Groups")
+    for link in (*links, "Audit log"):
         expect(nav.get_by_role("link", name=link, exact=True)).to_be_visible()
     assert page.url.endswith("/requests")
     page.get_by_role("button", name="Sign out").click()
@@ -155,6 +156,7 @@ def test_web_4_sign_in_sign_out_and_the_menus_by_role(
     expect(nav.get_by_role("link", name="Requests", exact=True)).to_be_visible()
     expect(nav.get_by_role("link", name="Keys", exact=True)).to_be_visible()
     expect(nav.get_by_role("link", name="Accounts")).to_have_count(0)
+    expect(nav.get_by_role("link", name="Audit log")).to_have_count(0)
     member.goto("/accounts")
     expect(member.get_by_role("heading", name="Not available")).to_be_visible()
     # The setup page still answers, and the shell allows no other origin.
@@ -319,6 +321,61 @@ def test_web_4_members_and_groups_forms(make_pool: Callable[..., Pool], open_con
     interns = next(g for g in pool.admin.get("/api/groups").json()["items"] if g["name"] == "interns")
     assert interns["user_ids"] == [carol["id"]] and interns["account_ids"] == pool.account_ids
     assert interns["model_policy"] == {"allow": ["gpt-5-codex"]}
+
+
+# --- OPS-10: Administration → Audit log ---------------------------------------------------------
+
+
+def test_ops_10_the_audit_log_view_shows_who_changed_what_with_filters_and_pages(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    bob, _ = pool.gateway.member(pool.admin, "bob")
+    for limit in (5, 6, 7):
+        pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": limit})
+    pool.admin.patch(f"/api/users/{bob['id']}", json={"rpm": 20, "password": "bob-new-password-1"})
+    _carol, carol = pool.gateway.member(pool.admin, "carol", role="admin")
+    carol.post(f"/api/accounts/{account_id}/resume")
+    page = _admin_page(pool, open_context, "/admin/audit")
+    expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+    table = page.get_by_role("region", name="Audit log table")
+    newest = table.locator("tbody tr").first
+    expect(newest).to_contain_text("Cleared a cooldown")
+    expect(newest).to_contain_text("carol")
+    expect(newest).to_contain_text(f"account #{account_id}")
+    limits = table.locator("tr", has_text="Changed an account's limit").first
+    expect(limits).to_contain_text("max concurrency: 6 → 7")
+    user_change = table.locator("tr", has_text="Changed a user")
+    expect(user_change).to_contain_text("rpm: 0 → 20")
+    expect(user_change).to_contain_text("password changed: true")
+    expect(table).not_to_contain_text("bob-new-password-1")
+    _shoot(page, "audit-log")
+
+    filters = page.get_by_role("form", name="Filters")
+    filters.get_by_label("What").select_option(label="Changed an account's limit")
+    filters.get_by_role("button", name="Apply filters").click()
+    expect(table.locator("tbody tr")).to_have_count(3)
+    assert "action=account.limits" in page.url
+    filters = page.get_by_role("form", name="Filters")
+    filters.get_by_label("Who").select_option(label="carol")
+    filters.get_by_label("What").select_option(label="Any")
+    filters.get_by_role("button", name="Apply filters").click()
+    expect(table.locator("tbody tr")).to_have_count(1)
+    expect(table).to_contain_text("Cleared a cooldown")
+
+    for limit in range(1, 51):  # more than a page
+        pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": limit})
+    page.goto("/admin/audit")
+    expect(table.locator("tbody tr")).to_have_count(50)
+    page.get_by_role("link", name="Older →").click()
+    expect(page.get_by_text("Page 2")).to_be_visible()
+    expect(table.locator("tbody tr").first).to_be_visible()
+    page.get_by_role("link", name="← Newer").click()
+    expect(page.get_by_text("Page 1")).to_be_visible()
+
+    member = _sign_in(open_context(pool.gateway.url), "bob", "bob-new-password-1", "/admin/audit")
+    expect(member.get_by_role("heading", name="Not available")).to_be_visible()
 
 
 # --- WEB-1 and WEB-2: accounts and scheduling settings -----------------------------------------

@@ -17,12 +17,17 @@ from sublane_core import (
     Settings,
     SystemClock,
     create_db_engine,
+    head_revision,
     load_or_create_key,
     signals,
 )
 from sublane_gateway import management, pipeline, routes
 from sublane_gateway._bootstrap import bootstrap
+from sublane_gateway._data_folder import DataFolderLock
 from sublane_gateway._errors import install_error_handlers
+from sublane_gateway._health import router as health_router
+from sublane_gateway._metrics import CallCounters
+from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
@@ -38,36 +43,22 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     engine = create_db_engine(settings.effective_database_url)
     key = _credentials_key(settings, engine)
     state = GatewayState(
-        settings=settings, engine=engine, cipher=CredentialCipher(key), clock=clock or SystemClock()
+        settings=settings,
+        engine=engine,
+        cipher=CredentialCipher(key),
+        clock=clock or SystemClock(),
+        schema_head=head_revision(),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        bootstrap(state)
-        runtime = pipeline.build_runtime(settings, engine, state.cipher, state.clock)
-        await runtime.start()
-        app.state.client = runtime
-        # Request records (HIST): queued on the request path, written by one background thread.
-        retention = Retention.from_settings(settings)
-        recorder = HistoryRecorder(engine, state.clock, retention)
-        recorder.start()
-        # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
-        stop_recording = (
-            signals.request_finished.connect(recorder.record, sender=runtime)
-            if settings.history_enabled
-            else lambda: None
-        )
-        app.state.history = recorder
-        app.state.history_reader = HistoryReader(engine, state.clock, retention)
+        folder = DataFolderLock(settings.data_dir)
+        folder.acquire()  # one gateway per data folder; `sublane restore` checks it (OPS-9)
         try:
-            yield
+            async with _serving(app, state):
+                yield
         finally:
-            try:
-                await runtime.close()  # calls ended by the shutdown are still recorded
-            finally:
-                stop_recording()
-                await anyio.to_thread.run_sync(recorder.close)
-                engine.dispose()
+            folder.release()
 
     app = FastAPI(
         title="SubLane",
@@ -76,13 +67,54 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         lifespan=lifespan,
     )
     app.state.gateway = state
+    app.state.metrics = None
     install_error_handlers(app)
+    app.include_router(health_router)
+    app.include_router(metrics_router)
     app.include_router(management.router)
     app.include_router(routes.router)
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
     return app
+
+
+@asynccontextmanager
+async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
+    """Everything the app runs while it serves: the pipeline, history recording and metrics."""
+    settings, engine = state.settings, state.engine
+    bootstrap(state)
+    runtime = pipeline.build_runtime(settings, engine, state.cipher, state.clock)
+    await runtime.start()
+    app.state.client = runtime
+    # Request records (HIST): queued on the request path, written by one background thread.
+    retention = Retention.from_settings(settings)
+    recorder = HistoryRecorder(engine, state.clock, retention)
+    recorder.start()
+    # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
+    stop_recording = (
+        signals.request_finished.connect(recorder.record, sender=runtime)
+        if settings.history_enabled
+        else lambda: None
+    )
+    app.state.history = recorder
+    app.state.history_reader = HistoryReader(engine, state.clock, retention)
+    # OPS-8: calls counted for /metrics; SUBLANE_METRICS_ENABLED=false prices it in benchmarks.
+    counters = CallCounters() if settings.metrics_enabled else None
+    stop_counting = (
+        signals.request_finished.connect(counters.record, sender=runtime) if counters else lambda: None
+    )
+    app.state.metrics = counters
+    try:
+        yield
+    finally:
+        try:
+            await runtime.close()  # calls ended by the shutdown are still recorded
+        finally:
+            stop_recording()
+            stop_counting()
+            await anyio.to_thread.run_sync(recorder.close)
+            engine.dispose()
 
 
 def _credentials_key(settings: Settings, engine: Engine) -> bytes:

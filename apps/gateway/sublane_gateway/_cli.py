@@ -1,11 +1,13 @@
-"""The ``sublane`` command: ``serve``, ``migrate`` and ``admin reset-password``."""
+"""The ``sublane`` command: ``serve``, ``migrate``, ``backup``, ``restore`` and ``admin reset-password``."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +24,8 @@ from sublane_core import (
     settings_help,
     upgrade_database,
 )
+from sublane_gateway._backup import BackupError, restore_backup, take_backup
+from sublane_gateway._data_folder import DataFolderBusy, DataFolderLock
 from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import forget_sessions_of
 
@@ -47,6 +51,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (SUBLANE_HOST)")
     serve.add_argument("--port", type=int, help="port to listen on (SUBLANE_PORT)")
     commands.add_parser("migrate", help="create or upgrade the database schema, then exit")
+    backup = commands.add_parser(
+        "backup",
+        help="write a consistent copy of the database and credentials.key into a new folder (OPS-9)",
+        description="Safe while SubLane runs: SQLite's online backup API takes one consistent snapshot.",
+    )
+    backup.add_argument("dest", type=Path, help="a folder that does not exist yet (or is empty)")
+    restore = commands.add_parser(
+        "restore",
+        help="put a backup back into the data folder; SubLane must be stopped (OPS-9)",
+        description="What the data folder held is kept beside it as *.pre-restore-<time>.",
+    )
+    restore.add_argument("src", type=Path, help="a folder written by sublane backup")
     admin = commands.add_parser("admin", help="administration from the shell")
     admin_commands = admin.add_subparsers(dest="admin_command", required=True)
     reset = admin_commands.add_parser(
@@ -82,6 +98,10 @@ def _serve(settings: Settings) -> None:
     from sublane_gateway._app import create_app
 
     configure_logging(settings.log_level, settings.log_format)
+    try:  # a clear message before migrating; the app holds the lock while it serves
+        DataFolderLock(settings.data_dir).acquire_and_release()
+    except DataFolderBusy as exc:
+        raise SystemExit(f"sublane: {exc}") from None
     _migrate(settings)
     try:
         app = create_app(settings)
@@ -107,6 +127,8 @@ def _reset_password(settings: Settings, username: str) -> None:
     )
     if not 8 <= len(password) <= 256:
         raise SystemExit("sublane: the password must be 8 to 256 characters")
+    from sublane_gateway.management._audit import record_action
+
     engine = create_db_engine(settings.effective_database_url)
     try:
         upgrade_database(engine)
@@ -117,10 +139,48 @@ def _reset_password(settings: Settings, username: str) -> None:
             user.password_hash = hash_password(password)
             forget_sessions_of(db, user.id)
             db.add(user)
+            record_action(db, actor=None, action="user.password_reset", object_id=user.id)
             db.commit()
     finally:
         engine.dispose()
     print(f"sublane: password of {username!r} changed; their sessions have ended", file=sys.stderr)
+
+
+def _size(manifest: dict[str, Any]) -> str:
+    total = sum(facts["bytes"] for facts in manifest["files"].values())
+    return f"{total / (1 << 20):.1f} MiB"
+
+
+def _backup(settings: Settings, dest: Path) -> None:
+    try:
+        manifest = take_backup(settings, dest)
+    except (BackupError, OSError) as exc:
+        raise SystemExit(f"sublane: backup failed: {exc}") from None
+    counts = manifest["counts"]
+    print(
+        f"sublane: backup written to {dest} (schema {manifest['schema_revision']}, "
+        f"{counts['accounts']} account(s), {counts['users']} user(s), {counts['api_keys']} key(s), "
+        f"{_size(manifest)}); it holds credentials.key: keep it as safe as the key itself",
+        file=sys.stderr,
+    )
+
+
+def _restore(settings: Settings, src: Path) -> None:
+    try:
+        manifest = restore_backup(settings, src)
+    except (BackupError, OSError) as exc:
+        raise SystemExit(f"sublane: restore failed: {exc}") from None
+    revision, head = manifest["schema_revision"], head_revision()
+    upgrade = f"; sublane serve upgrades it to {head} at start" if revision != head else ""
+    print(
+        f"sublane: restored the backup of {manifest['sublane_version']} taken at "
+        f"{_utc(manifest['created_at'])} into {settings.data_dir} (schema {revision}{upgrade})",
+        file=sys.stderr,
+    )
+
+
+def _utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(seconds))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -130,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         _serve(_load_settings(host=args.host, port=args.port))
     elif args.command == "migrate":
         _migrate(_load_settings())
+    elif args.command == "backup":
+        _backup(_load_settings(), args.dest)
+    elif args.command == "restore":
+        _restore(_load_settings(), args.src)
     else:
         _reset_password(_load_settings(), args.username)
 

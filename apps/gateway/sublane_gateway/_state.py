@@ -82,6 +82,7 @@ class GatewayState:
     engine: Engine
     cipher: CredentialCipher
     clock: Clock
+    schema_head: str = ""  # the schema revision this code expects (``/readyz``)
     setup_token: str | None = field(default=None, repr=False)
     logins: PendingLogins = field(default_factory=PendingLogins, repr=False)
 

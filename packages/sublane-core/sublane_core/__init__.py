@@ -15,8 +15,15 @@ from sublane_core._crypto import (
 from sublane_core._db import create_db_engine
 from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_request_id, new_secret_token, sha256_hex
-from sublane_core._logging import RedactingFilter, configure_logging, redact
-from sublane_core._migrations import current_revision, head_revision, upgrade_database
+from sublane_core._logging import (
+    RedactingFilter,
+    RequestIdFilter,
+    bind_request_id,
+    configure_logging,
+    current_request_id,
+    redact,
+)
+from sublane_core._migrations import current_revision, head_revision, known_revisions, upgrade_database
 from sublane_core._schema import (
     ACCOUNT_WIDE,
     AFFINITY_SCOPE_AUTO,
@@ -32,6 +39,7 @@ from sublane_core._schema import (
     AccountCooldown,
     Affinity,
     ApiKey,
+    AuditEntry,
     GroupAccount,
     GroupMember,
     QuotaObservation,
@@ -53,6 +61,7 @@ __all__ = [
     "create_db_engine",
     "current_revision",
     "head_revision",
+    "known_revisions",
     "upgrade_database",
     # schema
     "ACCOUNT_WIDE",
@@ -69,6 +78,7 @@ __all__ = [
     "AccountCooldown",
     "Affinity",
     "ApiKey",
+    "AuditEntry",
     "GroupAccount",
     "GroupMember",
     "QuotaObservation",
@@ -99,6 +109,9 @@ __all__ = [
     "ErrorSpec",
     "SubLaneError",
     "RedactingFilter",
+    "RequestIdFilter",
+    "bind_request_id",
     "configure_logging",
+    "current_request_id",
     "redact",
 ]

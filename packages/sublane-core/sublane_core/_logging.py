@@ -1,4 +1,10 @@
-"""Structured, sanitized logs: secrets never reach a log line (STORE-4, CRED-9)."""
+"""Structured, sanitized logs: secrets never reach a log line (STORE-4, CRED-9).
+
+Lines are human-readable text by default, or one JSON object each (``SUBLANE_LOG_FORMAT=json``,
+OPS-11). Every line written while a model call runs carries that call's ``request_id``: the call
+binds it to its task with :func:`bind_request_id`, and tasks and worker threads it starts inherit it
+(``contextvars``), so nothing has to pass the ID down to the code that logs.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import logging
 import re
 import sys
 import time
+from contextvars import ContextVar
 from typing import Any
 
 # Shapes of secrets SubLane handles: JWTs, provider tokens, our keys, bearer values, key=value pairs.
@@ -24,6 +31,19 @@ _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
 )
 REDACTED = "[redacted]"
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_request_id: ContextVar[str | None] = ContextVar("sublane_request_id", default=None)
+
+
+def bind_request_id(request_id: str | None) -> None:
+    """Tag the log lines of the current task, and of the tasks and threads it starts, with ``request_id``."""
+    _request_id.set(request_id)
+
+
+def current_request_id() -> str | None:
+    """The request ID bound to the current task, if any."""
+    return _request_id.get()
 
 
 def redact(text: str) -> str:
@@ -52,6 +72,33 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class RequestIdFilter(logging.Filter):
+    """Adds the bound request ID (:func:`bind_request_id`) to every record as ``request_id``.
+
+    A ``request_id`` passed explicitly in ``extra`` is kept.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "request_id" not in record.__dict__:
+            request_id = _request_id.get()
+            if request_id is not None:
+                record.request_id = request_id
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message [req_…]`` in UTC; the request ID only where there is one."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+        self.converter = time.gmtime
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        request_id = record.__dict__.get("request_id")
+        return f"{line} [{request_id}]" if request_id else line
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, exception and ``extra`` fields."""
 
@@ -76,16 +123,12 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
-def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
-    """Send every log line to stderr through the redacting filter, as JSON or plain text."""
+def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Send every log line to stderr, redacted and tagged with its request ID, as text or JSON."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RedactingFilter())
-    if fmt == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-        formatter.converter = time.gmtime
-        handler.setFormatter(formatter)
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

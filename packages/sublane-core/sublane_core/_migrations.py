@@ -32,6 +32,11 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def known_revisions() -> frozenset[str]:
+    """Every revision this code knows: a database at any other revision is from a newer SubLane."""
+    return frozenset(script.revision for script in ScriptDirectory(str(_SCRIPT_LOCATION)).walk_revisions())
+
+
 def head_revision() -> str:
     """The newest revision this code knows."""
     head = ScriptDirectory(str(_SCRIPT_LOCATION)).get_current_head()

@@ -250,3 +250,27 @@ class RequestRecord(SQLModel, table=True):
     output_tokens: int | None = None
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+
+
+# -- operations -----------------------------------------------------------------------------------
+
+
+class AuditEntry(SQLModel, table=True):
+    """One admin mutation (OPS-10): who did what to which object, and when.
+
+    ``summary`` is a sanitized account of the change (names, flags, limits, IDs), never a secret or
+    a request body. ``actor_id`` has no foreign key and ``actor_name`` is a copy, so an entry keeps
+    saying who acted after that user is renamed or gone; ``actor_id`` is null for the shell.
+    """
+
+    __tablename__ = "audit_log"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # IDs are cursors: never reused after cleanup
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: float = Field(index=True)
+    actor_id: int | None = Field(default=None, index=True)
+    actor_name: str = Field(max_length=64)
+    action: str = Field(max_length=64, index=True)
+    object_type: str = Field(max_length=32)
+    object_id: int | None = None
+    summary: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)

@@ -106,7 +106,17 @@ class Settings(BaseSettings):
         description="Extra Origin values accepted on mutations (e.g. behind a TLS proxy).",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
-    log_format: Literal["json", "text"] = Field("json", description="Log line format.")
+    log_format: Literal["json", "text"] = Field(
+        "text", description="OPS-11 log lines: text (human-readable) or json (one object per line)."
+    )
+
+    # -- operations (OPS) ------------------------------------------------------------------------
+    metrics_token: SecretStr | None = Field(
+        None, description="OPS-8 bearer token for GET /metrics (an admin session works too)."
+    )
+    metrics_enabled: bool = Field(
+        True, description="OPS-8 count model calls for GET /metrics; off only to measure its cost."
+    )
 
     @property
     def effective_database_url(self) -> str:

@@ -7,7 +7,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlmodel import SQLModel
 
-from sublane_core import create_db_engine, current_revision, head_revision, upgrade_database
+from sublane_core import create_db_engine, current_revision, head_revision, known_revisions, upgrade_database
 
 
 def test_store_1_migrations_create_the_schema_from_empty(tmp_path: Path) -> None:
@@ -28,6 +28,7 @@ def test_store_1_migrations_create_the_schema_from_empty(tmp_path: Path) -> None
         "affinity",
         "quota_observations",
         "request_records",
+        "audit_log",
     } <= tables
     upgrade_database(engine)  # a second run is a no-op
     engine.dispose()
@@ -57,6 +58,23 @@ def test_request_record_ids_are_autoincrement_so_never_reused(tmp_path: Path) ->
     with engine.connect() as connection:
         ddl = connection.exec_driver_sql(
             "SELECT sql FROM sqlite_master WHERE name = 'request_records'"
+        ).scalar_one()
+    assert "AUTOINCREMENT" in ddl.upper()
+    engine.dispose()
+
+
+def test_ops_9_known_revisions_tell_a_newer_schema_apart(tmp_path: Path) -> None:
+    known = known_revisions()
+    assert {"0001", head_revision()} <= known
+    assert "9999" not in known  # what `sublane restore` refuses: a schema from a newer SubLane
+
+
+def test_ops_10_audit_ids_are_autoincrement_so_cursors_never_repeat(tmp_path: Path) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path}/sublane.db")
+    upgrade_database(engine)
+    with engine.connect() as connection:
+        ddl = connection.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE name = 'audit_log'"
         ).scalar_one()
     assert "AUTOINCREMENT" in ddl.upper()
     engine.dispose()

@@ -6,16 +6,17 @@ import sublane_core
 
 EXPECTED = [
     "Settings", "settings_help",
-    "create_db_engine", "current_revision", "head_revision", "upgrade_database",
+    "create_db_engine", "current_revision", "head_revision", "known_revisions", "upgrade_database",
     "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "PROVIDERS", "ROLE_ADMIN", "ROLE_MEMBER",
-    "Account", "AccountCooldown", "Affinity", "ApiKey", "GroupAccount", "GroupMember", "QuotaObservation",
-    "RequestRecord", "ResourceGroup", "User", "WebSession",
+    "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
+    "QuotaObservation", "RequestRecord", "ResourceGroup", "User", "WebSession",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
     "Outcome", "UpstreamOperation", "WireProtocol",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "new_request_id", "new_secret_token", "sha256_hex",
-    "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "configure_logging", "redact",
+    "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "RequestIdFilter", "bind_request_id",
+    "configure_logging", "current_request_id", "redact",
 ]  # fmt: skip
 
 

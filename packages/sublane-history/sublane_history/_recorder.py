@@ -150,6 +150,11 @@ class HistoryRecorder:
         self.dropped = 0  # payloads refused because the queue was full
         self.failed = 0  # records whose write failed
 
+    @property
+    def backlog(self) -> int:
+        """Records queued and not yet written (OPS-8); the queue holds at most ``queue_size``."""
+        return len(self._pending)
+
     # -- the request path ------------------------------------------------------------------------
 
     def record(self, payload: RequestFinished) -> None:

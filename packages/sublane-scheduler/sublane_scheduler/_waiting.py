@@ -61,6 +61,10 @@ class WaitRoom:
     def waiting_in_group(self, group_id: int) -> int:
         return self._per_group.get(group_id, 0)
 
+    def waiting_by_group(self) -> dict[int, int]:
+        """Waiters per resource group that has any (a copy)."""
+        return dict(self._per_group)
+
     def enter(self, group_id: int, accounts: Iterable[int], request_id: str, model: str) -> Waiter:
         """Register a waiter; 429 ``account_queue_full`` when the group's queue is full (WAIT-2)."""
         if self._closed:

@@ -26,6 +26,7 @@ PAGES: tuple[str, ...] = (
     "/admin/requests",
     "/members",
     "/groups",
+    "/admin/audit",
 )
 """The page paths that answer the app shell; the browser picks the view from the path."""
 

@@ -15,9 +15,10 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, signals
+from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, User, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
+from sublane_gateway.management._audit import audit, change, changes, record_action
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
 from sublane_gateway.management._views import account_view, groups_of_accounts
@@ -64,9 +65,17 @@ def _changed(account: Account, change: signals.AccountChange) -> None:
 
 
 def create_account(
-    db: Session, state: GatewayState, imported: ImportedCredentials, name: str, group_ids: list[int]
+    db: Session,
+    state: GatewayState,
+    imported: ImportedCredentials,
+    name: str,
+    group_ids: list[int],
+    *,
+    actor: User,
+    action: str,
 ) -> Account:
-    """Store a new account with its credentials sealed and its groups; commits, or writes nothing.
+    """Store a new account with its credentials sealed, its groups and its audit entry (``action``
+    by ``actor``); commits, or writes nothing.
 
     409 ``name_taken`` when the name is used; 400 when a group vanished meanwhile.
     """
@@ -90,6 +99,14 @@ def create_account(
         raise SubLaneError("name_taken", f"An account named {name!r} exists.") from None
     assert account.id is not None
     db.add_all(GroupAccount(group_id=group_id, account_id=account.id) for group_id in group_ids)
+    record_action(
+        db,
+        actor=actor,
+        action=action,
+        object_id=account.id,
+        summary={"name": name, "provider": account.provider, "group_ids": group_ids},
+        at=now,
+    )
     try:
         db.commit()
     except IntegrityError:
@@ -115,12 +132,12 @@ def get_account(account_id: int, _admin: AdminUser, db: DbSession) -> dict[str, 
 
 
 @router.post("/api/accounts/import", status_code=201)
-def import_account(body: AccountImport, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+def import_account(body: AccountImport, request: Request, admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Add an account from the content of its credential file (``auth.json``, ``.credentials.json``, …)."""
     state = gateway_state(request)
     imported = _with_profile(request, _parse(body.provider, body.credentials))
     group_ids = require_existing(db, ResourceGroup, body.group_ids, "group")
-    account = create_account(db, state, imported, body.name, group_ids)
+    account = create_account(db, state, imported, body.name, group_ids, actor=admin, action="account.import")
     _changed(account, signals.AccountChange.CREATED)
     return _view(db, account)
 
@@ -135,7 +152,7 @@ def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCr
 
 @router.post("/api/accounts/{account_id}/credentials")
 def replace_credentials(
-    account_id: int, body: AccountCredentials, request: Request, _admin: AdminUser, db: DbSession
+    account_id: int, body: AccountCredentials, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Re-authorize an account with a fresh credential file of the same provider."""
     state = gateway_state(request)
@@ -152,6 +169,7 @@ def replace_credentials(
     account.lifecycle_revision += 1
     account.updated_at = state.clock.time()
     db.add(account)
+    audit(db, request, admin, "account.reauthorize", account_id, provider=account.provider)
     db.commit()
     _changed(account, signals.AccountChange.REAUTHORIZED)
     return _view(db, account)
@@ -159,12 +177,13 @@ def replace_credentials(
 
 @router.patch("/api/accounts/{account_id}")
 def update_account(
-    account_id: int, body: AccountUpdate, request: Request, _admin: AdminUser, db: DbSession
+    account_id: int, body: AccountUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Rename, enable or disable an account. Enabling or disabling advances its lifecycle revision."""
     account: Account = get_or_404(db, Account, account_id, "account")
     fields = body.model_fields_set
-    change = signals.AccountChange.UPDATED
+    before = {"name": account.name, "enabled": account.enabled}
+    changed = signals.AccountChange.UPDATED
     if "name" in fields:
         if body.name is None:
             raise SubLaneError("invalid_request", "name cannot be null")
@@ -175,23 +194,26 @@ def update_account(
         if body.enabled != account.enabled:
             account.enabled = body.enabled
             account.lifecycle_revision += 1
-            change = signals.AccountChange.ENABLED if body.enabled else signals.AccountChange.DISABLED
+            changed = signals.AccountChange.ENABLED if body.enabled else signals.AccountChange.DISABLED
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)
+    after = {"name": account.name, "enabled": account.enabled}
+    audit(db, request, admin, "account.update", account_id, **changes(before, after))
     try:
         db.commit()
     except IntegrityError:
         db.rollback()
         raise SubLaneError("name_taken", f"An account named {body.name!r} exists.") from None
-    _changed(account, change)
+    _changed(account, changed)
     return _view(db, account)
 
 
 @router.delete("/api/accounts/{account_id}", status_code=204)
-def delete_account(account_id: int, _admin: AdminUser, db: DbSession) -> Response:
+def delete_account(account_id: int, request: Request, admin: AdminUser, db: DbSession) -> Response:
     """Delete an account with its credentials and runtime state; its history stays."""
     account: Account = get_or_404(db, Account, account_id, "account")
     revision = account.lifecycle_revision
+    audit(db, request, admin, "account.delete", account_id, name=account.name, provider=account.provider)
     db.delete(account)
     db.commit()
     signals.account_changed.send(
@@ -204,10 +226,12 @@ def delete_account(account_id: int, _admin: AdminUser, db: DbSession) -> Respons
 
 @router.patch("/api/accounts/{account_id}/limits")
 def set_limits(
-    account_id: int, body: AccountLimits, request: Request, _admin: AdminUser, db: DbSession
+    account_id: int, body: AccountLimits, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Set ``max_concurrency`` (1–1000): model requests the account may serve at once (ADM-1)."""
     account: Account = get_or_404(db, Account, account_id, "account")
+    limit = change(account.max_concurrency, body.max_concurrency)
+    audit(db, request, admin, "account.limits", account_id, max_concurrency=limit)
     account.max_concurrency = body.max_concurrency
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)

@@ -13,6 +13,7 @@ from sublane_gateway._bootstrap import create_user
 from sublane_gateway._passwords import verify_password
 from sublane_gateway._sessions import CurrentUser, DbSession, end_session, start_session
 from sublane_gateway._state import gateway_state
+from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import LoginBody, SetupBody
 from sublane_gateway.management._views import groups_of_users, user_view
 
@@ -51,6 +52,7 @@ def setup(body: SetupBody, request: Request, response: Response, db: DbSession) 
         state.setup_token = None
         raise SubLaneError("setup_not_available")
     user = create_user(db, state, username=body.username, password=body.password, role=ROLE_ADMIN)
+    audit(db, request, user, "user.create", user.id, username=user.username, role=user.role, via="setup")
     db.commit()
     state.setup_token = None
     start_session(request, response, db, user)

@@ -20,6 +20,7 @@ from sublane_core import (
 )
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
+from sublane_gateway.management._audit import audit, changes, replaced
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate
 from sublane_gateway.management._views import group_view
@@ -58,7 +59,7 @@ def list_groups(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
 
 
 @router.post("/api/groups", status_code=201)
-def add_group(body: GroupCreate, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+def add_group(body: GroupCreate, request: Request, admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Add a group; ``model_policy`` ``{"allow": [...]}`` limits its models, ``null`` allows all."""
     now = gateway_state(request).clock.time()
     group = ResourceGroup(
@@ -69,22 +70,25 @@ def add_group(body: GroupCreate, request: Request, _admin: AdminUser, db: DbSess
     )
     db.add(group)
     try:
-        db.commit()
+        db.flush()
     except IntegrityError:
         db.rollback()
         raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
     assert group.id is not None
+    audit(db, request, admin, "group.create", group.id, name=group.name, model_policy=group.model_policy)
+    db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group.id))
     return _views(db, [group])[0]
 
 
 @router.patch("/api/groups/{group_id}")
 def update_group(
-    group_id: int, body: GroupUpdate, request: Request, _admin: AdminUser, db: DbSession
+    group_id: int, body: GroupUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Rename a group or change its model policy (``null`` removes the policy)."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     fields = body.model_fields_set
+    before = {"name": group.name, "model_policy": group.model_policy}
     if "name" in fields:
         if body.name is None:
             raise SubLaneError("invalid_request", "name cannot be null")
@@ -95,6 +99,8 @@ def update_group(
         group.model_policy = body.model_policy.model_dump() if body.model_policy else None
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
+    after = {"name": group.name, "model_policy": group.model_policy}
+    audit(db, request, admin, "group.update", group_id, **changes(before, after))
     try:
         db.commit()
     except IntegrityError:
@@ -106,11 +112,19 @@ def update_group(
 
 @router.put("/api/groups/{group_id}/members")
 def set_members(
-    group_id: int, body: GroupMembers, request: Request, _admin: AdminUser, db: DbSession
+    group_id: int, body: GroupMembers, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Replace the group's members. Keys of removed members stop working in this group."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     user_ids = require_existing(db, User, body.user_ids, "user")
+    audit(
+        db,
+        request,
+        admin,
+        "group.members",
+        group_id,
+        **replaced(_members(db, [group_id])[group_id], user_ids),
+    )
     db.exec(delete(GroupMember).where(col(GroupMember.group_id) == group_id))
     db.add_all(GroupMember(group_id=group_id, user_id=user_id) for user_id in user_ids)
     group.updated_at = gateway_state(request).clock.time()
@@ -122,11 +136,19 @@ def set_members(
 
 @router.put("/api/groups/{group_id}/accounts")
 def set_accounts(
-    group_id: int, body: GroupAccounts, request: Request, _admin: AdminUser, db: DbSession
+    group_id: int, body: GroupAccounts, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Replace the group's accounts."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     account_ids = require_existing(db, Account, body.account_ids, "account")
+    audit(
+        db,
+        request,
+        admin,
+        "group.accounts",
+        group_id,
+        **replaced(_accounts(db, [group_id])[group_id], account_ids),
+    )
     db.exec(delete(GroupAccount).where(col(GroupAccount.group_id) == group_id))
     db.add_all(GroupAccount(group_id=group_id, account_id=account_id) for account_id in account_ids)
     group.updated_at = gateway_state(request).clock.time()

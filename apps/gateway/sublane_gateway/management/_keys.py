@@ -19,6 +19,7 @@ from sublane_core import (
 )
 from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway._state import gateway_state
+from sublane_gateway.management._audit import audit, change
 from sublane_gateway.management._ids import get_or_404
 from sublane_gateway.management._models import KeyCreate, KeyUpdate
 from sublane_gateway.management._views import key_view
@@ -51,7 +52,7 @@ def _live_keys(db: Session, user_id: int, now: float) -> int:
     return count
 
 
-def _issue(db: Session, request: Request, owner: User, body: KeyCreate) -> dict[str, Any]:
+def _issue(db: Session, request: Request, actor: User, owner: User, body: KeyCreate) -> dict[str, Any]:
     assert owner.id is not None
     now = gateway_state(request).clock.time()
     group: ResourceGroup = get_or_404(db, ResourceGroup, body.group_id, "group")
@@ -72,8 +73,20 @@ def _issue(db: Session, request: Request, owner: User, body: KeyCreate) -> dict[
         expires_at=body.expires_at,
     )
     db.add(key)
-    db.commit()
+    db.flush()
     assert key.id is not None
+    audit(
+        db,
+        request,
+        actor,
+        "key.create",
+        key.id,
+        name=key.name,
+        owner_id=owner.id,
+        group_id=key.group_id,
+        expires_at=key.expires_at,
+    )
+    db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key.id))
     return key_view(key, now, group_name=group.name) | {"secret": secret}
 
@@ -103,12 +116,13 @@ def _owned_key(db: Session, key_id: int, owner_id: int | None) -> ApiKey:
     return key
 
 
-def _revoke(db: Session, request: Request, key_id: int, owner_id: int | None) -> dict[str, Any]:
+def _revoke(db: Session, request: Request, actor: User, key_id: int, owner_id: int | None) -> dict[str, Any]:
     key = _owned_key(db, key_id, owner_id)
     now = gateway_state(request).clock.time()
     if key.revoked_at is None:
         key.revoked_at = now
         db.add(key)
+        audit(db, request, actor, "key.revoke", key_id, name=key.name, owner_id=key.user_id)
         db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key_id))
     group = db.get(ResourceGroup, key.group_id)
@@ -116,11 +130,14 @@ def _revoke(db: Session, request: Request, key_id: int, owner_id: int | None) ->
 
 
 def _set_enabled(
-    db: Session, request: Request, key_id: int, owner_id: int | None, enabled: bool
+    db: Session, request: Request, actor: User, key_id: int, owner_id: int | None, enabled: bool
 ) -> dict[str, Any]:
     key = _owned_key(db, key_id, owner_id)
     if key.revoked_at is not None:
         raise SubLaneError("invalid_request", "A revoked key stays revoked.")
+    audit(
+        db, request, actor, "key.update", key_id, owner_id=key.user_id, enabled=change(key.enabled, enabled)
+    )
     key.enabled = enabled
     db.add(key)
     db.commit()
@@ -138,13 +155,13 @@ def my_keys(user: CurrentUser, request: Request, db: DbSession) -> dict[str, Any
 @router.post("/api/me/keys", status_code=201)
 def create_my_key(body: KeyCreate, user: CurrentUser, request: Request, db: DbSession) -> dict[str, Any]:
     """Create a key for one of the caller's groups. The answer's ``secret`` is never shown again."""
-    return _issue(db, request, user, body)
+    return _issue(db, request, user, user, body)
 
 
 @router.delete("/api/me/keys/{key_id}")
 def revoke_my_key(key_id: int, user: CurrentUser, request: Request, db: DbSession) -> dict[str, Any]:
     """Revoke one of the caller's keys, at once."""
-    return _revoke(db, request, key_id, user.id)
+    return _revoke(db, request, user, key_id, user.id)
 
 
 @router.patch("/api/me/keys/{key_id}")
@@ -152,16 +169,16 @@ def pause_my_key(
     key_id: int, body: KeyUpdate, user: CurrentUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
     """Pause (``enabled: false``) or resume one of the caller's keys."""
-    return _set_enabled(db, request, key_id, user.id, body.enabled)
+    return _set_enabled(db, request, user, key_id, user.id, body.enabled)
 
 
 @router.post("/api/users/{user_id}/keys", status_code=201)
 def issue_key(
-    user_id: int, body: KeyCreate, _admin: AdminUser, request: Request, db: DbSession
+    user_id: int, body: KeyCreate, admin: AdminUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
     """Issue a key for a member (admin). The answer's ``secret`` is never shown again."""
     owner: User = get_or_404(db, User, user_id, "user")
-    return _issue(db, request, owner, body)
+    return _issue(db, request, admin, owner, body)
 
 
 @router.get("/api/keys")
@@ -171,14 +188,14 @@ def all_keys(_admin: AdminUser, request: Request, db: DbSession) -> dict[str, An
 
 
 @router.delete("/api/keys/{key_id}")
-def revoke_key(key_id: int, _admin: AdminUser, request: Request, db: DbSession) -> dict[str, Any]:
+def revoke_key(key_id: int, admin: AdminUser, request: Request, db: DbSession) -> dict[str, Any]:
     """Revoke any key (admin)."""
-    return _revoke(db, request, key_id, None)
+    return _revoke(db, request, admin, key_id, None)
 
 
 @router.patch("/api/keys/{key_id}")
 def pause_key(
-    key_id: int, body: KeyUpdate, _admin: AdminUser, request: Request, db: DbSession
+    key_id: int, body: KeyUpdate, admin: AdminUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
     """Pause or resume any key (admin)."""
-    return _set_enabled(db, request, key_id, None, body.enabled)
+    return _set_enabled(db, request, admin, key_id, None, body.enabled)

@@ -18,10 +18,11 @@ import anyio.from_thread
 from fastapi import APIRouter, Request
 from sqlmodel import Session, col, select
 
-from sublane_core import Account, ResourceGroup, SubLaneError, signals
+from sublane_core import Account, ResourceGroup, SubLaneError, User, signals
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, PendingLogin, gateway_state
 from sublane_gateway.management._accounts import create_account
+from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import require_existing
 from sublane_gateway.management._models import OAuthComplete, OAuthStart
 from sublane_gateway.management._views import account_view, groups_of_accounts
@@ -112,6 +113,10 @@ def start_oauth_login(body: OAuthStart, request: Request, admin: AdminUser, db: 
         expires_at=now + state.logins.ttl_s,
     )
     state.logins.add(login_state, login, now)
+    audit(
+        db, request, admin, "account.oauth_start", provider=body.provider, name=body.name, group_ids=group_ids
+    )
+    db.commit()
     return {
         "provider": body.provider,
         "authorize_url": url,
@@ -158,7 +163,7 @@ def complete_oauth_login(
             raise SubLaneError("oauth_exchange_failed", message) from None
         message = f"The provider's token endpoint failed ({failure.code}); start the login again."
         raise SubLaneError("oauth_exchange_failed", message, status=502) from None
-    account = _create_account(db, state, imported, login, name)
+    account = _create_account(db, state, imported, login, name, admin)
     assert account.id is not None
     _log.info("account %s (%s) added by OAuth login", account.id, account.provider)
     signals.account_changed.send(
@@ -173,7 +178,14 @@ def complete_oauth_login(
 
 
 def _create_account(
-    db: Session, state: GatewayState, imported: ImportedCredentials, login: PendingLogin, name: str | None
+    db: Session,
+    state: GatewayState,
+    imported: ImportedCredentials,
+    login: PendingLogin,
+    name: str | None,
+    admin: User,
 ) -> Account:
     name = name or _free_name(db, imported.provider, imported.identity.email)
-    return create_account(db, state, imported, name, list(login.group_ids))
+    return create_account(
+        db, state, imported, name, list(login.group_ids), actor=admin, action="account.oauth_login"
+    )

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 from sublane_core import Account, QuotaObservation, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser
 from sublane_gateway._state import gateway_state
+from sublane_gateway.management._audit import audit
 from sublane_gateway.pipeline import ClientRuntime, client_runtime
 
 router = APIRouter(tags=["scheduling"])
@@ -49,12 +50,14 @@ def quota_rows(rows: list[QuotaObservation], now: float) -> list[dict[str, Any]]
     return result
 
 
-def _load(engine: Engine) -> tuple[list[Account], dict[int, list[QuotaObservation]]]:
+def load_accounts(engine: Engine) -> tuple[list[Account], dict[int, list[QuotaObservation]]]:
+    """Every account and its quota rows of the current lifecycle (blocking: run it in a thread)."""
     with Session(engine) as db:
         accounts = list(db.exec(select(Account).order_by(col(Account.id))))
+        by_id = {account.id: account for account in accounts}
         quota: dict[int, list[QuotaObservation]] = {}
         for row in db.exec(select(QuotaObservation)):
-            account = next((a for a in accounts if a.id == row.account_id), None)
+            account = by_id.get(row.account_id)
             if account is not None and row.lifecycle_revision == account.lifecycle_revision:
                 quota.setdefault(row.account_id, []).append(row)
     return accounts, quota
@@ -105,11 +108,10 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
     }
 
 
-@router.get("/api/accounts/runtime")
-async def runtime_view(request: Request, _admin: AdminUser) -> dict[str, Any]:
-    """Per-account scheduling state, in-flight / limit, waiters, cooldowns and quota."""
-    runtime = client_runtime(request)
-    accounts, quota = await anyio.to_thread.run_sync(_load, gateway_state(request).engine)
+def runtime_accounts(
+    runtime: ClientRuntime, accounts: list[Account], quota: dict[int, list[QuotaObservation]]
+) -> dict[str, Any]:
+    """The runtime answer of SPEC §14 (also what ``/metrics`` reports, OPS-8). On the event loop."""
     now = runtime.clock.time()
     admission = runtime.scheduler.admission
     return {
@@ -125,20 +127,37 @@ async def runtime_view(request: Request, _admin: AdminUser) -> dict[str, Any]:
     }
 
 
+@router.get("/api/accounts/runtime")
+async def runtime_view(request: Request, _admin: AdminUser) -> dict[str, Any]:
+    """Per-account scheduling state, in-flight / limit, waiters, cooldowns and quota."""
+    runtime = client_runtime(request)
+    loaded = await anyio.to_thread.run_sync(load_accounts, gateway_state(request).engine)
+    return runtime_accounts(runtime, *loaded)
+
+
 @router.post("/api/accounts/{account_id}/resume")
-async def resume(account_id: int, request: Request, _admin: AdminUser) -> dict[str, Any]:
+async def resume(account_id: int, request: Request, admin: AdminUser) -> dict[str, Any]:
     """Clear cooldown: account and model cooldowns and failure streaks; the runtime revision advances.
 
     It does not enable the account, repair authorization or restore subscription quota (COOL-6).
     """
     runtime = client_runtime(request)
     engine = gateway_state(request).engine
+    cooldown = runtime.scheduler.cooldowns.active(account_id)
+    limited = len(runtime.scheduler.cooldowns.limited_models(account_id))
 
-    def load() -> Account | None:
-        with Session(engine) as db:
-            return db.get(Account, account_id)
+    def load_and_audit() -> Account | None:
+        with Session(engine, expire_on_commit=False) as db:
+            account = db.get(Account, account_id)
+            if account is not None:
+                cleared = cooldown.reason if cooldown is not None else None
+                audit(
+                    db, request, admin, "account.resume", account_id, cooldown=cleared, limited_models=limited
+                )
+                db.commit()
+            return account
 
-    account = await anyio.to_thread.run_sync(load)
+    account = await anyio.to_thread.run_sync(load_and_audit)
     if account is None:
         raise SubLaneError("not_found", f"No account with id {account_id}.")
     runtime.scheduler.cooldowns.clear(account_id)

@@ -13,6 +13,7 @@ from sublane_gateway._bootstrap import create_user
 from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import AdminUser, DbSession, forget_sessions_of
 from sublane_gateway._state import gateway_state
+from sublane_gateway.management._audit import audit, change
 from sublane_gateway.management._ids import get_or_404, require_existing
 from sublane_gateway.management._models import UserCreate, UserUpdate
 from sublane_gateway.management._views import groups_of_users, user_view
@@ -29,7 +30,7 @@ def list_users(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
 
 
 @router.post("/api/users", status_code=201)
-def add_user(body: UserCreate, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+def add_user(body: UserCreate, request: Request, admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Add a member or admin; without ``group_ids`` they join the ``default`` group."""
     group_ids = (
         None if body.group_ids is None else require_existing(db, ResourceGroup, body.group_ids, "group")
@@ -44,6 +45,20 @@ def add_user(body: UserCreate, request: Request, _admin: AdminUser, db: DbSessio
             enabled=body.enabled,
             member_concurrency=body.member_concurrency,
             rpm=body.rpm,
+            group_ids=group_ids,
+        )
+        assert user.id is not None
+        audit(
+            db,
+            request,
+            admin,
+            "user.create",
+            user.id,
+            username=user.username,
+            role=user.role,
+            enabled=user.enabled,
+            member_concurrency=user.member_concurrency,
+            rpm=user.rpm,
             group_ids=group_ids,
         )
         db.commit()
@@ -64,7 +79,7 @@ def _enabled_admins(db: Session) -> int:
 
 @router.patch("/api/users/{user_id}")
 def update_user(
-    user_id: int, body: UserUpdate, request: Request, _admin: AdminUser, db: DbSession
+    user_id: int, body: UserUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Change a user's name, password, role, enabled flag or limits."""
     user: User = get_or_404(db, User, user_id, "user")
@@ -78,20 +93,24 @@ def update_user(
     )
     if loses_admin and _enabled_admins(db) <= 1:
         raise SubLaneError("last_admin")
+    changes: dict[str, Any] = {}
     for name in ("username", "role", "enabled", "member_concurrency", "rpm"):
         value = getattr(body, name)
         if name in fields and value is None:
             raise SubLaneError("invalid_request", f"{name} cannot be null")
         if name in fields:
+            changes[name] = change(getattr(user, name), value)
             setattr(user, name, value)
     if "password" in fields:
         if body.password is None:
             raise SubLaneError("invalid_request", "password cannot be null")
         user.password_hash = hash_password(body.password)
+        changes["password_changed"] = True
     if "password" in fields or user.enabled is False:
         forget_sessions_of(db, user_id)
     user.updated_at = gateway_state(request).clock.time()
     db.add(user)
+    audit(db, request, admin, "user.update", user_id, **changes)
     try:
         db.commit()
     except IntegrityError:

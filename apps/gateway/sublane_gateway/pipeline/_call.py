@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sublane_core import Clock, Outcome, signals
+from sublane_core import Clock, Outcome, bind_request_id, signals
 from sublane_gateway.pipeline._keys import Principal
 from sublane_providers import StreamState
 from sublane_scheduler import Grant
@@ -47,6 +47,8 @@ class ModelCall:
         protocol: str,
         operation: str,
     ) -> ModelCall:
+        """Begin an attempt; from here on the current task's log lines carry its request ID (OPS-11)."""
+        bind_request_id(request_id)
         return cls(
             clock=clock,
             sender=sender,

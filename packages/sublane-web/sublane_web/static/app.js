@@ -4,6 +4,7 @@ import {accountsView, schedulingView} from "./accounts.js";
 import {requestsView} from "./requests.js";
 import {keysView} from "./keys.js";
 import {groupsView, membersView} from "./people.js";
+import {auditView} from "./audit.js";
 
 const NAV = [
   {heading: "General", links: [
@@ -16,6 +17,7 @@ const NAV = [
     {path: "/admin/requests", label: "All requests", view: (me) => requestsView(me, true)},
     {path: "/members", label: "Members", view: membersView},
     {path: "/groups", label: "Groups", view: groupsView},
+    {path: "/admin/audit", label: "Audit log", view: auditView},
   ]},
 ];
 

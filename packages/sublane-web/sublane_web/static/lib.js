@@ -150,6 +150,46 @@ export function option(value, label, selected = false) {
   return h("option", {value: String(value), selected}, label);
 }
 
+/**
+ * A filter form (GET): submitting it reloads the page with the non-empty values as its query,
+ * each passed through `value(name, raw)` first; "Clear" drops them all.
+ */
+export function filterForm(controls, value = (_name, raw) => String(raw).trim()) {
+  const filters = h("form", {class: "filters", "aria-label": "Filters", method: "get"}, controls,
+    h("div", {class: "filter-actions"},
+      h("button", {type: "submit"}, "Apply filters"),
+      h("a", {href: location.pathname, class: "button secondary"}, "Clear")));
+  filters.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [name, raw] of new FormData(filters)) {
+      const v = value(name, raw);
+      if (v) next.set(name, v);
+    }
+    location.search = next.toString();
+  });
+  return filters;
+}
+
+/**
+ * Newer/Older links for a cursor-paged list (50 a page). The cursors of the pages already seen
+ * ride along in the `trail` query parameter, so "Newer" can go back without the server's help.
+ */
+export function pager(params, nextCursor, shown) {
+  const current = params.get("cursor") || "";
+  const trail = params.get("trail") ? params.get("trail").split(",") : [];
+  const pageLink = (cursor, newTrail, label) => {
+    const next = new URLSearchParams(params);
+    if (cursor) next.set("cursor", cursor); else next.delete("cursor");
+    if (newTrail.length) next.set("trail", newTrail.join(",")); else next.delete("trail");
+    return h("a", {class: "button secondary", href: `${location.pathname}?${next}`}, label);
+  };
+  return h("nav", {class: "pager", "aria-label": "Pages"},
+    current ? pageLink(trail.at(-1) === "-" ? "" : trail.at(-1), trail.slice(0, -1), "← Newer") : null,
+    h("span", {class: "muted"}, `Page ${trail.length + 1} · ${shown} shown (50 per page)`),
+    nextCursor ? pageLink(nextCursor, trail.concat(current || "-"), "Older →") : null);
+}
+
 /** A page section with a heading. */
 export function section(title, ...children) {
   const id = "s-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-");

@@ -1,6 +1,6 @@
 // The request tables (WEB-3, HIST-8…11): General → Requests (your own) and Administration → All requests.
 import {
-  api, copyButton, DASH, field, formatCount, formatMs, formatTime, h, option, render, section,
+  api, copyButton, DASH, field, filterForm, formatCount, formatMs, formatTime, h, option, pager, render, section,
 } from "./lib.js";
 
 const OUTCOMES = ["success", "incomplete", "error", "canceled", "rejected"];
@@ -112,7 +112,7 @@ export async function requestsView(me, admin) {
     spellcheck: "false", placeholder: "req_…"});
   const from = h("input", {type: "datetime-local", name: "from", value: toLocalInput(current("from"))});
   const until = h("input", {type: "datetime-local", name: "until", value: toLocalInput(current("until"))});
-  const filters = h("form", {class: "filters", "aria-label": "Filters", method: "get"},
+  const filters = filterForm([
     select("outcome", "Outcome", OUTCOMES.map((o) => [o, o]), current("outcome")),
     select("model", "Model", (choices.models || []).map((m) => [m, m]), current("model")),
     select("key_id", "Key", (choices.keys || []).map((k) => [k.id, k.name]), current("key_id")),
@@ -121,39 +121,18 @@ export async function requestsView(me, admin) {
     field("Request ID", requestId),
     field("From", from),
     field("Until", until),
-    h("div", {class: "filter-actions"},
-      h("button", {type: "submit"}, "Apply filters"),
-      h("a", {href: location.pathname, class: "button secondary"}, "Clear")));
-  filters.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const next = new URLSearchParams();
-    for (const [name, value] of new FormData(filters)) {
-      const v = name === "from" || name === "until" ? fromLocalInput(value) : String(value).trim();
-      if (v) next.set(name, v);
-    }
-    location.search = next.toString();
-  });
+  ], (name, value) => (name === "from" || name === "until" ? fromLocalInput(value) : String(value).trim()));
 
   const query = new URLSearchParams();
   for (const name of ["outcome", "model", "key_id", "request_id", "from", "until", "cursor"].concat(admin ? ["user_id", "account_id"] : [])) {
     if (current(name)) query.set(name, current(name));
   }
   const page = await api("GET", `${base}?${query}`);
-  const trail = current("trail") ? current("trail").split(",") : [];
-  const pageLink = (cursor, newTrail, label) => {
-    const next = new URLSearchParams(params);
-    if (cursor) next.set("cursor", cursor); else next.delete("cursor");
-    if (newTrail.length) next.set("trail", newTrail.join(",")); else next.delete("trail");
-    return h("a", {class: "button secondary", href: `${location.pathname}?${next}`}, label);
-  };
-  const pager = h("nav", {class: "pager", "aria-label": "Pages"},
-    current("cursor") ? pageLink(trail.at(-1) === "-" ? "" : trail.at(-1), trail.slice(0, -1), "← Newer") : null,
-    h("span", {class: "muted"}, `Page ${trail.length + 1} · ${page.items.length} shown (50 per page)`),
-    page.next_cursor ? pageLink(page.next_cursor, trail.concat(current("cursor") || "-"), "Older →") : null);
+  const pages = pager(params, page.next_cursor, page.items.length);
 
   render(admin ? "All requests" : "Requests",
     admin ? null : h("p", {class: "muted"}, "The model calls made with your keys."),
     section("Filters", filters),
     page.items.length ? table(page.items, admin) : h("p", {class: "empty"}, "No requests match."),
-    pager);
+    pages);
 }
