@@ -33,7 +33,9 @@ def upgrade() -> None:
         sa.Column("output_tokens", sa.BigInteger(), nullable=True),
         sa.Column("cached_tokens", sa.BigInteger(), nullable=True),
         sa.Column("unknown_usage_requests", sa.Integer(), nullable=False),
-        sa.PrimaryKeyConstraint("day", "user_id", "group_id", "provider", "model", name=op.f("pk_usage_days")),
+        sa.PrimaryKeyConstraint(
+            "day", "user_id", "group_id", "provider", "model", name=op.f("pk_usage_days")
+        ),
     )
     op.create_index("ix_usage_days_user_id_day", "usage_days", ["user_id", "day"], unique=False)
     op.create_table(
