@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -26,7 +26,14 @@ from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
-from sublane_history import HistoryReader, HistoryRecorder, Retention
+from sublane_history import (
+    HistoryReader,
+    HistoryRecorder,
+    Retention,
+    TokenBudgets,
+    UsageReader,
+    UsageWriter,
+)
 from sublane_web import mount as mount_web_views
 
 __version__ = "0.1.0"
@@ -49,16 +56,22 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.state.client = runtime
         # Request records (HIST): queued on the request path, written by one background thread.
         retention = Retention.from_settings(settings)
-        recorder = HistoryRecorder(engine, state.clock, retention)
+        # Usage summaries (TEAM-3) are added by the same writer, in the records' transaction.
+        usage = UsageWriter() if settings.usage_enabled else None
+        recorder = HistoryRecorder(
+            engine, state.clock, retention, records=settings.history_enabled, usage=usage
+        )
         recorder.start()
         # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
         stop_recording = (
             signals.request_finished.connect(recorder.record, sender=runtime)
-            if settings.history_enabled
+            if settings.history_enabled or usage is not None
             else lambda: None
         )
         app.state.history = recorder
         app.state.history_reader = HistoryReader(engine, state.clock, retention)
+        app.state.usage_reader = UsageReader(engine, state.clock)
+        stop_budgets = await _start_budgets(runtime, engine, state.clock) if usage else lambda: None
         try:
             yield
         finally:
@@ -66,6 +79,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
                 await runtime.close()  # calls ended by the shutdown are still recorded
             finally:
                 stop_recording()
+                stop_budgets()
                 await anyio.to_thread.run_sync(recorder.close)
                 engine.dispose()
 
@@ -83,6 +97,15 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
     return app
+
+
+async def _start_budgets(runtime: pipeline.ClientRuntime, engine: Engine, clock: Clock) -> Callable[[], None]:
+    """Token budgets (TEAM-4): rules and this month's usage loaded once, then counted in memory as
+    calls finish (before their slot is handed on); returns the disconnect."""
+    budgets = TokenBudgets(clock)
+    await anyio.to_thread.run_sync(budgets.load, engine)
+    runtime.budgets = budgets
+    return signals.request_finished.connect(budgets.note, sender=runtime)
 
 
 def _credentials_key(settings: Settings, engine: Engine) -> bytes:
