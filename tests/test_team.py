@@ -217,6 +217,8 @@ def test_team_3_usage_is_personal_for_members_and_per_member_for_admins(
     _bad(bobs.get("/api/me/usage?days=14"), "days")
     _bad(pool.admin.get("/api/usage?days=abc"), "days")
     _bad(pool.admin.get("/api/usage?user_id=-3"), "user_id")
+    _bad(pool.admin.get("/api/usage?user_id=" + "9" * 5000), "user_id")  # no int() of 5,000 digits
+    _bad(pool.admin.get("/api/usage?days=٣"), "days")  # a digit, but not an ASCII one
     assert pool.gateway.client().get("/api/me/usage").status_code == 401
 
 

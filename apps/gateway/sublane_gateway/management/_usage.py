@@ -32,7 +32,7 @@ def _days(request: Request) -> int:
     raw = request.query_params.get("days")
     if raw is None or raw == "":
         return DEFAULT_DAYS
-    if not raw.isdigit() or int(raw) not in RANGES:
+    if raw not in {str(days) for days in RANGES}:
         raise SubLaneError("invalid_request", "days: must be 1, 7, 30 or 90")
     return int(raw)
 
@@ -41,7 +41,7 @@ def _user_id(request: Request) -> int | None:
     raw = request.query_params.get("user_id")
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or not 1 <= int(raw) <= _MAX_ID:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or not 1 <= int(raw) <= _MAX_ID:
         raise SubLaneError("invalid_request", "user_id: must be a user id")
     return int(raw)
 
