@@ -71,7 +71,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.state.history = recorder
         app.state.history_reader = HistoryReader(engine, state.clock, retention)
         app.state.usage_reader = UsageReader(engine, state.clock)
-        stop_budgets = await _start_budgets(runtime, engine, state.clock) if usage else lambda: None
+        stop_budgets = (
+            await _start_budgets(runtime, engine, state.clock) if usage is not None else lambda: None
+        )
         try:
             yield
         finally:
