@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 
 from sublane_core import NO_GROUP, Clock, SubLaneError, signals
 from sublane_history._tables import BUDGETS, USAGE_DAYS
-from sublane_history._usage import DAY_S, AttemptUsage, utc_day
+from sublane_history._usage import DAY_S, reported_tokens, utc_day
 
 MAX_RULES: Final = 64
 MAX_LIMIT: Final = 10**12
@@ -148,7 +148,7 @@ class TokenBudgets:
 
     def note(self, payload: signals.RequestFinished) -> None:
         """Count a finished attempt's input + output tokens (the ``request_finished`` receiver)."""
-        tokens = AttemptUsage.of(payload).tokens
+        tokens = reported_tokens(payload)
         if not tokens:
             return
         self._roll(self._clock.time())
@@ -166,7 +166,7 @@ class TokenBudgets:
             return
         now = self._clock.time()
         self._roll(now)
-        blocking: BudgetState | None = None
+        blocking: BudgetRule | None = None
         for rule in rules:
             if not rule.enabled:
                 continue
@@ -174,11 +174,15 @@ class TokenBudgets:
                 rule.model is not None and rule.model != model
             ):
                 continue
-            state = self._state(user_id, rule, now)
-            if state.exceeded and (blocking is None or state.resets_at > blocking.resets_at):
-                blocking = state  # the rule that refuses longest decides Retry-After
+            window = self._day if rule.period is BudgetPeriod.DAY else self._month
+            if window.totals.get((user_id, rule.group_id, rule.model), 0) < rule.limit:
+                continue
+            if blocking is None or (
+                rule.period is BudgetPeriod.MONTH and blocking.period is BudgetPeriod.DAY
+            ):
+                blocking = rule  # the rule that refuses longest (a month outlasts a day) decides
         if blocking is not None:
-            raise budget_error(blocking, now)
+            raise budget_error(self._state(user_id, blocking, now), now)
 
     # -- management ------------------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from sublane_core import NO_GROUP, NO_PROVIDER, signals
 from sublane_history._tables import USAGE_DAYS, USAGE_HOURS
@@ -110,25 +109,42 @@ class AttemptUsage:
         return add_known(self.input_tokens, self.output_tokens)
 
 
-def _sum_known(column: sa.ColumnElement[Any], added: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
-    """SQL for :func:`add_known`."""
-    return sa.case((added.is_(None), column), (column.is_(None), added), else_=column + added)
+def reported_tokens(payload: signals.RequestFinished) -> int | None:
+    """Input + output tokens of an attempt as a budget counts them: what was reported (``None``
+    when neither count was); 0 for an attempt that never reached an account."""
+    if payload.account_id is None:
+        return 0
+    return add_known(_count(payload.input_tokens), _count(payload.output_tokens))
 
 
-def _upsert(connection: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """Add ``rows`` to the buckets of ``table`` (insert, or add to the bucket with the same key)."""
-    if not rows:
-        return
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table)
+def _upsert_sql(table: sa.Table) -> sa.TextClause:
+    """``INSERT … ON CONFLICT (key) DO UPDATE`` adding a row to the bucket with the same key.
+
+    Written out once as text (SQLite and PostgreSQL both speak it): the writer runs it for every
+    batch, and building and compiling an expression each time cost more than the write itself.
+    A nullable column is a sum of known values: an unknown (``NULL``) addend leaves it as it is.
+    """
     keys = [column.name for column in table.primary_key.columns]
-    added: dict[str, Any] = {}
+    names = [column.name for column in table.columns]
+    updates = []
     for column in table.columns:
         if column.name in keys:
             continue
-        new = statement.excluded[column.name]
-        added[column.name] = _sum_known(column, new) if column.nullable else column + new
-    connection.execute(statement.on_conflict_do_update(index_elements=keys, set_=added), rows)
+        name, new = column.name, f"excluded.{column.name}"
+        if column.nullable:
+            updates.append(
+                f"{name} = CASE WHEN {new} IS NULL THEN {table.name}.{name} "
+                f"WHEN {table.name}.{name} IS NULL THEN {new} ELSE {table.name}.{name} + {new} END"
+            )
+        else:
+            updates.append(f"{name} = {table.name}.{name} + {new}")
+    # Only names from our own schema go into the text; every value is a bound parameter.
+    insert = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})"  # noqa: S608
+    return sa.text(f"{insert} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(updates)}")
+
+
+_UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS)
+_UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS)
 
 
 class UsageWriter:
@@ -176,11 +192,9 @@ class UsageWriter:
             )
             hour.requests += 1
             hour.tokens = add_known(hour.tokens, usage.tokens)
-        _upsert(connection, USAGE_DAYS, [_day_row(key, bucket) for key, bucket in days.items()])
-        _upsert(
-            connection,
-            USAGE_HOURS,
-            [
+        if days:
+            connection.execute(_UPSERT_DAYS, [_day_row(key, bucket) for key, bucket in days.items()])
+            hour_rows = [
                 {
                     "day": day,
                     "hour": hour,
@@ -189,8 +203,8 @@ class UsageWriter:
                     "tokens": cell.tokens,
                 }
                 for (day, hour, user_id), cell in hours.items()
-            ],
-        )
+            ]
+            connection.execute(_UPSERT_HOURS, hour_rows)
         self._expire(connection, now)
 
     def _label(self, connection: sa.Connection, user_id: int, day: int, model: str) -> str:
