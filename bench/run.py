@@ -169,8 +169,12 @@ def mint_codex_credentials() -> dict[str, Any]:
         }
 
 
-def seed_gateway(url: str, credentials: dict[str, Any]) -> tuple[str, int]:
-    """Create the member, its key and the account through the management API; (key, account id)."""
+def seed_gateway(url: str, credentials: dict[str, Any], *, budget: bool = True) -> tuple[str, int]:
+    """Create the member, its key and the account through the management API; (key, account id).
+
+    ``budget``: the member gets a token budget (TEAM-4) too large to refuse anything, so every
+    request pays for the budget check, as a member with budgets does.
+    """
     with httpx.Client(base_url=url, timeout=30) as admin:
 
         def ok(response: httpx.Response) -> Any:
@@ -181,6 +185,9 @@ def seed_gateway(url: str, credentials: dict[str, Any]) -> tuple[str, int]:
         ok(admin.post("/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]}))
         user = ok(admin.post("/api/users", json={"username": "bench", "password": "bench-member-password"}))
         ok(admin.patch(f"/api/users/{user['id']}", json={"member_concurrency": 0}))
+        if budget:
+            rules = [{"period": "month", "limit": 10**12}, {"group_id": 1, "period": "day", "limit": 10**12}]
+            ok(admin.put(f"/api/users/{user['id']}/budgets", json={"rules": rules}))
         key = ok(admin.post(f"/api/users/{user['id']}/keys", json={"name": "bench", "group_id": 1}))
         body = {"provider": "codex", "name": "bench-codex", "group_ids": [1], "credentials": credentials}
         account = ok(admin.post("/api/accounts/import", json=body))
@@ -542,16 +549,25 @@ def start_gateway(
     *,
     history: bool = True,
     metrics: bool = True,
+    team: bool = True,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``sublane serve`` on core 0, its upstream URLs pointing at the mock.
 
-    ``history=False`` starts it through ``bench/serve_variant.py`` (recording off);
-    ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted for ``/metrics``).
+    ``history=False`` starts it through ``bench/serve_variant.py`` (recording off, so no usage
+    summaries either); ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted
+    for ``/metrics``); ``team=False`` with ``SUBLANE_USAGE_ENABLED=false`` (no usage summaries and
+    no token budgets, TEAM-3/TEAM-4).
     """
     port = free_port()
-    name = "gateway" + ("" if history else "-nohistory") + ("" if metrics else "-nometrics")
+    name = (
+        "gateway"
+        + ("" if history else "-nohistory")
+        + ("" if metrics else "-nometrics")
+        + ("" if team else "-noteam")
+    )
     env = os.environ | {
         "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
+        "SUBLANE_USAGE_ENABLED": "true" if team else "false",
         "SUBLANE_DATA_DIR": str(tmp / f"data-{name}"),
         "SUBLANE_ADMIN_USERNAME": ADMIN[0],
         "SUBLANE_ADMIN_PASSWORD": ADMIN[1],
@@ -668,9 +684,9 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     log(f"  S1 non-streaming {s1['non_streaming']['gateway_vs_direct']}")
     log(f"  S1 streaming {s1['streaming_ttft']['gateway_vs_direct']}")
 
-    log("S1 features: history recording, quota signals and metrics on/off")
+    log("S1 features: history recording, quota signals, metrics, usage summaries + budgets on/off")
     bare_proc, bare_url = start_gateway(procs, tmp, mock_url, history=False)
-    bare_key, _ = seed_gateway(bare_url, creds["credentials"])
+    bare_key, _ = seed_gateway(bare_url, creds["credentials"], budget=False)
     bare_port = int(bare_url.rsplit(":", 1)[1])
     bare = Target("gateway", "127.0.0.1", bare_port, "/v1/responses", {"Authorization": f"Bearer {bare_key}"})
     uncounted_proc, uncounted_url = start_gateway(procs, tmp, mock_url, metrics=False)
@@ -682,6 +698,12 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
         "/v1/responses",
         {"Authorization": f"Bearer {uncounted_key}"},
     )
+    noteam_proc, noteam_url = start_gateway(procs, tmp, mock_url, team=False)
+    noteam_key, _ = seed_gateway(noteam_url, creds["credentials"], budget=False)
+    noteam_port = int(noteam_url.rsplit(":", 1)[1])
+    noteam = Target(
+        "gateway", "127.0.0.1", noteam_port, "/v1/responses", {"Authorization": f"Bearer {noteam_key}"}
+    )
     variants = {
         "direct": direct,
         "all_on": gateway,
@@ -689,6 +711,7 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
         "history_off": bare,
         "both_off": bare,
         "metrics_off": uncounted,
+        "team_off": noteam,
     }
     features: dict[str, Any] = {}
     for label, stream in (("non_streaming", False), ("streaming_ttft", True)):
@@ -700,6 +723,7 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     report["scenarios"]["S1_features"] = features
     procs.stop(bare_proc)
     procs.stop(uncounted_proc)
+    procs.stop(noteam_proc)
     if ONLY_S1:
         return
 
@@ -862,6 +886,8 @@ def main() -> None:
             "history_recording": "on; S1_features also runs a gateway with it off (bench/serve_variant.py)",
             "quota_signals": "on; S1_features also asks the mock for no x-codex-* rate-limit headers",
             "metrics": "on; S1_features also runs a gateway with SUBLANE_METRICS_ENABLED=false",
+            "team_controls": "usage summaries on and the bench member has two token budgets; S1_features "
+            "also runs a gateway with SUBLANE_USAGE_ENABLED=false and no budgets (team_off)",
         },
         "scenarios": {},
         "load": [("start", loadavg())],

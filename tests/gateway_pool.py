@@ -15,7 +15,8 @@ from sublane_sim import SimAccount, Simulator
 
 @dataclass
 class Pool:
-    """A gateway whose default group holds simulator accounts, and a member key for it."""
+    """A gateway whose default group holds simulator accounts, and the admin's key for it
+    (admins are bound by no member limit, TEAM-1: :meth:`member_key` makes a member's)."""
 
     gateway: Gateway
     sim: Simulator
@@ -30,6 +31,13 @@ class Pool:
         client = self.gateway.client(**kwargs)
         client.headers["authorization"] = f"Bearer {key or self.key}"
         return client
+
+    def member_key(self, username: str, **fields: Any) -> tuple[dict[str, Any], str]:
+        """A new member of the default group and a key of theirs for it: ``(user, secret)``."""
+        user = self.gateway.add_member(self.admin, username, **fields)
+        response = self.admin.post(f"/api/users/{user['id']}/keys", json={"name": "member", "group_id": 1})
+        assert response.status_code == 201, response.text
+        return user, response.json()["secret"]
 
     def sim_account_of(self, account_id: int) -> SimAccount:
         return self.sim_accounts[self.account_ids.index(account_id)]

@@ -3,13 +3,14 @@
 A real gateway on loopback, wired to the upstream simulator, serves the pages; the tests sign in as an
 admin and as a member and walk every view as a person would. Each view is photographed at desktop
 and phone width into ``docs/screenshots/`` (regenerated on every run; the folder is not committed),
-and the Accounts view also into ``docs/images/accounts.png``, which the README shows.
+and the Accounts and Team usage views also into ``docs/images/``, which the README shows.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
+from sublane_core import Outcome, signals
 from sublane_gateway.testing import ADMIN_PASSWORD, ADMIN_USERNAME, MEMBER_PASSWORD
 from sublane_sim import Behaviour
 
@@ -36,6 +38,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 README_IMAGE = ROOT / "docs" / "images" / "accounts.png"
+TEAM_USAGE_IMAGE = ROOT / "docs" / "images" / "team-usage.png"
 DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=390, height=844)
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
@@ -142,8 +145,10 @@ def test_web_4_sign_in_sign_out_and_the_menus_by_role(
     page.get_by_label("Password").fill(ADMIN_PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     nav = page.get_by_role("navigation", name="Main")
-    links = ("Requests", "Keys", "Accounts", "Scheduling settings", "All requests", "Members", "Groups")
-    for link in (*links, "Audit log"):
+    for link in (
+        "Requests", "Usage", "Keys", "Accounts", "Scheduling settings", "All requests", "Team usage",
+        "Members", "Groups", "Audit log",
+    ):  # fmt: skip
         expect(nav.get_by_role("link", name=link, exact=True)).to_be_visible()
     assert page.url.endswith("/requests")
     page.get_by_role("button", name="Sign out").click()
@@ -155,8 +160,11 @@ def test_web_4_sign_in_sign_out_and_the_menus_by_role(
     nav = member.get_by_role("navigation", name="Main")
     expect(nav.get_by_role("link", name="Requests", exact=True)).to_be_visible()
     expect(nav.get_by_role("link", name="Keys", exact=True)).to_be_visible()
+    expect(nav.get_by_role("link", name="Usage", exact=True)).to_be_visible()
     expect(nav.get_by_role("link", name="Accounts")).to_have_count(0)
     expect(nav.get_by_role("link", name="Audit log")).to_have_count(0)
+
+    expect(nav.get_by_role("link", name="Team usage")).to_have_count(0)
     member.goto("/accounts")
     expect(member.get_by_role("heading", name="Not available")).to_be_visible()
     # The setup page still answers, and the shell allows no other origin.
@@ -280,7 +288,7 @@ def test_web_4_keys_created_once_copied_and_revoked(
     every = admin.get_by_role("region", name="All keys")
     expect(every.locator("tr", has_text="laptop")).to_contain_text("bob")
     issue = admin.get_by_role("form", name="Issue a key for a member")
-    issue.get_by_label("Member").select_option(label="bob")
+    issue.get_by_label("Member", exact=True).select_option(label="bob")
     issue.get_by_label("Key name").fill("issued")
     issue.get_by_role("button", name="Issue key").click()
     expect(admin.get_by_role("region", name="New key secret")).to_contain_text("for bob")
@@ -297,9 +305,9 @@ def test_web_4_members_and_groups_forms(make_pool: Callable[..., Pool], open_con
     row = page.locator("tr", has_text="carol")
     expect(row).to_contain_text("default")
     page.get_by_role("button", name="Edit carol").click()
-    edit = page.get_by_role("form", name="Edit carol")
+    edit = page.get_by_role("form", name="Limits of carol")
     edit.get_by_label("Concurrent requests (0 = unlimited)").fill("3")
-    edit.get_by_role("button", name="Save member").click()
+    edit.get_by_role("button", name="Save limits").click()
     expect(page.locator("tr", has_text="carol").locator("td").nth(3)).to_have_text("3")
     _shoot(page, "members")
     carol = next(u for u in pool.admin.get("/api/users").json()["items"] if u["username"] == "carol")
@@ -516,7 +524,7 @@ def test_web_3_all_requests_filters_and_pages_of_50(
     expect(table.locator("tbody tr")).to_contain_text("model_not_allowed")
     filters = page.get_by_role("form", name="Filters")
     filters.get_by_label("Outcome").select_option("success")
-    filters.get_by_label("Member").select_option(label=ADMIN_USERNAME)
+    filters.get_by_label("Member", exact=True).select_option(label=ADMIN_USERNAME)
     filters.get_by_label("Account").select_option(label="codex-1")
     filters.get_by_label("Key").select_option(label="pool")
     filters.get_by_label("Model").select_option("gpt-5-codex")
@@ -611,3 +619,216 @@ def test_hist_10_cache_hit_rate_column_shows_the_api_value(
     table = page.get_by_role("region", name="Requests table")
     for request_id, rate in expected.items():
         expect(table.locator(f'tr[data-request-id="{request_id}"] td.cache-rate')).to_have_text(rate)
+
+
+# --- TEAM-5: usage, member controls, change password -------------------------------------------
+
+MODELS = ("gpt-5-codex", "gpt-5", "gpt-5.4-mini", "gpt-5.3-codex")
+
+
+def _past_usage(pool: Pool, users: dict[str, int]) -> None:
+    """Thirty days of earlier calls, written by the gateway's own history writer (records older
+    than the 7 days of HIST-6 go, their summaries stay), so the charts have something to show."""
+    now = pool.gateway.clock.time()
+    payloads = []
+    for day in range(1, 31):
+        for name, user_id in users.items():
+            for call in range((day * 7 + user_id * 3) % 5 + (3 if name == "carol" else 1)):
+                started = now - day * 86_400 + ((call * 5 + day + user_id) % 24 - 12) * 3600
+                model = MODELS[(user_id + call + day) % len(MODELS)] if name != "bob" else "gpt-5-codex"
+                payloads.append(
+                    signals.RequestFinished(
+                        request_id=f"req_past_{user_id}_{day}_{call}",
+                        started_at=started,
+                        duration_ms=900,
+                        first_token_ms=300,
+                        user_id=user_id,
+                        key_id=None,
+                        group_id=1,
+                        account_id=pool.account_ids[0],
+                        provider="codex",
+                        model=model,
+                        protocol="responses",
+                        operation="stream",
+                        outcome=Outcome.ERROR if call == 4 else Outcome.SUCCESS,
+                        input_tokens=None if call == 3 else 1500 * (call + 1) + 40 * day,
+                        output_tokens=None if call == 3 else 220 * (call + 1),
+                        cached_tokens=None if call == 3 else 900 * call,
+                    )
+                )
+    recorder = pool.gateway.app.state.history
+    recorder.write(payloads)
+
+
+def _team_pool(make_pool: Callable[..., Pool]) -> tuple[Pool, dict[str, str]]:
+    pool = make_pool()
+    keys = {}
+    users = {"admin": 1}
+    for name in ("bob", "carol"):
+        user, keys[name] = pool.member_key(name)
+        users[name] = user["id"]
+    _past_usage(pool, users)
+    account = pool.sim_accounts[0].id
+    for name, tokens, model in (
+        ("bob", 1200, "gpt-5-codex"),
+        ("bob", 800, "gpt-5-codex"),
+        ("carol", 9000, "gpt-5"),
+    ):
+        pool.sim.script(
+            account, Behaviour.ok(input_tokens=tokens, output_tokens=tokens // 10, cached_tokens=tokens // 2)
+        )
+        response = pool.client(keys[name]).post("/v1/responses", json={**BODY, "model": model})
+        assert response.status_code == 200, response.text
+    budget = {
+        "rules": [
+            {"period": "day", "limit": 5000},
+            {"period": "month", "limit": 2_000_000, "model": "gpt-5-codex"},
+        ]
+    }
+    assert pool.admin.put(f"/api/users/{users['bob']}/budgets", json=budget).status_code == 200
+    return pool, keys
+
+
+def _tile(page: Page, label: str) -> str:
+    return (
+        page.locator(".tile", has=page.locator(".tile-label", has_text=label))
+        .locator(".tile-value")
+        .inner_text()
+    )
+
+
+def test_team_5_usage_as_a_member_shows_only_their_own_numbers(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool, _keys = _team_pool(make_pool)
+    page = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/usage")
+    expect(page.get_by_role("heading", name="Usage", exact=True)).to_be_visible()
+    mine = page.request.get("/api/me/usage?days=30").json()
+    assert mine["totals"]["requests"] > 2 and "by_member" not in mine
+    expect(page.locator(".tile-value").first).to_have_text(f"{mine['totals']['requests']:,}")
+    assert _tile(page, "Input tokens") == f"{mine['totals']['input_tokens']:,}"
+    assert _tile(page, "Without reported usage") == f"{mine['totals']['unknown_usage_requests']:,}"
+    models = page.get_by_role("region", name="Usage by model")
+    expect(models.locator("tbody tr")).to_have_count(1)  # bob only ever called gpt-5-codex
+    expect(models).to_contain_text("gpt-5-codex")
+    content = page.locator("main").inner_text()
+    assert "carol" not in content and "admin" not in content.replace("admins", "")
+    for forbidden in ("gpt-5.4-mini", "gpt-5.3-codex", "Top members"):
+        assert forbidden not in content, forbidden  # the others' models and the member table
+    heat = page.locator("svg.heatmap rect.heat")
+    expect(heat).to_have_count(7 * 24)
+    cells = sum(int(value) for value in heat.evaluate_all("(els) => els.map((e) => e.dataset.requests)"))
+    assert cells == mine["totals"]["requests"]
+    expect(page.locator("figure", has_text="Requests per day").locator("svg g.day")).to_have_count(30)
+    budgets = page.get_by_role("region", name="Token budgets", exact=True)
+    expect(budgets.locator("tbody tr")).to_have_count(2)
+    expect(budgets).to_contain_text("gpt-5-codex")
+    _shoot(page, "usage")
+    page.get_by_text("7 days", exact=True).click()
+    expect(page).to_have_url(re.compile(r"days=7"))
+    expect(page.locator("figure", has_text="Requests per day").locator("svg g.day")).to_have_count(7)
+    week = page.request.get("/api/me/usage?days=7").json()
+    expect(page.locator(".tile-value").first).to_have_text(f"{week['totals']['requests']:,}")
+    page.goto("/usage?days=90&user_id=3")  # no parameter widens a personal page
+    quarter = page.request.get("/api/me/usage?days=90").json()["totals"]["requests"]
+    expect(page.locator(".tile-value").first).to_have_text(f"{quarter:,}")
+    page.goto("/admin/usage")
+    expect(page.get_by_role("heading", name="Not available")).to_be_visible()
+    assert page.request.get("/api/usage").status == 403
+
+
+def test_team_5_team_usage_as_an_admin(make_pool: Callable[..., Pool], open_context: Any) -> None:
+    pool, _keys = _team_pool(make_pool)
+    page = _admin_page(pool, open_context, "/admin/usage")
+    expect(page.get_by_role("heading", name="Team usage")).to_be_visible()
+    team = pool.admin.get("/api/usage?days=30").json()
+    expect(page.locator(".tile-value").first).to_have_text(f"{team['totals']['requests']:,}")
+    members = page.get_by_role("region", name="Usage by member")
+    expect(members.locator("tbody tr")).to_have_count(3)
+    first = members.locator("tbody tr").first.locator("th")
+    expect(first).to_have_text(team["by_member"][0]["username"])  # most tokens first
+    models = page.get_by_role("region", name="Usage by model")
+    expect(models.locator("tbody tr")).to_have_count(len(team["by_model"]))
+    bars = page.locator("figure", has_text="Tokens per day").locator("svg g.day")
+    expect(bars).to_have_count(30)
+    _shoot(page, "team-usage")
+    page.set_viewport_size(DESKTOP)
+    TEAM_USAGE_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=TEAM_USAGE_IMAGE)
+    page.get_by_label("Member", exact=True).select_option(label="carol")
+    expect(page).to_have_url(re.compile(r"user_id=\d+"))
+    carol = next(row for row in team["by_member"] if row["username"] == "carol")
+    expect(page.locator(".tile-value").first).to_have_text(f"{carol['requests']:,}")
+    expect(page.get_by_role("region", name="Usage by member").locator("tbody tr")).to_have_count(1)
+    page.get_by_text("90 days", exact=True).click()
+    expect(page).to_have_url(re.compile(r"days=90"))
+    expect(page.locator("figure", has_text="Requests per day").locator("svg g.day")).to_have_count(90)
+    expect(page.get_by_label("Member", exact=True)).to_have_value(str(carol["user_id"]))
+
+
+def test_team_5_members_limits_budgets_and_password_reset(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    bob, _key = pool.member_key("bob")
+    page = _admin_page(pool, open_context, "/members")
+    page.get_by_role("button", name="Edit bob").click()
+    limits = page.get_by_role("form", name="Limits of bob")
+    limits.get_by_label("Requests per minute (0 = unlimited)").fill("120")
+    limits.get_by_role("button", name="Save limits").click()
+    expect(page.locator("tr", has_text="bob").locator("td").nth(4)).to_have_text("120")
+    budgets = page.get_by_role("form", name="Token budgets of bob")
+    budgets.get_by_role("button", name="Add rule").click()
+    budgets.get_by_label("Limit (tokens)").fill("250000")
+    budgets.get_by_role("button", name="Add rule").click()
+    second = budgets.locator("fieldset.rule").nth(1)
+    second.get_by_label("Model").fill("gpt-5-codex")
+    second.get_by_label("Per").select_option("month")
+    second.get_by_label("Limit (tokens)").fill("9000000")
+    budgets.get_by_role("button", name="Save budgets").click()
+    table = page.get_by_role("region", name="Token budgets", exact=True)
+    expect(table.locator("tbody tr")).to_have_count(2)
+    stored = pool.admin.get(f"/api/users/{bob['id']}/budgets").json()["rules"]
+    assert [(rule["period"], rule["limit"], rule["model"]) for rule in stored] == [
+        ("day", 250000, None),
+        ("month", 9000000, "gpt-5-codex"),
+    ]
+    _shoot(page, "member-controls")
+    budgets = page.get_by_role("form", name="Token budgets of bob")
+    budgets.locator("fieldset.rule").nth(0).get_by_role("button", name="Remove").click()
+    budgets.get_by_role("button", name="Save budgets").click()
+    expect(page.get_by_role("region", name="Token budgets", exact=True).locator("tbody tr")).to_have_count(1)
+    kept = pool.admin.get(f"/api/users/{bob['id']}/budgets").json()["rules"]
+    assert [rule["id"] for rule in kept] == [stored[1]["id"]]  # the kept rule keeps its ID
+    member = pool.gateway.login("bob", MEMBER_PASSWORD)
+    reset = page.get_by_role("form", name="Reset the password of bob")
+    reset.get_by_label("New password").fill("set-by-the-admin")
+    reset.get_by_role("button", name="Set password").click()
+    expect(page.get_by_role("status")).to_contain_text("sessions ended")
+    assert member.get("/api/me").status_code == 401
+    assert pool.gateway.login("bob", "set-by-the-admin").get("/api/me").status_code == 200
+
+
+def test_team_5_everyone_can_change_their_own_password(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    pool.member_key("bob")
+    page = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/usage")
+    page.get_by_role("link", name="Change password").click()
+    expect(page.get_by_role("heading", name="Change password")).to_be_visible()
+    change = page.get_by_role("form", name="Change password")
+    change.get_by_label("Current password").fill("not-my-password")
+    change.get_by_label("New password", exact=True).fill("bobs-new-password")
+    change.get_by_label("New password again").fill("bobs-new-password")
+    _shoot(page, "change-password")
+    change.get_by_role("button", name="Change password").click()
+    expect(change.get_by_role("alert")).to_contain_text("wrong_password")
+    change.get_by_label("Current password").fill(MEMBER_PASSWORD)
+    change.get_by_role("button", name="Change password").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("status").first).to_contain_text("Password changed")
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Password").fill("bobs-new-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Usage", exact=True)).to_be_visible()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -31,7 +31,14 @@ from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
-from sublane_history import HistoryReader, HistoryRecorder, Retention
+from sublane_history import (
+    HistoryReader,
+    HistoryRecorder,
+    Retention,
+    TokenBudgets,
+    UsageReader,
+    UsageWriter,
+)
 from sublane_web import mount as mount_web_views
 
 __version__ = "0.1.0"
@@ -89,16 +96,20 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     app.state.client = runtime
     # Request records (HIST): queued on the request path, written by one background thread.
     retention = Retention.from_settings(settings)
-    recorder = HistoryRecorder(engine, state.clock, retention)
+    # Usage summaries (TEAM-3) are added by the same writer, in the records' transaction.
+    usage = UsageWriter() if settings.usage_enabled else None
+    recorder = HistoryRecorder(engine, state.clock, retention, records=settings.history_enabled, usage=usage)
     recorder.start()
     # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
     stop_recording = (
         signals.request_finished.connect(recorder.record, sender=runtime)
-        if settings.history_enabled
+        if settings.history_enabled or usage is not None
         else lambda: None
     )
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
+    app.state.usage_reader = UsageReader(engine, state.clock)
+    stop_budgets = await _start_budgets(runtime, engine, state.clock) if usage is not None else lambda: None
     # OPS-8: calls counted for /metrics; SUBLANE_METRICS_ENABLED=false prices it in benchmarks.
     counters = CallCounters() if settings.metrics_enabled else None
     stop_counting = (
@@ -112,9 +123,19 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
             await runtime.close()  # calls ended by the shutdown are still recorded
         finally:
             stop_recording()
+            stop_budgets()
             stop_counting()
             await anyio.to_thread.run_sync(recorder.close)
             engine.dispose()
+
+
+async def _start_budgets(runtime: pipeline.ClientRuntime, engine: Engine, clock: Clock) -> Callable[[], None]:
+    """Token budgets (TEAM-4): rules and this month's usage loaded once, then counted in memory as
+    calls finish (before their slot is handed on); returns the disconnect."""
+    budgets = TokenBudgets(clock)
+    await anyio.to_thread.run_sync(budgets.load, engine)
+    runtime.budgets = budgets
+    return signals.request_finished.connect(budgets.note, sender=runtime)
 
 
 def _credentials_key(settings: Settings, engine: Engine) -> bytes:

@@ -41,6 +41,7 @@ def _describe_validation(errors: list[dict[str, Any]]) -> str:
 async def _sublane_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SubLaneError)
     response = error_response(exc.code, exc.message, status=exc.status)
+    response.headers.update(exc.headers)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return response

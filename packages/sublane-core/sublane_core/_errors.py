@@ -5,6 +5,7 @@ Codes are a contract (SPEC §14): clients and scripts branch on them. Add codes,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +32,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "unauthenticated": ErrorSpec(401, "Sign in first."),
     "forbidden": ErrorSpec(403, "You may not do that."),
     "setup_not_available": ErrorSpec(409, "Set-up is finished or the link is not valid."),
+    "wrong_password": ErrorSpec(400, "The current password is not right."),
     # -- management ------------------------------------------------------------------------------
     "name_taken": ErrorSpec(409, "That name is taken."),
     "last_admin": ErrorSpec(409, "The last enabled admin cannot be demoted or disabled."),
@@ -47,6 +49,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "workspace_busy": ErrorSpec(429, "SubLane is at capacity; try again shortly."),
     "member_busy": ErrorSpec(429, "You have too many requests running at once."),
     "member_rate_limited": ErrorSpec(429, "You have sent too many requests this minute."),
+    "token_budget_exceeded": ErrorSpec(429, "Your token budget for this period is used up."),
     # -- client API: routing ---------------------------------------------------------------------
     "model_not_found": ErrorSpec(404, "No account in this key's group serves that model."),
     "model_not_allowed": ErrorSpec(403, "The group's model policy does not allow that model."),
@@ -80,6 +83,7 @@ class SubLaneError(Exception):
         *,
         status: int | None = None,
         retry_after: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         spec = ERROR_CATALOGUE.get(code)
         if spec is None:
@@ -88,6 +92,9 @@ class SubLaneError(Exception):
         self.message = message or spec.message
         self.status = status if status is not None else spec.status
         self.retry_after = retry_after
+        # Headers the answer carries besides ``Retry-After`` (e.g. ``X-Token-Budget-Id``), in every
+        # protocol's shape; lower-case names. Never a secret.
+        self.headers: dict[str, str] = {name.lower(): value for name, value in (headers or {}).items()}
         super().__init__(f"{code}: {self.message}")
 
     def body(self) -> dict[str, dict[str, str]]:

@@ -274,3 +274,82 @@ class AuditEntry(SQLModel, table=True):
     object_type: str = Field(max_length=32)
     object_id: int | None = None
     summary: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+
+
+# -- team controls (TEAM) -------------------------------------------------------------------------
+
+BUDGET_PERIODS = ("day", "month")
+NO_GROUP = 0  # the ``group_id`` of a usage bucket whose attempt had no group
+NO_PROVIDER = ""  # the ``provider`` of a usage bucket whose attempt reached no account
+
+
+def _tokens_column() -> Any:
+    return sa.Column(sa.BigInteger, nullable=True)  # 90 days of a team's tokens outgrow 32 bits
+
+
+class UsageDay(SQLModel, table=True):
+    """One UTC day of one member's calls in one group, to one provider, of one model label (TEAM-3).
+
+    Added to by the history writer in the transaction that stores the records, never recomputed.
+    Token sums cover the attempts that reported them and are ``NULL`` while none has;
+    ``unknown_usage_requests`` counts the attempts that reached an account and reported no usage.
+    """
+
+    __tablename__ = "usage_days"
+    __table_args__ = (sa.Index("ix_usage_days_user_id_day", "user_id", "day"),)
+
+    day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
+    user_id: int = Field(primary_key=True)
+    group_id: int = Field(primary_key=True, description="NO_GROUP when the attempt had none")
+    provider: str = Field(primary_key=True, max_length=16, description="NO_PROVIDER when none")
+    model: str = Field(primary_key=True, max_length=128, description="a model label or 'other'")
+    requests: int = 0
+    success: int = 0
+    incomplete: int = 0
+    error: int = 0
+    canceled: int = 0
+    rejected: int = 0
+    input_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    output_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    cached_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    unknown_usage_requests: int = 0
+
+
+class UsageHour(SQLModel, table=True):
+    """One UTC hour of one member's calls (TEAM-3): the cells of the hour-of-week heatmap, dated so
+    that a range can be chosen and old hours expire with the days."""
+
+    __tablename__ = "usage_hours"
+
+    day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
+    hour: int = Field(primary_key=True, description="0-23, UTC")
+    user_id: int = Field(primary_key=True)
+    requests: int = 0
+    tokens: int | None = Field(default=None, sa_column=_tokens_column())
+
+
+class TokenBudget(SQLModel, table=True):
+    """A member's token budget rule (TEAM-4): input + output tokens per UTC day or month, optionally
+    only in one group and/or for one model."""
+
+    __tablename__ = "token_budgets"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # a rule's ID names it in X-Token-Budget-Id
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    group_id: int | None = Field(
+        default=None,
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("resource_groups.id", ondelete="CASCADE"), nullable=True
+        ),
+    )
+    model: str | None = Field(default=None, max_length=128)
+    period: str = Field(max_length=8, description="'day' or 'month' (UTC)")
+    token_limit: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    enabled: bool = True
+    created_at: float
+    updated_at: float

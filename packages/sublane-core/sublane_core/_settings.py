@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     )
     history_max_records: int = Field(5000, ge=1, le=10_000_000, description="HIST-6 records kept.")
     history_days: float = Field(7, gt=0, le=3650, description="HIST-6 days kept.")
+    usage_enabled: bool = Field(
+        True, description="TEAM-3/4 usage summaries and token budgets; off only to measure their cost."
+    )
 
     # -- upstreams -------------------------------------------------------------------------------
     codex_base_url: str = Field("https://chatgpt.com/backend-api", description="Codex backend base.")

@@ -18,6 +18,7 @@ SPEC_CODES = {
     "upstream_forbidden": 403,
     "invalid_api_key": 401,
     "invalid_credentials": 401,
+    "token_budget_exceeded": 429,
 }
 
 
@@ -38,3 +39,9 @@ def test_error_renders_the_management_shape() -> None:
 def test_unknown_codes_are_refused() -> None:
     with pytest.raises(KeyError):
         SubLaneError("made_up_code")
+
+
+def test_team_4_an_error_carries_extra_headers_with_lower_case_names() -> None:
+    error = SubLaneError("token_budget_exceeded", retry_after=30, headers={"X-Token-Budget-Id": "7"})
+    assert error.headers == {"x-token-budget-id": "7"}
+    assert SubLaneError("member_busy").headers == {}

@@ -11,6 +11,7 @@ EXPECTED = [
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "PROVIDERS", "ROLE_ADMIN", "ROLE_MEMBER",
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
     "QuotaObservation", "RequestRecord", "ResourceGroup", "User", "WebSession",
+    "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "UsageDay", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
     "Outcome", "UpstreamOperation", "WireProtocol",

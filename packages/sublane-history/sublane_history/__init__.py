@@ -1,9 +1,23 @@
-"""Request records: what happened to every model call, for admins and for each member (SPEC §13).
+"""Request records: what happened to every model call, for admins and for each member (SPEC §13);
+usage summaries and token budgets built from them (SPEC §21).
 
 The gateway connects :meth:`HistoryRecorder.record` to ``signals.request_finished``; the history API
-reads through :class:`HistoryReader` and shows rows with :func:`record_view`.
+reads through :class:`HistoryReader` and shows rows with :func:`record_view`. The same writer adds
+every record to the usage summaries (:class:`UsageWriter`), read by :class:`UsageReader`;
+:class:`TokenBudgets` enforces budget rules from usage totals held in memory.
 """
 
+from sublane_history._budgets import (
+    MAX_LIMIT,
+    MAX_RULES,
+    BudgetPeriod,
+    BudgetRule,
+    BudgetState,
+    TokenBudgets,
+    budget_error,
+    period_bounds,
+    rule_of,
+)
 from sublane_history._cache_rate import NO_RATE, cache_hit_rate
 from sublane_history._filters import HistoryFilter, InvalidFilter
 from sublane_history._queries import (
@@ -23,6 +37,16 @@ from sublane_history._recorder import (
     routing_explanation,
 )
 from sublane_history._retention import Retention, apply_retention
+from sublane_history._usage import (
+    KEPT_DAYS,
+    MAX_MODEL_LABELS,
+    OTHER_MODEL,
+    AttemptUsage,
+    UsageWriter,
+    usage_cutoff,
+    utc_day,
+)
+from sublane_history._usage_queries import COUNTERS, RANGES, UsageReader, weekday
 from sublane_history._views import (
     DELETED_ACCOUNT,
     choices_view,
@@ -43,6 +67,28 @@ __all__ = [
     # retention
     "Retention",
     "apply_retention",
+    # usage summaries (TEAM-3)
+    "UsageWriter",
+    "AttemptUsage",
+    "KEPT_DAYS",
+    "MAX_MODEL_LABELS",
+    "OTHER_MODEL",
+    "usage_cutoff",
+    "utc_day",
+    "UsageReader",
+    "COUNTERS",
+    "RANGES",
+    "weekday",
+    # token budgets (TEAM-4)
+    "TokenBudgets",
+    "BudgetRule",
+    "BudgetState",
+    "BudgetPeriod",
+    "MAX_RULES",
+    "MAX_LIMIT",
+    "budget_error",
+    "period_bounds",
+    "rule_of",
     # reading
     "HistoryReader",
     "HistoryFilter",

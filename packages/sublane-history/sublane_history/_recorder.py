@@ -4,7 +4,9 @@
 request that ended, before that request's slot is handed on, and only puts the payload on a bounded
 queue: no database call, no serialization, no waiting. One writer thread takes the queue in order,
 inserts what it finds in one transaction per batch and applies retention in the same transaction.
-A failed write is logged (sanitized, STORE-4) and never reaches a request.
+The same transaction adds the batch to the usage summaries (TEAM-3, :class:`UsageWriter`), so a
+summary holds exactly the attempts whose records were written. A failed write is logged
+(sanitized, STORE-4) and never reaches a request.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sublane_core import Clock, signals
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._tables import RECORDS
+from sublane_history._usage import UsageWriter
 
 _log = logging.getLogger("sublane.history")
 
@@ -127,6 +130,9 @@ class HistoryRecorder:
     Start it inside the app's event loop: it then ignores payloads sent from other event loops
     (several gateways in one test process share the signal bus). Payloads sent from a thread with
     no event loop are always taken.
+
+    ``records=False`` writes no request records (``SUBLANE_HISTORY_ENABLED=false``); ``usage``
+    adds every written attempt to the usage summaries (``None``: no summaries).
     """
 
     def __init__(
@@ -137,8 +143,12 @@ class HistoryRecorder:
         *,
         queue_size: int = QUEUE_SIZE,
         batch_size: int = BATCH_SIZE,
+        records: bool = True,
+        usage: UsageWriter | None = None,
     ) -> None:
         self._engine = engine
+        self._records = records
+        self.usage = usage
         self._clock = clock
         self.retention = retention or Retention()
         self._pending: deque[_Item] = deque()
@@ -219,15 +229,25 @@ class HistoryRecorder:
     # -- the writer ------------------------------------------------------------------------------
 
     def write(self, payloads: Sequence[RequestFinished]) -> None:
-        """Insert ``payloads`` and apply retention in one transaction (the writer thread's step).
+        """Insert ``payloads``, add them to the usage summaries and apply retention, in one
+        transaction (the writer thread's step).
 
         Raises what the database raises; the writer thread logs it instead.
         """
-        rows = [record_row(payload) for payload in payloads]
-        with self._engine.begin() as connection:
-            if rows:
-                connection.execute(sa.insert(RECORDS), rows)
-            apply_retention(connection, self.retention, self._clock.time())
+        now = self._clock.time()
+        try:
+            with self._engine.begin() as connection:
+                if self._records:
+                    rows = [record_row(payload) for payload in payloads]
+                    if rows:
+                        connection.execute(sa.insert(RECORDS), rows)
+                    apply_retention(connection, self.retention, now)
+                if self.usage is not None and payloads:
+                    self.usage.add(connection, payloads, now)
+        except BaseException:
+            if self.usage is not None:
+                self.usage.forget()  # what it remembered of this transaction was rolled back
+            raise
 
     def _run(self) -> None:
         pending = self._pending

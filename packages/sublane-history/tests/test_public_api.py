@@ -7,6 +7,10 @@ import sublane_history
 EXPECTED = [
     "HistoryRecorder", "NOT_RECORDED_REJECTIONS", "OUTCOMES", "record_row", "routing_explanation",
     "Retention", "apply_retention",
+    "UsageWriter", "AttemptUsage", "KEPT_DAYS", "MAX_MODEL_LABELS", "OTHER_MODEL", "usage_cutoff", "utc_day",
+    "UsageReader", "COUNTERS", "RANGES", "weekday",
+    "TokenBudgets", "BudgetRule", "BudgetState", "BudgetPeriod", "MAX_RULES", "MAX_LIMIT", "budget_error",
+    "period_bounds", "rule_of",
     "HistoryReader", "HistoryFilter", "InvalidFilter", "HistoryPage", "RecordRow", "FilterChoices", "Choice",
     "PAGE_SIZE", "CHOICES_LIMIT",
     "record_view", "choices_view", "personal_routing", "compact_request_id", "DELETED_ACCOUNT",

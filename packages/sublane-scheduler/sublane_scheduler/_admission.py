@@ -3,12 +3,13 @@
 A :class:`Ticket` counts one operation against the workspace capacity and, for model requests,
 against the member's concurrency, from admission until it is closed (exactly once) — waiting
 included (WAIT-4). A member's requests-per-minute allowance is consumed once, at admission, never
-again on wake-ups.
+again on wake-ups. It counts fixed UTC-minute windows (TEAM-1): the allowance comes back whole at
+every full minute of the wall clock, so a member can tell when without knowing when they called.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import math
 
 from sublane_core import Clock, SubLaneError
 
@@ -41,7 +42,7 @@ class Admission:
         self.capacity = capacity
         self.in_use = 0
         self._members: dict[int, int] = {}
-        self._calls: dict[int, deque[float]] = {}
+        self._minutes: dict[int, tuple[int, int]] = {}  # user -> (UTC minute, calls admitted in it)
 
     def member_in_use(self, user_id: int) -> int:
         return self._members.get(user_id, 0)
@@ -53,13 +54,15 @@ class Admission:
         if member_limit and self._members.get(user_id, 0) >= member_limit:
             raise SubLaneError("member_busy", retry_after=1)
         if rpm:
-            now = self._clock.monotonic()
-            calls = self._calls.setdefault(user_id, deque())
-            while calls and calls[0] <= now - RPM_WINDOW_S:
-                calls.popleft()
-            if len(calls) >= rpm:
-                raise SubLaneError("member_rate_limited", retry_after=max(1.0, calls[0] + RPM_WINDOW_S - now))
-            calls.append(now)
+            now = self._clock.time()
+            minute = math.floor(now / RPM_WINDOW_S)
+            counted, calls = self._minutes.get(user_id, (minute, 0))
+            if counted != minute:
+                calls = 0
+            if calls >= rpm:
+                retry_after = (minute + 1) * RPM_WINDOW_S - now  # until the next UTC minute begins
+                raise SubLaneError("member_rate_limited", retry_after=max(1.0, retry_after))
+            self._minutes[user_id] = (minute, calls + 1)
         self.in_use += 1
         self._members[user_id] = self._members.get(user_id, 0) + 1
         return Ticket(self, user_id)

@@ -20,10 +20,13 @@ STATIC_PREFIX = "/web-static"
 PAGES: tuple[str, ...] = (
     "/",
     "/requests",
+    "/usage",
     "/keys",
+    "/password",
     "/accounts",
     "/scheduling",
     "/admin/requests",
+    "/admin/usage",
     "/members",
     "/groups",
     "/admin/audit",

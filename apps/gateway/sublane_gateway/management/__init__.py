@@ -1,5 +1,6 @@
 """The management API of SPEC §14: sign-in, users, groups, keys, accounts, request history and the
-audit log (OPS-10)."""
+audit log (OPS-10); the team controls of SPEC §21: limits, passwords, usage summaries and token
+budgets."""
 
 from fastapi import APIRouter
 
@@ -7,17 +8,23 @@ from sublane_gateway.management import (
     _accounts,
     _audit,
     _auth,
+    _budgets,
     _groups,
     _history,
     _keys,
+    _limits,
     _oauth,
+    _password_changes,
     _runtime_view,
+    _usage,
     _users,
 )
 
 router = APIRouter()
 # The runtime view first: /api/accounts/runtime must win over /api/accounts/{account_id}.
 for _module in (_runtime_view, _history, _auth, _users, _groups, _keys, _accounts, _oauth, _audit):
+    router.include_router(_module.router)
+for _module in (_limits, _password_changes, _usage, _budgets):  # team controls (TEAM)
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -10,7 +10,7 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 Username = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@+-]+$")
 ]
-Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+Password = Annotated[str, StringConstraints(min_length=8, max_length=128)]  # TEAM-2: 8-128 characters
 ModelId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 Role = Literal["admin", "member"]
 Id = Annotated[int, Field(ge=1, le=2**62)]
@@ -39,7 +39,7 @@ class UserCreate(Body):
     role: Role = "member"
     enabled: bool = True
     member_concurrency: Annotated[int, Field(ge=0, le=1000)] | None = None
-    rpm: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    rpm: Annotated[int, Field(ge=0, le=6000)] = 0
     group_ids: list[Id] | None = Field(default=None, max_length=1000)
 
 
@@ -49,7 +49,7 @@ class UserUpdate(Body):
     role: Role | None = None
     enabled: bool | None = None
     member_concurrency: Annotated[int, Field(ge=0, le=1000)] | None = None
-    rpm: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    rpm: Annotated[int, Field(ge=0, le=6000)] | None = None
 
 
 class ModelPolicy(Body):
@@ -119,3 +119,46 @@ class OAuthComplete(Body):
     state: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     callback_url: Annotated[str, StringConstraints(min_length=1, max_length=8192)]
     name: Name | None = None
+
+
+# -- team controls (TEAM) --------------------------------------------------------------------------
+
+MemberConcurrency = Annotated[int, Field(ge=0, le=1000)]
+Rpm = Annotated[int, Field(ge=0, le=6000)]
+
+
+class LimitsUpdate(Body):
+    """TEAM-1: either or both limits; 0 = unlimited."""
+
+    rpm: Rpm | None = None
+    member_concurrency: MemberConcurrency | None = None
+
+
+class OwnPasswordChange(Body):
+    """TEAM-2: the signed-in user's own password."""
+
+    current_password: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+    new_password: Password
+
+
+class PasswordReset(Body):
+    """TEAM-2: an admin sets a user's password."""
+
+    new_password: Password
+
+
+class BudgetRuleBody(Body):
+    """TEAM-4: one rule. ``id`` keeps an existing rule (and its ID); without it the rule is new."""
+
+    id: Id | None = None
+    group_id: Id | None = None
+    model: ModelId | None = None
+    period: Literal["day", "month"]
+    limit: Annotated[int, Field(ge=1, le=10**12)]
+    enabled: bool = True
+
+
+class BudgetRules(Body):
+    """TEAM-4: every rule of a member (the set replaces the stored one); at most 64."""
+
+    rules: list[BudgetRuleBody] = Field(max_length=64)

@@ -16,7 +16,16 @@ import anyio.to_thread
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from sublane_core import ApiKey, Clock, GroupMember, ResourceGroup, SubLaneError, User, sha256_hex
+from sublane_core import (
+    ROLE_ADMIN,
+    ApiKey,
+    Clock,
+    GroupMember,
+    ResourceGroup,
+    SubLaneError,
+    User,
+    sha256_hex,
+)
 
 KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
 CACHE_TTL_S = 60.0
@@ -31,12 +40,19 @@ class Principal:
     key_name: str
     user_id: int
     username: str
+    role: str
     group_id: int
     group_name: str
     model_policy: tuple[str, ...] | None  # None: every model
     member_concurrency: int
     rpm: int
     expires_at: float | None
+
+    @property
+    def is_admin(self) -> bool:
+        """Admins are bound only by workspace and account limits (TEAM-1): no member concurrency,
+        no requests per minute, no token budget."""
+        return self.role == ROLE_ADMIN
 
 
 def presented_secret(headers: Mapping[str, str]) -> str:
@@ -142,6 +158,7 @@ class KeyAuthenticator:
             key_name=key.name,
             user_id=user.id,
             username=user.username,
+            role=user.role,
             group_id=group.id,
             group_name=group.name,
             model_policy=tuple(policy) if isinstance(policy, list) else None,

@@ -56,12 +56,13 @@ def error_reply(
     request_id: str | None = None,
     retry_after: float | None = None,
     param: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JsonReply:
-    """An error in ``protocol``'s shape."""
+    """An error in ``protocol``'s shape, with ``headers`` besides its own (e.g. ``X-Token-Budget-Id``)."""
     answer = render_error(
         protocol, status, code, message, request_id=request_id, retry_after=retry_after, param=param
     )
-    return JsonReply(answer.status, answer.content(), answer.headers)
+    return JsonReply(answer.status, answer.content(), {**(headers or {}), **answer.headers})
 
 
 def sublane_error_reply(
@@ -74,4 +75,5 @@ def sublane_error_reply(
         error.message,
         request_id=request_id,
         retry_after=error.retry_after,
+        headers=error.headers,
     )

@@ -20,6 +20,7 @@ from sublane_core import Clock, CredentialCipher, Settings, signals
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
+from sublane_history import TokenBudgets
 from sublane_providers import CredentialVault, ProviderAdapter, UpstreamClients, build_adapters
 from sublane_scheduler import (
     AccountDirectory,
@@ -51,6 +52,7 @@ class ClientRuntime:
     vault: CredentialVault
     catalog: ModelCatalog
     adapters: dict[str, ProviderAdapter]
+    budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)

@@ -62,6 +62,16 @@ def check_policy(principal: Principal, model: str) -> None:
         raise SubLaneError("model_not_allowed", f"The group '{principal.group_name}' may not use {model!r}.")
 
 
+def check_budget(runtime: ClientRuntime, principal: Principal, model: str) -> None:
+    """429 ``token_budget_exceeded`` when one of the member's token budgets is used up (TEAM-4).
+
+    In memory, O(the member's rules); admins have none that bind them (TEAM-1).
+    """
+    budgets = runtime.budgets
+    if budgets is not None and not principal.is_admin:
+        budgets.check(principal.user_id, principal.group_id, model)
+
+
 async def schedule(
     runtime: ClientRuntime,
     principal: Principal,
@@ -73,12 +83,20 @@ async def schedule(
     continuation: bool,
     wait: bool = True,
 ) -> Grant:
-    """Admit the request and take a slot on an eligible account (waiting when needed)."""
+    """Admit the request and take a slot on an eligible account (waiting when needed).
+
+    The token budget is checked before admission (a refused request uses no RPM allowance) and
+    again before every selection, so a request woken from a wait is not dispatched once the
+    member's budget ran out meanwhile (TEAM-4, WAIT-5). Nothing is reserved while waiting.
+    """
+    check_budget(runtime, principal, model)
 
     async def recheck() -> None:
         current = await runtime.keys.authenticate_again(principal)  # WAIT-5: key, member, group
         check_policy(current, model)
+        check_budget(runtime, current, model)
 
+    bound = not principal.is_admin  # TEAM-1: admins only meet workspace and account limits
     request = RouteRequest(
         request_id=request_id,
         user_id=principal.user_id,
@@ -86,8 +104,8 @@ async def schedule(
         model=model,
         conversation_key=conversation_key,
         continuation=continuation,
-        member_limit=principal.member_concurrency,
-        rpm=principal.rpm,
+        member_limit=principal.member_concurrency if bound else 0,
+        rpm=principal.rpm if bound else 0,
         wait=wait,
         providers=providers,
     )

@@ -62,9 +62,17 @@ _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.fa
 class _TurnError(Exception):
     """A turn ended before reaching the upstream stream; tell the client with an error frame."""
 
-    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        retry_after: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(code)
         self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+        self.headers = headers or {}
 
 
 def _error_frame(error: _TurnError, request_id: str | None) -> str:
@@ -72,8 +80,11 @@ def _error_frame(error: _TurnError, request_id: str | None) -> str:
     frame: dict[str, Any] = {"type": "error", "status": error.status, "error": body}
     if request_id:
         frame["request_id"] = request_id
+    headers = dict(error.headers)  # e.g. X-Token-Budget-Id (TEAM-4), as an HTTP answer would carry
     if error.retry_after is not None:
-        frame["headers"] = {"retry-after": str(max(1, round(error.retry_after)))}
+        headers["retry-after"] = str(max(1, round(error.retry_after)))
+    if headers:
+        frame["headers"] = headers
     return json.dumps(frame, separators=(",", ":"))
 
 
@@ -218,7 +229,8 @@ class ClientSocket:
             if not prewarm:
                 call.finish(Outcome.REJECTED, error.code)
             await self._send_error(
-                _TurnError(error.status, error.code, error.message, error.retry_after), request_id
+                _TurnError(error.status, error.code, error.message, error.retry_after, error.headers),
+                request_id,
             )
             return
         if grant is None:  # a prewarm with no free slot: answer it locally, nothing to warm

@@ -5,20 +5,31 @@ import {requestsView} from "./requests.js";
 import {keysView} from "./keys.js";
 import {groupsView, membersView} from "./people.js";
 import {auditView} from "./audit.js";
+import {teamUsageView, usageView} from "./usage.js";
+import {passwordView} from "./password.js";
 
 const NAV = [
   {heading: "General", links: [
     {path: "/requests", label: "Requests", view: (me) => requestsView(me, false)},
+    {path: "/usage", label: "Usage", view: usageView},
     {path: "/keys", label: "Keys", view: keysView},
   ]},
   {heading: "Administration", admin: true, links: [
     {path: "/accounts", label: "Accounts", view: accountsView},
     {path: "/scheduling", label: "Scheduling settings", view: schedulingView},
     {path: "/admin/requests", label: "All requests", view: (me) => requestsView(me, true)},
+    {path: "/admin/usage", label: "Team usage", view: teamUsageView},
     {path: "/members", label: "Members", view: membersView},
     {path: "/groups", label: "Groups", view: groupsView},
     {path: "/admin/audit", label: "Audit log", view: auditView},
   ]},
+];
+// Pages for everyone that the header links to rather than the menu.
+const OTHER_PAGES = [
+  {path: "/password", label: "Change password", view: (me) => passwordView(me, (notice) => {
+    history.replaceState(null, "", "/usage");
+    signIn(notice);
+  })},
 ];
 
 function navigation(me) {
@@ -31,12 +42,13 @@ function navigation(me) {
         h("a", {href: link.path, "aria-current": link.path === current ? "page" : null}, link.label))))));
 }
 
-function signIn() {
+function signIn(notice) {
   document.getElementById("nav").replaceChildren();
   document.getElementById("who").replaceChildren();
   const username = h("input", {name: "username", autocomplete: "username", required: true});
   const password = h("input", {name: "password", type: "password", autocomplete: "current-password", required: true});
-  render("Sign in", form({class: "panel narrow", "aria-label": "Sign in"}, [
+  render("Sign in", typeof notice === "string" ? h("p", {class: "notice", role: "status"}, notice) : null,
+    form({class: "panel narrow", "aria-label": "Sign in"}, [
     field("Username", username),
     field("Password", password),
     h("button", {type: "submit"}, "Sign in"),
@@ -66,8 +78,11 @@ async function start() {
   document.getElementById("nav").replaceChildren(...navigation(me));
   document.getElementById("who").replaceChildren(
     h("span", {class: "user"}, `${me.user.username}`, h("small", {}, ` (${me.user.role})`)),
+    h("a", {href: "/password", class: "who-link", "aria-current": location.pathname === "/password" ? "page" : null},
+      "Change password"),
     h("button", {type: "button", class: "plain", onclick: signOut}, "Sign out"));
-  const links = NAV.filter((group) => !group.admin || me.user.role === "admin").flatMap((group) => group.links);
+  const links = NAV.filter((group) => !group.admin || me.user.role === "admin").flatMap((group) => group.links)
+    .concat(OTHER_PAGES);
   const link = links.find((candidate) => candidate.path === location.pathname);
   if (!link) {
     render("Not available", h("p", {}, "This page is for admins. ", h("a", {href: "/requests"}, "Your requests")));

@@ -1,5 +1,7 @@
-// Members and Groups (WEB-4): the admin forms of /api/users and /api/groups.
+// Members and Groups (WEB-4): the admin forms of /api/users and /api/groups; a member's limits,
+// password reset and token budgets (TEAM-5).
 import {announce, api, DASH, field, form, formatTime, h, option, render, section} from "./lib.js";
+import {budgetsTable} from "./usage.js";
 
 function checkboxes(legend, name, items, label, checked) {
   return h("fieldset", {class: "choices"}, h("legend", {}, legend),
@@ -44,34 +46,100 @@ export async function membersView() {
     const enabled = h("input", {type: "checkbox", name: "enabled", checked: u.enabled});
     const concurrency = h("input", {type: "number", name: "member_concurrency", min: 0, max: 1000, required: true,
       value: String(u.member_concurrency)});
-    const rpm = h("input", {type: "number", name: "rpm", min: 0, required: true, value: String(u.rpm)});
-    const password = h("input", {type: "password", name: "password", minlength: 8, maxlength: 256, autocomplete: "new-password"});
-    editor.replaceChildren(section(`Edit ${u.username}`, form({class: "stack", "aria-label": `Edit ${u.username}`}, [
-      field("Role", role),
-      h("label", {class: "check"}, enabled, " Enabled"),
-      field("Concurrent requests (0 = unlimited)", concurrency),
-      field("Requests per minute (0 = unlimited)", rpm),
-      field("New password (optional)", password),
-      h("p", {class: "muted"}, "Group membership is changed under Groups."),
-      h("div", {class: "row"}, h("button", {type: "submit"}, "Save member"),
-        h("button", {type: "button", class: "secondary", onclick: () => editor.replaceChildren()}, "Cancel")),
-    ], async () => {
-      const wanted = {role: role.value, enabled: enabled.checked, member_concurrency: Number(concurrency.value),
-        rpm: Number(rpm.value)};
-      const body = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => u[k] !== v));
-      if (password.value) body.password = password.value;
-      await api("PATCH", `/api/users/${u.id}`, body);
-      editor.replaceChildren();
-      announce(`Member ${u.username} saved.`);
-      await reload();
-    })));
+    const rpm = h("input", {type: "number", name: "rpm", min: 0, max: 6000, required: true, value: String(u.rpm)});
+    const password = h("input", {type: "password", name: "new_password", minlength: 8, maxlength: 128,
+      autocomplete: "new-password", required: true});
+    const budgets = h("div", {});
+    const close = () => editor.replaceChildren();
+    const adminNote = u.role === "admin"
+      ? h("p", {class: "muted"}, "Admins are bound only by workspace and account limits: these apply if the role becomes member.")
+      : null;
+    editor.replaceChildren(section(`Edit ${u.username}`,
+      form({class: "stack", "aria-label": `Edit ${u.username}`}, [
+        field("Role", role),
+        h("label", {class: "check"}, enabled, " Enabled"),
+        h("p", {class: "muted"}, "Group membership is changed under Groups."),
+        h("div", {class: "row"}, h("button", {type: "submit"}, "Save member"),
+          h("button", {type: "button", class: "secondary", onclick: close}, "Close")),
+      ], async () => {
+        const wanted = {role: role.value, enabled: enabled.checked};
+        const body = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => u[k] !== v));
+        await api("PATCH", `/api/users/${u.id}`, body);
+        announce(`Member ${u.username} saved.`);
+        await reload();
+      }),
+      h("div", {class: "two editor-part"},
+        h("div", {}, h("h3", {}, "Limits"), adminNote,
+          form({class: "stack", "aria-label": `Limits of ${u.username}`}, [
+            field("Concurrent requests (0 = unlimited)", concurrency, "0 to 1,000, running and waiting"),
+            field("Requests per minute (0 = unlimited)", rpm, "0 to 6,000 per UTC minute"),
+            h("button", {type: "submit"}, "Save limits"),
+          ], async () => {
+            await api("PATCH", `/api/users/${u.id}/limits`, {member_concurrency: Number(concurrency.value), rpm: Number(rpm.value)});
+            announce(`Limits of ${u.username} saved.`);
+            await reload();
+          })),
+        h("div", {}, h("h3", {}, "Reset password"),
+          form({class: "stack", "aria-label": `Reset the password of ${u.username}`}, [
+            field("New password", password, "8 to 128 characters; signs them out everywhere, keeps their keys"),
+            h("button", {type: "submit", class: "danger"}, "Set password"),
+          ], async (el) => {
+            await api("POST", `/api/users/${u.id}/password`, {new_password: password.value});
+            el.reset();
+            announce(`Password of ${u.username} set; their sessions ended.`);
+          }))),
+      h("div", {class: "editor-part"}, h("h3", {}, "Token budgets"), budgets)));
+    budgetEditor(u, budgets);
     editor.querySelector("select").focus();
+  }
+
+  /** The rules of TEAM-4 as editable rows; Save puts the whole set (at most 64). */
+  async function budgetEditor(u, holder) {
+    const answer = await api("GET", `/api/users/${u.id}/budgets`);
+    const rows = h("div", {class: "rules"});
+    const groupSelect = (current) => h("select", {name: "group_id", "aria-label": "Group"}, option("", "Any group"),
+      groups.map((g) => option(g.id, g.name, g.id === current)));
+    function ruleRow(rule) {
+      const row = h("fieldset", {class: "rule", "data-rule-id": rule.id ?? ""},
+        h("legend", {}, rule.id ? `Rule ${rule.id}` : "New rule"),
+        field("Group", groupSelect(rule.group_id)),
+        field("Model", h("input", {name: "model", value: rule.model || "", placeholder: "any model", maxlength: 128,
+          autocomplete: "off", spellcheck: "false"})),
+        field("Per", h("select", {name: "period"}, option("day", "UTC day", rule.period === "day"),
+          option("month", "UTC month", rule.period === "month"))),
+        field("Limit (tokens)", h("input", {type: "number", name: "limit", min: 1, max: 1e12, required: true,
+          value: rule.limit ? String(rule.limit) : ""})),
+        h("label", {class: "check"}, h("input", {type: "checkbox", name: "enabled", checked: rule.enabled !== false}), " On"),
+        h("button", {type: "button", class: "secondary", onclick: () => row.remove()}, "Remove"));
+      return row;
+    }
+    rows.append(...answer.rules.map(ruleRow));
+    const editorForm = form({class: "stack", "aria-label": `Token budgets of ${u.username}`}, [
+      h("p", {class: "muted"}, "Input + output tokens per UTC day or month. A member over a rule gets 429 token_budget_exceeded until it resets."),
+      rows,
+      h("div", {class: "row"},
+        h("button", {type: "button", class: "secondary", onclick: () => rows.append(ruleRow({period: "day"}))}, "Add rule"),
+        h("button", {type: "submit"}, "Save budgets")),
+    ], async () => {
+      const rules = [...rows.querySelectorAll("fieldset.rule")].map((el) => {
+        const value = (name) => el.querySelector(`[name=${name}]`).value.trim();
+        const rule = {group_id: value("group_id") ? Number(value("group_id")) : null, model: value("model") || null,
+          period: value("period"), limit: Number(value("limit")), enabled: el.querySelector("[name=enabled]").checked};
+        if (el.dataset.ruleId) rule.id = Number(el.dataset.ruleId);
+        return rule;
+      });
+      await api("PUT", `/api/users/${u.id}/budgets`, {rules});
+      announce(`Token budgets of ${u.username} saved.`);
+      await budgetEditor(u, holder);
+    });
+    const usage = h("div", {class: "budget-usage"}, budgetsTable(answer, {empty: "No token budgets yet."}));
+    holder.replaceChildren(usage, editorForm);
   }
 
   await reload();
   const username = h("input", {name: "username", required: true, maxlength: 64, pattern: "[A-Za-z0-9_.@+\\-]+",
     autocomplete: "off"});
-  const password = h("input", {type: "password", name: "password", required: true, minlength: 8, maxlength: 256,
+  const password = h("input", {type: "password", name: "password", required: true, minlength: 8, maxlength: 128,
     autocomplete: "new-password"});
   const role = roleSelect("member");
   const create = form({class: "stack", "aria-label": "Add a member"}, [

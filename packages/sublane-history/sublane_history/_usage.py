@@ -1,0 +1,253 @@
+"""Usage summaries (TEAM-3): every finished attempt added to UTC day and hour buckets as it is recorded.
+
+The history writer calls :meth:`UsageWriter.add` inside the transaction that inserts the records, so
+a summary never disagrees with what was stored and nothing is ever recomputed by scanning history.
+Day buckets are per member × group × provider × model label; a member gets at most
+:data:`MAX_MODEL_LABELS` model labels a day, later models are counted under :data:`OTHER_MODEL`.
+Hour buckets are per member and feed the hour-of-week heatmap. Both are kept :data:`KEPT_DAYS`
+days; older buckets are deleted lazily, by the first write of each UTC day.
+
+Counts that an attempt did not report stay unknown: its tokens are not added (a column stays
+``NULL`` while no attempt in the bucket reported it) and it is counted in ``unknown_usage_requests``.
+An attempt that never reached an account (rejected or canceled before routing) used no tokens, and
+adds a known zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from sublane_core import NO_GROUP, NO_PROVIDER, signals
+from sublane_history._tables import USAGE_DAYS, USAGE_HOURS
+
+DAY_S: Final = 86_400
+KEPT_DAYS: Final = 90
+MAX_MODEL_LABELS: Final = 64
+OTHER_MODEL: Final = "other"
+OUTCOME_COLUMNS: Final = ("success", "incomplete", "error", "canceled", "rejected")
+TOKEN_COLUMNS: Final = ("input_tokens", "output_tokens", "cached_tokens")
+
+
+def utc_day(moment: float) -> int:
+    """Unix seconds of the UTC midnight that begins the day of ``moment``."""
+    return math.floor(moment / DAY_S) * DAY_S
+
+
+def usage_cutoff(now: float) -> int:
+    """The oldest day kept at ``now``: today and the :data:`KEPT_DAYS` − 1 days before it."""
+    return utc_day(now) - (KEPT_DAYS - 1) * DAY_S
+
+
+def add_known(total: int | None, value: int | None) -> int | None:
+    """``total + value`` where ``None`` means unknown: an unknown value leaves the total as it is."""
+    if value is None:
+        return total
+    return value if total is None else total + value
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+@dataclass(slots=True)
+class _Day:
+    """What one batch adds to one day bucket."""
+
+    requests: int = 0
+    success: int = 0
+    incomplete: int = 0
+    error: int = 0
+    canceled: int = 0
+    rejected: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    unknown_usage_requests: int = 0
+
+
+@dataclass(slots=True)
+class _Hour:
+    requests: int = 0
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptUsage:
+    """What one finished attempt adds to the summaries: its outcome and its token counts (``None``
+    where unknown)."""
+
+    outcome: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    unknown: bool
+
+    @classmethod
+    def of(cls, payload: signals.RequestFinished) -> AttemptUsage:
+        outcome = payload.outcome if payload.outcome in OUTCOME_COLUMNS else "error"
+        if payload.account_id is None:  # never sent upstream: known to have used nothing
+            return cls(outcome, 0, 0, 0, unknown=False)
+        input_tokens, output_tokens = _count(payload.input_tokens), _count(payload.output_tokens)
+        return cls(
+            outcome,
+            input_tokens,
+            output_tokens,
+            _count(payload.cached_tokens),
+            unknown=input_tokens is None or output_tokens is None,
+        )
+
+    @property
+    def tokens(self) -> int | None:
+        """Input + output tokens, or ``None`` when neither is known."""
+        return add_known(self.input_tokens, self.output_tokens)
+
+
+def reported_tokens(payload: signals.RequestFinished) -> int | None:
+    """Input + output tokens of an attempt as a budget counts them: what was reported (``None``
+    when neither count was); 0 for an attempt that never reached an account."""
+    if payload.account_id is None:
+        return 0
+    return add_known(_count(payload.input_tokens), _count(payload.output_tokens))
+
+
+def _upsert_sql(table: sa.Table) -> sa.TextClause:
+    """``INSERT … ON CONFLICT (key) DO UPDATE`` adding a row to the bucket with the same key.
+
+    Written out once as text (SQLite and PostgreSQL both speak it): the writer runs it for every
+    batch, and building and compiling an expression each time cost more than the write itself.
+    A nullable column is a sum of known values: an unknown (``NULL``) addend leaves it as it is.
+    """
+    keys = [column.name for column in table.primary_key.columns]
+    names = [column.name for column in table.columns]
+    updates = []
+    for column in table.columns:
+        if column.name in keys:
+            continue
+        name, new = column.name, f"excluded.{column.name}"
+        if column.nullable:
+            updates.append(
+                f"{name} = CASE WHEN {new} IS NULL THEN {table.name}.{name} "
+                f"WHEN {table.name}.{name} IS NULL THEN {new} ELSE {table.name}.{name} + {new} END"
+            )
+        else:
+            updates.append(f"{name} = {table.name}.{name} + {new}")
+    # Only names from our own schema go into the text; every value is a bound parameter.
+    insert = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})"  # noqa: S608
+    return sa.text(f"{insert} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(updates)}")
+
+
+_UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS)
+_UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS)
+
+
+class UsageWriter:
+    """Adds attempts to the usage buckets. Owned by the history writer thread (not thread-safe).
+
+    It remembers which model labels each member has today (and yesterday, for attempts that began
+    before midnight), so the label cap costs one query per member and day, not one per write.
+    """
+
+    def __init__(self, max_labels: int = MAX_MODEL_LABELS) -> None:
+        self.max_labels = max_labels
+        self._labels: dict[tuple[int, int], set[str]] = {}
+        self._cleaned_day: int | None = None
+
+    def forget(self) -> None:
+        """Drop what is remembered (after a failed transaction: the labels may not have been stored)."""
+        self._labels.clear()
+        self._cleaned_day = None
+
+    def add(self, connection: sa.Connection, payloads: Sequence[signals.RequestFinished], now: float) -> None:
+        """Add ``payloads`` to the buckets in the caller's transaction; expire old days once a day."""
+        days: dict[tuple[int, int, int, str, str], _Day] = {}
+        hours: dict[tuple[int, int, int], _Hour] = {}
+        for payload in payloads:
+            usage = AttemptUsage.of(payload)
+            started = float(payload.started_at)
+            day = utc_day(started)
+            model = self._label(connection, payload.user_id, day, payload.model[:128])
+            key = (
+                day,
+                payload.user_id,
+                payload.group_id if payload.group_id is not None else NO_GROUP,
+                (payload.provider or NO_PROVIDER)[:16],
+                model,
+            )
+            bucket = days.setdefault(key, _Day())
+            bucket.requests += 1
+            setattr(bucket, usage.outcome, getattr(bucket, usage.outcome) + 1)
+            bucket.input_tokens = add_known(bucket.input_tokens, usage.input_tokens)
+            bucket.output_tokens = add_known(bucket.output_tokens, usage.output_tokens)
+            bucket.cached_tokens = add_known(bucket.cached_tokens, usage.cached_tokens)
+            bucket.unknown_usage_requests += usage.unknown
+            hour = hours.setdefault(
+                (day, min(23, math.floor((started - day) / 3600)), payload.user_id), _Hour()
+            )
+            hour.requests += 1
+            hour.tokens = add_known(hour.tokens, usage.tokens)
+        if days:
+            connection.execute(_UPSERT_DAYS, [_day_row(key, bucket) for key, bucket in days.items()])
+            hour_rows = [
+                {
+                    "day": day,
+                    "hour": hour,
+                    "user_id": user_id,
+                    "requests": cell.requests,
+                    "tokens": cell.tokens,
+                }
+                for (day, hour, user_id), cell in hours.items()
+            ]
+            connection.execute(_UPSERT_HOURS, hour_rows)
+        self._expire(connection, now)
+
+    def _label(self, connection: sa.Connection, user_id: int, day: int, model: str) -> str:
+        """``model``, or :data:`OTHER_MODEL` once the member has :attr:`max_labels` others that day."""
+        labels = self._labels.get((user_id, day))
+        if labels is None:
+            labels = set(
+                connection.execute(
+                    sa.select(USAGE_DAYS.c.model)
+                    .where(USAGE_DAYS.c.user_id == user_id, USAGE_DAYS.c.day == day)
+                    .distinct()
+                ).scalars()
+            )
+            self._labels[(user_id, day)] = labels
+        if model in labels:
+            return model
+        if len(labels) - (OTHER_MODEL in labels) >= self.max_labels:
+            labels.add(OTHER_MODEL)
+            return OTHER_MODEL
+        labels.add(model)
+        return model
+
+    def _expire(self, connection: sa.Connection, now: float) -> None:
+        today = utc_day(now)
+        if self._cleaned_day == today:
+            return
+        cutoff = usage_cutoff(now)
+        connection.execute(sa.delete(USAGE_DAYS).where(USAGE_DAYS.c.day < cutoff))
+        connection.execute(sa.delete(USAGE_HOURS).where(USAGE_HOURS.c.day < cutoff))
+        self._cleaned_day = today
+        for key in [key for key in self._labels if key[1] < today - DAY_S]:
+            del self._labels[key]
+
+
+def _day_row(key: tuple[int, int, int, str, str], bucket: _Day) -> dict[str, Any]:
+    day, user_id, group_id, provider, model = key
+    row: dict[str, Any] = {
+        "day": day,
+        "user_id": user_id,
+        "group_id": group_id,
+        "provider": provider,
+        "model": model,
+    }
+    for name in ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests"):
+        row[name] = getattr(bucket, name)
+    return row

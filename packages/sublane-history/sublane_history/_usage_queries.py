@@ -1,0 +1,183 @@
+"""Reading usage summaries (TEAM-3): totals, days, breakdowns and the hour-of-week heatmap of a range.
+
+A personal summary is scoped with ``WHERE user_id = :viewer`` in every query, and it has no
+breakdown by member: no parameter can show one member another member's numbers. The range is
+whole UTC days ending today; the answer lists every day of it, with zeros where nothing happened.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sublane_core import NO_GROUP, NO_PROVIDER, Clock
+from sublane_history._tables import GROUPS, USAGE_DAYS, USAGE_HOURS, USERS
+from sublane_history._usage import DAY_S, OUTCOME_COLUMNS, TOKEN_COLUMNS, utc_day
+
+RANGES: Final = (1, 7, 30, 90)
+"""The ``days`` a summary may cover."""
+
+COUNTERS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests")
+"""The fields of every totals and breakdown row, in answer order."""
+
+_SUMS = [sa.func.sum(USAGE_DAYS.c[name]).label(name) for name in COUNTERS]
+
+
+def _counters(row: Any) -> dict[str, int | None]:
+    """A row's sums: counts as integers (0 when empty), token sums ``None`` when none was known."""
+    values: dict[str, int | None] = {}
+    for name in COUNTERS:
+        value = row[name] if row is not None else None
+        if name in TOKEN_COLUMNS:
+            values[name] = None if value is None else int(value)
+        else:
+            values[name] = int(value or 0)
+    return values
+
+
+def _empty() -> dict[str, int | None]:
+    return {name: (None if name in TOKEN_COLUMNS else 0) for name in COUNTERS}
+
+
+def _by_tokens(row: dict[str, Any]) -> tuple[int, int]:
+    tokens = (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
+    return (-tokens, -int(row["requests"]))
+
+
+def weekday(day: int) -> int:
+    """Monday = 0 … Sunday = 6 of the UTC day starting at ``day`` (1970-01-01 was a Thursday)."""
+    return (day // DAY_S + 3) % 7
+
+
+class UsageReader:
+    """Summaries of a range of days, for one member or for the whole team."""
+
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def summary(
+        self, days: int, *, viewer_id: int | None = None, user_id: int | None = None
+    ) -> dict[str, Any]:
+        """The TEAM-3 answer for the last ``days`` UTC days (today included).
+
+        ``viewer_id`` scopes it to one member and leaves out ``by_member`` (the personal answer);
+        otherwise ``user_id`` may narrow the team's summary to one member.
+        """
+        if days not in RANGES:
+            raise ValueError(f"days must be one of {RANGES}")
+        today = utc_day(self._clock.time())
+        start, until = today - (days - 1) * DAY_S, today + DAY_S
+        personal = viewer_id is not None
+        member = viewer_id if personal else user_id
+        scope: list[sa.ColumnElement[bool]] = [USAGE_DAYS.c.day >= start, USAGE_DAYS.c.day < until]
+        hour_scope: list[sa.ColumnElement[bool]] = [USAGE_HOURS.c.day >= start, USAGE_HOURS.c.day < until]
+        if member is not None:
+            scope.append(USAGE_DAYS.c.user_id == member)
+            hour_scope.append(USAGE_HOURS.c.user_id == member)
+        with self._engine.connect() as connection:
+            totals = connection.execute(sa.select(*_SUMS).where(*scope)).mappings().first()
+            by_day = self._by_day(connection, scope, start, days)
+            by_model = [
+                {"model": row["model"], **_counters(row)}
+                for row in self._grouped(connection, scope, [USAGE_DAYS.c.model])
+            ]
+            by_provider = [
+                {"provider": row["provider"] if row["provider"] != NO_PROVIDER else None, **_counters(row)}
+                for row in self._grouped(connection, scope, [USAGE_DAYS.c.provider])
+            ]
+            by_group = self._by_group(connection, scope)
+            answer: dict[str, Any] = {
+                "range": {"from": start, "until": until, "days": days},
+                "totals": _counters(totals) if totals is not None else _empty(),
+                "by_day": by_day,
+                "by_model": sorted(by_model, key=lambda row: (*_by_tokens(row), row["model"])),
+                "by_provider": sorted(by_provider, key=_by_tokens),
+                "by_group": sorted(by_group, key=_by_tokens),
+            }
+            if not personal:
+                answer["by_member"] = sorted(self._by_member(connection, scope), key=_by_tokens)
+            heatmap, heatmap_tokens = self._heatmap(connection, hour_scope)
+        answer["heatmap"] = heatmap
+        answer["heatmap_tokens"] = heatmap_tokens
+        return answer
+
+    @staticmethod
+    def _grouped(
+        connection: sa.Connection,
+        scope: Sequence[sa.ColumnElement[bool]],
+        keys: Sequence[sa.ColumnElement[Any]],
+    ) -> Sequence[sa.RowMapping]:
+        query = sa.select(*keys, *_SUMS).where(*scope).group_by(*keys)
+        return connection.execute(query).mappings().all()
+
+    def _by_day(
+        self, connection: sa.Connection, scope: Sequence[sa.ColumnElement[bool]], start: int, days: int
+    ) -> list[dict[str, Any]]:
+        found = {row["day"]: row for row in self._grouped(connection, scope, [USAGE_DAYS.c.day])}
+        answer = []
+        for index in range(days):
+            day = start + index * DAY_S
+            row = found.get(day)
+            answer.append(
+                {
+                    "day": dt.datetime.fromtimestamp(day, dt.UTC).date().isoformat(),
+                    "from": day,
+                    **(_counters(row) if row is not None else _empty()),
+                }
+            )
+        return answer
+
+    def _by_group(
+        self, connection: sa.Connection, scope: Sequence[sa.ColumnElement[bool]]
+    ) -> list[dict[str, Any]]:
+        rows = self._grouped(connection, scope, [USAGE_DAYS.c.group_id])
+        ids = [row["group_id"] for row in rows if row["group_id"] != NO_GROUP]
+        query = sa.select(GROUPS.c.id, GROUPS.c.name).where(GROUPS.c.id.in_(ids))
+        names: dict[int, str] = {row.id: row.name for row in connection.execute(query)}
+        return [
+            {
+                "group_id": row["group_id"] if row["group_id"] != NO_GROUP else None,
+                "group_name": names.get(row["group_id"]),
+                **_counters(row),
+            }
+            for row in rows
+        ]
+
+    def _by_member(
+        self, connection: sa.Connection, scope: Sequence[sa.ColumnElement[bool]]
+    ) -> list[dict[str, Any]]:
+        rows = self._grouped(connection, scope, [USAGE_DAYS.c.user_id])
+        ids = [row["user_id"] for row in rows]
+        query = sa.select(USERS.c.id, USERS.c.username).where(USERS.c.id.in_(ids))
+        names: dict[int, str] = {row.id: row.username for row in connection.execute(query)}
+        return [
+            {"user_id": row["user_id"], "username": names.get(row["user_id"]), **_counters(row)}
+            for row in rows
+        ]
+
+    @staticmethod
+    def _heatmap(
+        connection: sa.Connection, scope: Sequence[sa.ColumnElement[bool]]
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        """Requests and known tokens per UTC weekday (Monday first) × hour."""
+        requests = [[0] * 24 for _ in range(7)]
+        tokens = [[0] * 24 for _ in range(7)]
+        query = (
+            sa.select(
+                USAGE_HOURS.c.day,
+                USAGE_HOURS.c.hour,
+                sa.func.sum(USAGE_HOURS.c.requests),
+                sa.func.sum(USAGE_HOURS.c.tokens),
+            )
+            .where(*scope)
+            .group_by(USAGE_HOURS.c.day, USAGE_HOURS.c.hour)
+        )
+        for day, hour, count, known in connection.execute(query):
+            requests[weekday(day)][hour] += int(count or 0)
+            tokens[weekday(day)][hour] += int(known or 0)
+        return requests, tokens

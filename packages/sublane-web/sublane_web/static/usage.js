@@ -1,0 +1,176 @@
+// Usage (TEAM-5): General → Usage (your own calls, limits and budgets) and Administration → Team
+// usage (everyone's, per member). Numbers come from the usage summaries (TEAM-3): UTC days, 90 kept.
+import {api, DASH, field, formatCount, formatTime, h, option, render, section} from "./lib.js";
+import {barChart, busiest, compact, heatLegend, heatmap, legend} from "./charts.js";
+
+const RANGES = [1, 7, 30, 90];
+
+function dayLabel(iso, long) {
+  const date = new Date(`${iso}T00:00:00Z`);
+  return date.toLocaleDateString(undefined, long
+    ? {weekday: "short", year: "numeric", month: "short", day: "numeric", timeZone: "UTC"}
+    : {month: "short", day: "numeric", timeZone: "UTC"});
+}
+
+function tokensOf(row) {
+  if (row.input_tokens === null && row.output_tokens === null) return null;
+  return (row.input_tokens || 0) + (row.output_tokens || 0);
+}
+
+/** The range switch: a radio group that changes `?days=` (keeps the other parameters). */
+function rangeSwitch(days) {
+  const params = new URLSearchParams(location.search);
+  return h("fieldset", {class: "range"}, h("legend", {}, "Range"),
+    RANGES.map((n) => {
+      const input = h("input", {type: "radio", name: "days", value: String(n), checked: n === days,
+        onchange: () => { params.set("days", String(n)); location.search = params.toString(); }});
+      return h("label", {class: n === days ? "chosen" : ""}, input, n === 1 ? "Today" : `${n} days`);
+    }));
+}
+
+function tile(label, value, hint) {
+  return h("div", {class: "tile"}, h("span", {class: "tile-label"}, label), h("strong", {class: "tile-value"}, value),
+    hint ? h("small", {class: "muted"}, hint) : null);
+}
+
+function totalsTiles(totals) {
+  const failed = totals.error + totals.rejected + totals.canceled;
+  return h("div", {class: "tiles"},
+    tile("Requests", formatCount(totals.requests),
+      `${formatCount(totals.success)} succeeded · ${formatCount(failed)} failed, refused or canceled`),
+    tile("Input tokens", formatCount(totals.input_tokens), `${formatCount(totals.cached_tokens)} from cache`),
+    tile("Output tokens", formatCount(totals.output_tokens)),
+    tile("Without reported usage", formatCount(totals.unknown_usage_requests),
+      "requests whose tokens the provider did not report (not counted as 0)"));
+}
+
+function dailyCharts(usage) {
+  const days = usage.by_day.map((d) => ({label: dayLabel(d.day, false), title: dayLabel(d.day, true)}));
+  const requests = [{name: "Requests", className: "s-requests", values: usage.by_day.map((d) => d.requests)}];
+  const tokens = [
+    {name: "Input tokens", className: "s-input", values: usage.by_day.map((d) => d.input_tokens)},
+    {name: "Output tokens", className: "s-output", values: usage.by_day.map((d) => d.output_tokens)},
+  ];
+  const total = usage.totals.requests;
+  return h("div", {class: "two charts"},
+    h("figure", {class: "figure"}, h("figcaption", {}, "Requests per day (UTC)"),
+      barChart({days, series: requests, label: `Requests per UTC day: ${formatCount(total)} in ${usage.range.days} days`})),
+    h("figure", {class: "figure"}, h("figcaption", {}, "Tokens per day (UTC)"),
+      barChart({days, series: tokens,
+        label: `Input and output tokens per UTC day: ${formatCount(tokensOf(usage.totals))} reported in ${usage.range.days} days`}),
+      legend(tokens)));
+}
+
+function heatmapFigure(usage) {
+  const top = busiest(usage.heatmap);
+  const label = top
+    ? `Requests by weekday and hour (UTC); the busiest is ${top.day} ${String(top.hour).padStart(2, "0")}:00 with ${top.value}`
+    : "Requests by weekday and hour (UTC): none in this range";
+  return h("figure", {class: "figure"}, h("figcaption", {}, "When (weekday × hour, UTC)"),
+    heatmap({cells: usage.heatmap, tokens: usage.heatmap_tokens, label}), heatLegend());
+}
+
+/** A breakdown table: `name(row)` in the first column, then the counters. */
+function breakdown(title, column, rows, name, aria) {
+  if (!rows.length) return section(title, h("p", {class: "empty"}, "Nothing in this range."));
+  const heads = ["", "Requests", "Errors", "Input", "Output", "Cached", "Unknown"];
+  return section(title, h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": aria},
+    h("table", {class: "usage-table"},
+      h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", {scope: "col", class: i ? "num" : ""}, i ? label : column)))),
+      h("tbody", {}, rows.map((row) => h("tr", {},
+        h("th", {scope: "row"}, name(row)),
+        h("td", {class: "num"}, formatCount(row.requests)),
+        h("td", {class: "num"}, formatCount(row.error + row.rejected)),
+        h("td", {class: "num"}, formatCount(row.input_tokens)),
+        h("td", {class: "num"}, formatCount(row.output_tokens)),
+        h("td", {class: "num"}, formatCount(row.cached_tokens)),
+        h("td", {class: "num"}, formatCount(row.unknown_usage_requests))))))));
+}
+
+function meter(used, limit) {
+  const share = limit ? Math.min(1, (used || 0) / limit) : 0;
+  return h("meter", {min: 0, max: 1, value: share, low: 0.75, high: 0.95, optimum: 0,
+    "aria-label": `${formatCount(used)} of ${formatCount(limit)} tokens`});
+}
+
+/** Token budget rules with their usage (TEAM-4). */
+export function budgetsTable(answer, {empty = "No token budgets."} = {}) {
+  if (!answer.rules.length) return h("p", {class: "muted"}, empty);
+  return h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Token budgets"},
+    h("table", {class: "budgets"},
+      h("thead", {}, h("tr", {}, ["Applies to", "Per", "Used", "Limit", "", "Resets"].map((label) => h("th", {scope: "col"}, label)))),
+      h("tbody", {}, answer.rules.map((rule) => h("tr", {"data-rule-id": rule.id, class: rule.enabled ? "" : "disabled"},
+        h("td", {}, `${rule.group_name || (rule.group_id ? `group #${rule.group_id}` : "any group")} · ${rule.model || "any model"}`,
+          rule.enabled ? null : h("small", {class: "block muted"}, "off")),
+        h("td", {}, rule.period === "day" ? "UTC day" : "UTC month"),
+        h("td", {class: "num"}, rule.used === null ? DASH : compact(rule.used)),
+        h("td", {class: "num"}, compact(rule.limit)),
+        h("td", {}, meter(rule.used, rule.limit), rule.exceeded ? h("strong", {class: "over"}, " used up") : null),
+        h("td", {}, formatTime(rule.resets_at)))))));
+}
+
+function limitsFacts(limits) {
+  return h("dl", {class: "facts"},
+    h("dt", {}, "Requests per minute"), h("dd", {}, limits.rpm ? `${limits.rpm} (fixed UTC minutes)` : "unlimited"),
+    h("dt", {}, "Concurrent requests"), h("dd", {}, limits.member_concurrency ? String(limits.member_concurrency) : "unlimited"),
+    h("dt", {}, "Running or waiting now"), h("dd", {}, String(limits.in_use)));
+}
+
+function usageSections(usage, admin) {
+  const sections = [
+    h("div", {class: "panel"}, totalsTiles(usage.totals), dailyCharts(usage)),
+    section("Heatmap", heatmapFigure(usage)),
+    h("div", {class: "two"},
+      breakdown("Top models", "Model", usage.by_model, (row) => row.model, "Usage by model"),
+      breakdown("Top groups", "Group", usage.by_group, (row) => row.group_name || (row.group_id ? `#${row.group_id} (deleted)` : "none"),
+        "Usage by group")),
+  ];
+  if (admin) {
+    sections.push(breakdown("Top members", "Member", usage.by_member,
+      (row) => h("a", {href: `/admin/usage?days=${usage.range.days}&user_id=${row.user_id}`}, row.username || `#${row.user_id} (deleted)`),
+      "Usage by member"));
+  }
+  return sections;
+}
+
+function chosenDays() {
+  const days = Number(new URLSearchParams(location.search).get("days") || 30);
+  return RANGES.includes(days) ? days : 30;
+}
+
+/** General → Usage: your own calls, your limits and your token budgets. */
+export async function usageView() {
+  const days = chosenDays();
+  const [usage, limits, budgets] = await Promise.all([
+    api("GET", `/api/me/usage?days=${days}`), api("GET", "/api/me/limits"), api("GET", "/api/me/budgets"),
+  ]);
+  const range = `${dayLabel(usage.by_day[0].day, false)} – ${dayLabel(usage.by_day.at(-1).day, false)} (UTC)`;
+  render("Usage",
+    h("p", {class: "muted"}, `Your model calls, ${range}. Kept 90 days, independent of the request history.`),
+    rangeSwitch(days),
+    ...usageSections(usage, false),
+    h("div", {class: "two"},
+      section("Your token budgets", budgets.enforced || !budgets.rules.length ? null
+        : h("p", {class: "muted"}, "Not applied: admins are bound only by workspace and account limits."),
+      budgetsTable(budgets, {empty: "No token budgets: your calls are limited only by the pool."})),
+      section("Your limits", limits.enforced ? null : h("p", {class: "muted"}, "Not applied to admins."), limitsFacts(limits))));
+}
+
+/** Administration → Team usage: everyone's calls, per member, or one member's. */
+export async function teamUsageView() {
+  const days = chosenDays();
+  const params = new URLSearchParams(location.search);
+  const userId = params.get("user_id") || "";
+  const query = new URLSearchParams({days: String(days)});
+  if (userId) query.set("user_id", userId);
+  const [usage, users] = await Promise.all([api("GET", `/api/usage?${query}`), api("GET", "/api/users")]);
+  const member = h("select", {name: "user_id", onchange: () => {
+    if (member.value) params.set("user_id", member.value); else params.delete("user_id");
+    location.search = params.toString();
+  }}, option("", "Everyone"), users.items.map((u) => option(u.id, u.username, String(u.id) === userId)));
+  const who = userId ? (users.items.find((u) => String(u.id) === userId)?.username || `#${userId}`) : "the whole team";
+  render("Team usage",
+    h("p", {class: "muted"}, `Model calls of ${who}, per UTC day. Kept 90 days, independent of the request history.`),
+    h("div", {class: "inline range-row"}, rangeSwitch(days), field("Member", member)),
+    ...usageSections(usage, true));
+}
