@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.state.client = runtime
         # Request records (HIST): queued on the request path, written by one background thread.
         retention = Retention.from_settings(settings)
-        recorder = HistoryRecorder(engine, state.clock, retention)
+        recorder = HistoryRecorder(engine, state.clock, retention, queue_size=settings.history_queue_max)
         recorder.start()
         # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
         stop_recording = (

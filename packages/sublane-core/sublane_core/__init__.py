@@ -41,6 +41,7 @@ from sublane_core._schema import (
     WebSession,
 )
 from sublane_core._settings import Settings, settings_help
+from sublane_core._text import MAX_JSON_DEPTH, json_problem, storable_text
 from sublane_core._vocabulary import Outcome, UpstreamOperation, WireProtocol
 
 __version__ = "0.1.0"
@@ -101,4 +102,8 @@ __all__ = [
     "RedactingFilter",
     "configure_logging",
     "redact",
+    # text that can be stored and sent (OPS-1)
+    "MAX_JSON_DEPTH",
+    "json_problem",
+    "storable_text",
 ]

@@ -16,6 +16,7 @@ EXPECTED = [
     "Outcome", "UpstreamOperation", "WireProtocol",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "new_request_id", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "configure_logging", "redact",
+    "MAX_JSON_DEPTH", "json_problem", "storable_text",
 ]  # fmt: skip
 
 
