@@ -21,6 +21,7 @@ from sublane_core import (
     signals,
 )
 from sublane_gateway import management, pipeline, routes
+from sublane_gateway._body_limit import BodyLimit
 from sublane_gateway._bootstrap import bootstrap
 from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._mutation_guard import MutationGuard
@@ -82,6 +83,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
+    app.add_middleware(BodyLimit, limit=settings.management_body_kb * 1024)  # OPS-1, outermost
     return app
 
 
