@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -309,3 +310,25 @@ def test_adm_9_shutdown_ends_running_requests(tmp_path: Path, sim: Any) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_ops_3_serve_refuses_a_wrong_but_well_formed_key(tmp_path: Path) -> None:
+    # Found by probing: another valid key was accepted, accounts showed ready and every call 500ed.
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1"):
+        pass  # the first start seals the check value with the key it created
+    key_file = data_dir / "credentials.key"
+    original = key_file.read_bytes()
+    key_file.write_bytes(base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=") + b"\n")
+    result = subprocess.run(
+        [SUBLANE, "serve", "--port", str(_free_port())],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "does not open the credentials" in result.stderr and "backup" in result.stderr
+    key_file.write_bytes(original)
+    with serve(data_dir) as url:  # the right key starts again
+        assert httpx.get(f"{url}/api/me", timeout=10).status_code == 401

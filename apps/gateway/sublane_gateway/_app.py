@@ -24,6 +24,7 @@ from sublane_gateway import management, pipeline, routes
 from sublane_gateway._body_limit import BodyLimit
 from sublane_gateway._bootstrap import bootstrap
 from sublane_gateway._errors import install_error_handlers
+from sublane_gateway._key_check import verify_credentials_key
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     state = GatewayState(
         settings=settings, engine=engine, cipher=CredentialCipher(key), clock=clock or SystemClock()
     )
+    verify_credentials_key(engine, state.cipher, settings.credentials_key_path, state.clock.time())  # OPS-3
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

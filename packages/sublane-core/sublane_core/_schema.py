@@ -250,3 +250,19 @@ class RequestRecord(SQLModel, table=True):
     output_tokens: int | None = None
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+
+
+# -- operations (OPS) -----------------------------------------------------------------------------
+
+
+class KeyCheck(SQLModel, table=True):
+    """A value sealed with ``credentials.key`` when the key is first used (OPS-3).
+
+    Start-up opens it: a wrong but well-formed key stops the start instead of serving 500s.
+    """
+
+    __tablename__ = "key_checks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    sealed: bytes
+    created_at: float

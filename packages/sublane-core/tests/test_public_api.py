@@ -9,7 +9,7 @@ EXPECTED = [
     "create_db_engine", "current_revision", "head_revision", "upgrade_database",
     "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "PROVIDERS", "ROLE_ADMIN", "ROLE_MEMBER",
-    "Account", "AccountCooldown", "Affinity", "ApiKey", "GroupAccount", "GroupMember", "QuotaObservation",
+    "Account", "AccountCooldown", "Affinity", "ApiKey", "GroupAccount", "GroupMember", "KeyCheck", "QuotaObservation",
     "RequestRecord", "ResourceGroup", "User", "WebSession",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
