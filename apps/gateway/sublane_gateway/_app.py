@@ -24,7 +24,9 @@ from sublane_gateway import management, pipeline, routes
 from sublane_gateway._body_limit import BodyLimit
 from sublane_gateway._bootstrap import bootstrap
 from sublane_gateway._errors import install_error_handlers
+from sublane_gateway._file_modes import secure_data_files
 from sublane_gateway._key_check import verify_credentials_key
+from sublane_gateway._login_throttle import LoginThrottle
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
@@ -39,10 +41,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     settings = settings or Settings()
     engine = create_db_engine(settings.effective_database_url)
     key = _credentials_key(settings, engine)
+    secure_data_files(settings)  # OPS-7, after the key file exists
     state = GatewayState(
         settings=settings, engine=engine, cipher=CredentialCipher(key), clock=clock or SystemClock()
     )
     verify_credentials_key(engine, state.cipher, settings.credentials_key_path, state.clock.time())  # OPS-3
+    state.login_throttle = LoginThrottle(
+        state.clock, settings.login_failures_max, settings.login_failure_window_s
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -84,7 +90,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.include_router(routes.router)
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
-    app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
+    app.add_middleware(
+        MutationGuard, allowed_origins=settings.allowed_origins, trusted_proxies=settings.trusted_proxies
+    )
     app.add_middleware(BodyLimit, limit=settings.management_body_kb * 1024)  # OPS-1, outermost
     return app
 

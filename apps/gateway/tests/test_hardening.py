@@ -121,3 +121,70 @@ def test_ops_2_a_locked_database_answers_503_storage_unavailable_and_writes_noth
     keys = admin.get("/api/me/keys").json()["items"]
     assert [item["name"] for item in keys] == []  # nothing half-written
     assert admin.post("/api/me/keys", json={"name": "after-lock", "group_id": 1}).status_code == 201
+
+
+def test_ops_4_repeated_failed_sign_ins_are_slowed(data_dir: Path) -> None:
+    # Found by probing: no throttling, and every try cost an unauthenticated Argon2 hash.
+    settings = make_settings(data_dir, login_failures_max=3, login_failure_window_s=60)
+    with running_gateway(settings) as gateway:
+        client = gateway.client()
+        wrong = {"username": "admin", "password": "not-the-password"}
+        assert [client.post("/api/auth/login", json=wrong).status_code for _ in range(3)] == [401] * 3
+        throttled = client.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"})
+        assert throttled.status_code == 429 and _code(throttled) == "too_many_attempts"
+        assert 1 <= int(throttled.headers["Retry-After"]) <= 60
+        # Per address too: other names from the same client are slowed as well …
+        other = client.post("/api/auth/login", json={"username": "someone", "password": "x"})
+        assert other.status_code == 429
+        # … until the window has passed.
+        gateway.clock.advance(61)
+        assert (
+            client.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"}).status_code
+            == 200
+        )
+
+
+def test_ops_4_repeated_authorization_headers_must_agree(gateway: Gateway, admin: httpx.Client) -> None:
+    # Found by probing: two Authorization headers with different values: the first one won.
+    secret = admin.post("/api/me/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+    client = gateway.client()
+    good = [("authorization", f"Bearer {secret}")]
+    assert client.get("/v1/models", headers=good).status_code == 200
+    both = [*good, ("authorization", "Bearer sl_someone-elses-key")]
+    refused = client.get("/v1/models", headers=both)
+    assert refused.status_code == 401 and "disagree" in refused.json()["error"]["message"]
+
+
+def test_ops_6_origin_checks_compare_the_scheme(admin: httpx.Client, gateway: Gateway) -> None:
+    # Found by probing: the Origin check ignored the scheme.
+    https_twin = gateway.url.replace("http://", "https://")
+    response = admin.post("/api/groups", json={"name": "team"}, headers={"Origin": https_twin})
+    assert response.status_code == 403 and _code(response) == "cross_origin"
+    assert (
+        admin.post("/api/groups", json={"name": "team"}, headers={"Origin": gateway.url}).status_code == 201
+    )
+
+
+def test_ops_6_behind_a_trusted_tls_proxy_cookies_are_secure_and_origins_https(data_dir: Path) -> None:
+    settings = make_settings(data_dir, trusted_proxies=["127.0.0.0/8"])
+    with running_gateway(settings) as gateway:
+        client = gateway.client()
+        proxied = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "sublane.example.com"}
+        sign_in = {"username": "admin", "password": "admin-pass-1"}
+        login = client.post("/api/auth/login", json=sign_in, headers=proxied)
+        assert login.status_code == 200
+        assert "secure" in login.headers["set-cookie"].lower()
+        # The client (httpx) keeps Secure cookies for https; the proxy would pass it on: send it.
+        proxied["Cookie"] = login.headers["set-cookie"].split(";", 1)[0]
+        ok = client.post(
+            "/api/groups", json={"name": "a"}, headers={**proxied, "Origin": "https://sublane.example.com"}
+        )
+        assert ok.status_code == 201
+        plain = client.post(
+            "/api/groups", json={"name": "b"}, headers={**proxied, "Origin": "http://sublane.example.com"}
+        )
+        assert plain.status_code == 403
+    # Not from a trusted proxy: the forwarded headers are ignored.
+    with running_gateway(make_settings(data_dir)) as direct:
+        login = direct.client().post("/api/auth/login", json=sign_in, headers=proxied)
+        assert "secure" not in login.headers["set-cookie"].lower()
