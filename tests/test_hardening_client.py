@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import websockets
 from gateway_pool import Pool
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sublane_sim import Behaviour
 
@@ -156,3 +158,50 @@ async def test_ops_4_websocket_turns_honour_the_idle_timeout(make_pool: Callable
 async def _next_turn(ws: Any) -> list[dict[str, Any]]:
     await ws.send(json.dumps(CREATE))
     return await _frames_until_end(ws)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = st.sampled_from(["model", "input", "messages", "stream", "max_tokens", "tools", "metadata", "n"])
+
+
+@st.composite
+def _bodies(draw: st.DrawFn) -> bytes:
+    """Client bodies: plausible, wrong types, deep, with surrogates, NaN and huge numbers."""
+    kind = draw(st.sampled_from(["object", "deep", "surrogate", "huge_int", "raw"]))
+    if kind == "deep":
+        depth = draw(st.integers(min_value=100, max_value=5000))
+        return ('{"model": "gpt-5-codex", "input": ' + "[" * depth + "]" * depth + "}").encode()
+    if kind == "surrogate":
+        return (
+            b'{"model": "gpt-5-codex\\ud83d", "input": "x\\udfff",'
+            b' "messages": [{"role": "user", "content": "\\ud800"}]}'
+        )
+    if kind == "huge_int":
+        return b'{"model": "gpt-5-codex", "input": "hi", "max_output_tokens": 1' + b"0" * 400 + b"}"
+    if kind == "raw":
+        return draw(st.binary(max_size=64))
+    body = draw(st.dictionaries(_FIELDS, _JSON, max_size=5))
+    if draw(st.booleans()):
+        body["model"] = draw(st.sampled_from(["gpt-5-codex", "claude-sonnet-4-6", "", "codex/", "x" * 300]))
+    return json.dumps(body, allow_nan=True).encode()
+
+
+def test_ops_1_fuzzed_client_bodies_never_get_a_5xx(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    client = pool.client()
+    failures: list[str] = []
+
+    @given(body=_bodies(), path=st.sampled_from(["/v1/responses", "/v1/chat/completions", "/v1/messages"]))
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    def fuzz(body: bytes, path: str) -> None:
+        response = client.post(path, content=body, headers={"content-type": "application/json"})
+        if response.status_code >= 500 and response.status_code not in (502, 503, 504):
+            failures.append(f"{path} {body[:80]!r} → {response.status_code} {response.text[:120]}")
+
+    fuzz()
+    assert not failures, "\n".join(failures[:10])
+    assert pool.runtime.leases.total_in_flight() == 0
