@@ -7,15 +7,21 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import websockets
-from gateway_pool import Pool
+from gateway_pool import Pool, settings_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
 
-from sublane_sim import Behaviour
+from sublane_gateway.testing import running_gateway, serve_in_thread
+from sublane_sim import Behaviour, Simulator
 
 RESPONSES = {"model": "gpt-5-codex", "input": "hi", "stream": False}
 MESSAGES = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
@@ -205,3 +211,34 @@ def test_ops_1_fuzzed_client_bodies_never_get_a_5xx(make_pool: Callable[..., Poo
     fuzz()
     assert not failures, "\n".join(failures[:10])
     assert pool.runtime.leases.total_in_flight() == 0
+
+
+async def test_cool_2_mcool_1_a_refused_websocket_handshake_cools_the_model_not_the_account(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    # Found by probing: a 5xx on the Codex WebSocket handshake was counted with an empty model, so
+    # three of them cooled the whole account (and the row was dropped as "legacy" on restart).
+
+    async def refuse(websocket: WebSocket) -> None:
+        await websocket.send_denial_response(JSONResponse({"detail": "overloaded"}, status_code=503))
+
+    upstream = Starlette(routes=[WebSocketRoute("/backend-api/codex/responses", refuse)])
+    account = sim.create_account("codex")
+    with serve_in_thread(upstream) as refusing:
+        settings = settings_for(sim, tmp_path / "data", codex_base_url=f"{refusing}/backend-api")
+        with running_gateway(settings) as gateway:
+            admin = gateway.admin()
+            body = {"provider": "codex", "name": "c", "credentials": account.credentials, "group_ids": [1]}
+            account_id = admin.post("/api/accounts/import", json=body).json()["id"]
+            key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+            url = gateway.url.replace("http://", "ws://") + "/v1/responses"
+            headers = {"authorization": f"Bearer {key}", **WS_HEADERS}
+            async with websockets.connect(url, additional_headers=headers) as ws:
+                for _ in range(3):
+                    await ws.send(json.dumps(CREATE))
+                    [frame] = await _frames_until_end(ws)
+                    assert frame["type"] == "error" and frame["status"] == 502
+            runtime = admin.get("/api/accounts/runtime").json()["accounts"]
+            [row] = [item for item in runtime if item["id"] == account_id]
+            assert row["state"] == "model_limited" and row["cooldown_until"] is None
+            assert [item["model"] for item in row["limited_models"]] == ["gpt-5-codex"]
