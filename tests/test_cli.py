@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -309,3 +310,69 @@ def test_adm_9_shutdown_ends_running_requests(tmp_path: Path, sim: Any) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_ops_3_serve_refuses_a_wrong_but_well_formed_key(tmp_path: Path) -> None:
+    # Found by probing: another valid key was accepted, accounts showed ready and every call 500ed.
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1"):
+        pass  # the first start seals the check value with the key it created
+    key_file = data_dir / "credentials.key"
+    original = key_file.read_bytes()
+    key_file.write_bytes(base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=") + b"\n")
+    result = subprocess.run(
+        [SUBLANE, "serve", "--port", str(_free_port())],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "does not open the credentials" in result.stderr and "backup" in result.stderr
+    key_file.write_bytes(original)
+    with serve(data_dir) as url:  # the right key starts again
+        assert httpx.get(f"{url}/api/me", timeout=10).status_code == 401
+
+
+def test_ops_7_open_data_files_are_tightened_at_start(tmp_path: Path) -> None:
+    # Found by probing: a 0644 credentials.key and 0644 database files were used silently.
+    data_dir = tmp_path / "data"
+    log = tmp_path / "serve.log"
+    with serve(data_dir, log, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1"):
+        pass
+    data_dir.chmod(0o755)
+    for name in ("credentials.key", "sublane.db"):
+        (data_dir / name).chmod(0o644)
+    with serve(data_dir, log):
+        pass
+    assert oct(data_dir.stat().st_mode & 0o777) == "0o700"
+    for name in ("credentials.key", "sublane.db"):
+        assert oct((data_dir / name).stat().st_mode & 0o777) == "0o600", name
+    assert "set to 600 (OPS-7)" in log.read_text()
+
+
+def test_ops_4_a_header_trickled_byte_by_byte_loses_its_socket(tmp_path: Path) -> None:
+    # Found by probing: a header sent one byte every 2 s kept its socket 24 s and more.
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_CLIENT_HEADER_TIMEOUT_S="1") as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            started = time.monotonic()
+            closed = False
+            for byte in b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40:
+                try:
+                    sock.sendall(bytes([byte]))
+                    time.sleep(0.2)
+                    sock.setblocking(False)
+                    try:
+                        closed = sock.recv(1) == b""
+                    except BlockingIOError:
+                        pass
+                    finally:
+                        sock.setblocking(True)
+                except OSError:
+                    closed = True
+                if closed:
+                    break
+            assert closed and time.monotonic() - started < 4
+        assert httpx.get(f"{url}/openapi.json", timeout=5).status_code == 200  # normal clients are fine

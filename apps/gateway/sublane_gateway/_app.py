@@ -22,10 +22,14 @@ from sublane_core import (
     signals,
 )
 from sublane_gateway import management, pipeline, routes
+from sublane_gateway._body_limit import BodyLimit
 from sublane_gateway._bootstrap import bootstrap
 from sublane_gateway._data_folder import DataFolderLock
 from sublane_gateway._errors import install_error_handlers
+from sublane_gateway._file_modes import secure_data_files
 from sublane_gateway._health import router as health_router
+from sublane_gateway._key_check import verify_credentials_key
+from sublane_gateway._login_throttle import LoginThrottle
 from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._mutation_guard import MutationGuard
@@ -49,12 +53,17 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     settings = settings or Settings()
     engine = create_db_engine(settings.effective_database_url)
     key = _credentials_key(settings, engine)
+    secure_data_files(settings)  # OPS-7, after the key file exists
     state = GatewayState(
         settings=settings,
         engine=engine,
         cipher=CredentialCipher(key),
         clock=clock or SystemClock(),
         schema_head=head_revision(),
+    )
+    verify_credentials_key(engine, state.cipher, settings.credentials_key_path, state.clock.time())  # OPS-3
+    state.login_throttle = LoginThrottle(
+        state.clock, settings.login_failures_max, settings.login_failure_window_s
     )
 
     @asynccontextmanager
@@ -82,7 +91,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.include_router(routes.router)
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
-    app.add_middleware(MutationGuard, allowed_origins=settings.allowed_origins)
+    app.add_middleware(
+        MutationGuard, allowed_origins=settings.allowed_origins, trusted_proxies=settings.trusted_proxies
+    )
+    app.add_middleware(BodyLimit, limit=settings.management_body_kb * 1024)  # OPS-1, outermost
     return app
 
 
@@ -98,7 +110,14 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     retention = Retention.from_settings(settings)
     # Usage summaries (TEAM-3) are added by the same writer, in the records' transaction.
     usage = UsageWriter() if settings.usage_enabled else None
-    recorder = HistoryRecorder(engine, state.clock, retention, records=settings.history_enabled, usage=usage)
+    recorder = HistoryRecorder(
+        engine,
+        state.clock,
+        retention,
+        records=settings.history_enabled,
+        usage=usage,
+        queue_size=settings.history_queue_max,
+    )
     recorder.start()
     # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
     stop_recording = (

@@ -96,6 +96,7 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from sublane_gateway._app import create_app
+    from sublane_gateway._slow_clients import header_bounded_protocol
 
     configure_logging(settings.log_level, settings.log_format)
     try:  # a clear message before migrating; the app holds the lock while it serves
@@ -112,7 +113,8 @@ def _serve(settings: Settings) -> None:
         host=settings.host,
         port=settings.port,
         loop="uvloop",
-        http="httptools",
+        http=header_bounded_protocol(settings.client_header_timeout_s),  # OPS-4: slow clients
+        timeout_keep_alive=max(1, round(settings.keep_alive_timeout_s)),
         log_config=None,
         proxy_headers=False,
         server_header=False,

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
@@ -64,6 +65,30 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
     return response
 
 
+async def _storage_error(request: Request, exc: Exception) -> Response:
+    """OPS-2: a busy or failing database is a 503 ``storage_unavailable`` (its transaction rolled back)."""
+    _log.warning("storage unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    response = _client_shaped(request, "storage_unavailable") or error_response("storage_unavailable")
+    response.headers["Retry-After"] = "1"
+    return response
+
+
+async def _bad_input(request: Request, exc: Exception) -> Response:
+    """OPS-1 safety net: input no route checked (a number beyond 64 bits, nesting beyond the stack)."""
+    _log.info("refused input on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    return _client_shaped(request, "invalid_request") or error_response("invalid_request")
+
+
+def _client_shaped(request: Request, code: str) -> JSONResponse | None:
+    """The client API's (OpenAI) error shape for ``code`` on ``/v1/*``; ``None`` elsewhere."""
+    if not request.url.path.startswith(("/v1/", "/v1beta/")):
+        return None
+    spec = ERROR_CATALOGUE[code]
+    kind = "server_error" if spec.status >= 500 else "invalid_request_error"
+    body = {"error": {"message": spec.message, "type": kind, "param": None, "code": code}}
+    return JSONResponse(body, status_code=spec.status)
+
+
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     _log.error("unhandled error: %s", type(exc).__name__, exc_info=exc)
     if request.url.path.startswith("/v1/"):  # client API: OpenAI's error shape
@@ -85,4 +110,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SubLaneError, _sublane_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(OperationalError, _storage_error)
+    app.add_exception_handler(OverflowError, _bad_input)
+    app.add_exception_handler(RecursionError, _bad_input)
     app.add_exception_handler(Exception, _unexpected_error)

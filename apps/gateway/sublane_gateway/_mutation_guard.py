@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sublane_core import ERROR_CATALOGUE
+from sublane_gateway._proxy import is_trusted, networks_of
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_MANAGEMENT_BODY = 1 << 20  # 1 MiB: credential files are a few KiB
@@ -32,6 +33,19 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def normalized_origin(origin: str) -> str | None:
+    """``scheme://host:port`` with the default port made explicit; ``None`` for no usable origin."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    port = port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{parts.hostname.lower()}:{port}"
+
+
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
@@ -40,13 +54,25 @@ def _is_json(content_type: str) -> bool:
 class MutationGuard:
     """Refuses cross-origin and non-JSON mutations of ``/api/`` with the JSON error shape."""
 
-    def __init__(self, app: ASGIApp, allowed_origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed_origins: Iterable[str] = (), trusted_proxies: Iterable[str] = ()
+    ) -> None:
         self.app = app
-        self.allowed = {self._netloc(origin) for origin in allowed_origins} - {""}
+        self.allowed = {normalized_origin(origin) for origin in allowed_origins} - {None}
+        self.proxies = networks_of(tuple(trusted_proxies))
 
-    @staticmethod
-    def _netloc(origin: str) -> str:
-        return urlsplit(origin.strip()).netloc.lower()
+    def _own_origin(self, scope: Scope) -> str | None:
+        """This server's origin as the client sees it: scheme, host and port (OPS-6)."""
+        scheme = str(scope.get("scheme", "http"))
+        host = _header(scope, b"host") or ""
+        client = scope.get("client")
+        if client and is_trusted(client[0], self.proxies):
+            proto = (_header(scope, b"x-forwarded-proto") or "").split(",")[-1].strip().lower()
+            forwarded_host = (_header(scope, b"x-forwarded-host") or "").split(",")[-1].strip()
+            scheme = proto if proto in ("http", "https") else scheme
+            host = forwarded_host or host
+        scheme = {"ws": "http", "wss": "https"}.get(scheme, scheme)
+        return normalized_origin(f"{scheme}://{host}") if host else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -63,9 +89,8 @@ class MutationGuard:
     def _refusal(self, scope: Scope) -> str | None:
         origin = _header(scope, b"origin")
         if origin is not None:
-            host = (_header(scope, b"host") or "").lower()
-            netloc = self._netloc(origin)
-            if origin == "null" or (netloc != host and netloc not in self.allowed):
+            sent = normalized_origin(origin)
+            if sent is None or (sent != self._own_origin(scope) and sent not in self.allowed):
                 return "cross_origin"
         elif _header(scope, b"sec-fetch-site") == "cross-site":
             return "cross_origin"

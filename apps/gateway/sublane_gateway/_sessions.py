@@ -9,6 +9,7 @@ from fastapi import Depends, Request, Response
 from sqlmodel import Session, col, delete, select
 
 from sublane_core import ROLE_ADMIN, SubLaneError, User, WebSession, new_secret_token, sha256_hex
+from sublane_gateway._proxy import external_scheme
 from sublane_gateway._state import gateway_state
 
 SESSION_COOKIE = "sublane_session"
@@ -45,7 +46,7 @@ def start_session(request: Request, response: Response, db: Session, user: User)
         max_age=state.settings.session_ttl_s,
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=external_scheme(request) == "https",  # OPS-6: also behind a trusted TLS proxy
         path="/",
     )
 

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from starlette.requests import HTTPConnection
 
 from sublane_core import Clock, CredentialCipher, Settings
+from sublane_gateway._login_throttle import LoginThrottle
 from sublane_providers import PkcePair
 
 LOGIN_TTL_S = 600.0  # as long as the providers keep an authorization code
@@ -85,6 +86,7 @@ class GatewayState:
     schema_head: str = ""  # the schema revision this code expects (``/readyz``)
     setup_token: str | None = field(default=None, repr=False)
     logins: PendingLogins = field(default_factory=PendingLogins, repr=False)
+    login_throttle: LoginThrottle | None = field(default=None, repr=False)  # OPS-4, set by create_app
 
 
 def gateway_state(connection: HTTPConnection) -> GatewayState:

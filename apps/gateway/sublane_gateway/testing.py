@@ -30,7 +30,10 @@ STARTUP_TIMEOUT_S = 15.0
 @contextmanager
 def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve ``app`` on ``host`` (a free port by default); yields the base URL (``http://127.0.0.1:PORT``)."""
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+    # proxy_headers=False as `sublane serve` runs: X-Forwarded-* is SubLane's to judge (OPS-6).
+    config = uvicorn.Config(
+        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="sublane-test-server", daemon=True)
     thread.start()

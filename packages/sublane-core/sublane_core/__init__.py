@@ -45,6 +45,7 @@ from sublane_core._schema import (
     AuditEntry,
     GroupAccount,
     GroupMember,
+    KeyCheck,
     QuotaObservation,
     RequestRecord,
     ResourceGroup,
@@ -55,6 +56,7 @@ from sublane_core._schema import (
     WebSession,
 )
 from sublane_core._settings import Settings, settings_help
+from sublane_core._text import MAX_JSON_DEPTH, json_problem, storable_text
 from sublane_core._vocabulary import Outcome, UpstreamOperation, WireProtocol
 
 __version__ = "0.1.0"
@@ -87,6 +89,7 @@ __all__ = [
     "AuditEntry",
     "GroupAccount",
     "GroupMember",
+    "KeyCheck",
     "QuotaObservation",
     "RequestRecord",
     "ResourceGroup",
@@ -127,4 +130,8 @@ __all__ = [
     "configure_logging",
     "current_request_id",
     "redact",
+    # text that can be stored and sent (OPS-1)
+    "MAX_JSON_DEPTH",
+    "json_problem",
+    "storable_text",
 ]

@@ -17,11 +17,13 @@ def create_db_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get their folder created and the pragmas SubLane relies on."""
     parsed = sa.make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(url, pool_pre_ping=True)
+        return sa.create_engine(url, pool_pre_ping=True, hide_parameters=True)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = sa.create_engine(
         url,
+        # A failed statement's message must not carry its parameters (key digests, hints): STORE-4.
+        hide_parameters=True,
         # Each thread gets its own connection from the pool; FastAPI runs sync handlers in threads.
         connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
     )

@@ -27,8 +27,10 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "cross_origin": ErrorSpec(403, "Cross-origin requests may not change anything."),
     "not_found": ErrorSpec(404, "Not found."),
     "method_not_allowed": ErrorSpec(405, "Method not allowed."),
+    "storage_unavailable": ErrorSpec(503, "The database is busy or failing; try again shortly."),
     # -- sign-in and roles -----------------------------------------------------------------------
     "invalid_credentials": ErrorSpec(401, "Wrong username or password."),
+    "too_many_attempts": ErrorSpec(429, "Too many failed sign-ins; wait before trying again."),
     "unauthenticated": ErrorSpec(401, "Sign in first."),
     "forbidden": ErrorSpec(403, "You may not do that."),
     "setup_not_available": ErrorSpec(409, "Set-up is finished or the link is not valid."),
@@ -68,6 +70,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "upstream_stream_error": ErrorSpec(502, "The provider's stream broke off."),
     "upstream_timeout": ErrorSpec(504, "The provider did not answer in time."),
     "request_timeout": ErrorSpec(504, "The request ran past its deadline."),
+    "turn_in_progress": ErrorSpec(409, "A response is still running on this connection; wait for it."),
     "shutting_down": ErrorSpec(503, "SubLane is shutting down."),
     "internal_error": ErrorSpec(500, "Something went wrong inside SubLane."),
 }

@@ -353,3 +353,19 @@ class TokenBudget(SQLModel, table=True):
     enabled: bool = True
     created_at: float
     updated_at: float
+
+
+# -- operations (OPS) -----------------------------------------------------------------------------
+
+
+class KeyCheck(SQLModel, table=True):
+    """A value sealed with ``credentials.key`` when the key is first used (OPS-3).
+
+    Start-up opens it: a wrong but well-formed key stops the start instead of serving 500s.
+    """
+
+    __tablename__ = "key_checks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    sealed: bytes
+    created_at: float

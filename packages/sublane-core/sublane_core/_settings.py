@@ -62,6 +62,31 @@ class Settings(BaseSettings):
     metadata_timeout_s: float = Field(30, gt=0, le=3600, description="TIME-3 quota/discovery/token timeout.")
     request_timeout_s: float = Field(1800, gt=0, le=86_400, description="ADM-9/TIME-3 total deadline.")
 
+    # -- limits against bad input and slow clients (OPS-1, OPS-4) --------------------------------
+    max_body_mb: int = Field(32, ge=1, le=1024, description="OPS-1 largest model-route body (MiB).")
+    management_body_kb: int = Field(
+        1024, ge=16, le=65_536, description="OPS-1 largest /api/* and other non-model body (KiB)."
+    )
+    client_header_timeout_s: float = Field(
+        10, gt=0, le=3600, description="OPS-4 time a client has to send a request's headers."
+    )
+    keep_alive_timeout_s: float = Field(
+        5, gt=0, le=3600, description="OPS-4 idle keep-alive connection lifetime."
+    )
+    login_failures_max: int = Field(
+        5, ge=1, le=1000, description="OPS-4 failed sign-ins per user name or address per window."
+    )
+    login_failure_window_s: float = Field(
+        300, gt=0, le=86_400, description="OPS-4 window in which failed sign-ins are counted."
+    )
+    history_queue_max: int = Field(
+        10_000, ge=100, le=10_000_000, description="OPS-2 request records waiting to be written."
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="OPS-6 proxy addresses whose X-Forwarded-For/-Proto/-Host headers are believed.",
+    )
+
     # -- quota (QW) and history (HIST) -----------------------------------------------------------
     gateway_quota_weighted: bool = Field(False, description="QW-1 quota-weighted rotation.")
     history_enabled: bool = Field(

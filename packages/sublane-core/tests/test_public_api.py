@@ -10,7 +10,7 @@ EXPECTED = [
     "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "PROVIDERS", "ROLE_ADMIN", "ROLE_MEMBER",
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
-    "QuotaObservation", "RequestRecord", "ResourceGroup", "User", "WebSession",
+    "KeyCheck", "QuotaObservation", "RequestRecord", "ResourceGroup", "User", "WebSession",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "UsageDay", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
@@ -18,6 +18,7 @@ EXPECTED = [
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "new_request_id", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "RequestIdFilter", "bind_request_id",
     "configure_logging", "current_request_id", "redact",
+    "MAX_JSON_DEPTH", "json_problem", "storable_text",
 ]  # fmt: skip
 
 

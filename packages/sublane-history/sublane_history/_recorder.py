@@ -15,6 +15,7 @@ import asyncio
 import logging
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
@@ -22,7 +23,7 @@ from typing import Any, Final, TypeAlias
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sublane_core import Clock, signals
+from sublane_core import Clock, signals, storable_text
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._tables import RECORDS
 from sublane_history._usage import UsageWriter
@@ -38,6 +39,9 @@ OUTCOMES: Final = ("success", "incomplete", "error", "canceled", "rejected")
 # HIST-1: a workspace admission rejection (ADM-2) is refused before scheduling and is not recorded.
 NOT_RECORDED_REJECTIONS: Final = frozenset({"workspace_busy"})
 
+RETRY_INITIAL_S = 0.05
+RETRY_MAX_S = 2.0
+RETRY_ON_CLOSE = 5  # attempts once close() was asked for, so shutting down stays bounded
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _DROP_LOG_EVERY = 1000
 _MAX_EXCLUSION_REASONS = 16
@@ -60,7 +64,12 @@ def _count(value: object) -> int | None:
 
 
 def _text(value: object, limit: int) -> str | None:
-    return value[:limit] if isinstance(value, str) and value else None
+    return storable_text(value[:limit]) if isinstance(value, str) and value else None
+
+
+def _name(value: str, limit: int) -> str:
+    """A required text column: bounded and UTF-8 encodable, so one odd value cannot fail a batch."""
+    return storable_text(value[:limit])
 
 
 def _error_code(value: str | None) -> str | None:
@@ -91,7 +100,7 @@ def routing_explanation(value: object) -> dict[str, Any] | None:
         for reason, number in excluded.items():
             counted = _count(number)
             if isinstance(reason, str) and reason and counted is not None:
-                reasons[reason[:32]] = counted
+                reasons[storable_text(reason[:32])] = counted
             if len(reasons) >= _MAX_EXCLUSION_REASONS:
                 break
         explanation["excluded"] = reasons
@@ -102,7 +111,7 @@ def record_row(payload: RequestFinished) -> dict[str, Any]:
     """The ``request_records`` row of one attempt: the fields of HIST-2, bounded, and nothing else."""
     status = payload.upstream_status
     return {
-        "request_id": payload.request_id[:40],
+        "request_id": _name(payload.request_id, 40),
         "started_at": float(payload.started_at),
         "duration_ms": _count(payload.duration_ms),
         "first_token_ms": _count(payload.first_token_ms),
@@ -111,9 +120,9 @@ def record_row(payload: RequestFinished) -> dict[str, Any]:
         "group_id": payload.group_id,
         "account_id": payload.account_id,
         "provider": _text(payload.provider, 16),
-        "model": payload.model[:128],
-        "protocol": payload.protocol[:32],
-        "operation": payload.operation[:32],
+        "model": _name(payload.model, 128),
+        "protocol": _name(payload.protocol, 32),
+        "operation": _name(payload.operation, 32),
         "outcome": payload.outcome if payload.outcome in OUTCOMES else "error",
         "error_code": _error_code(payload.error_code),
         "upstream_status": status if isinstance(status, int) and 100 <= status <= 599 else None,
@@ -157,6 +166,7 @@ class HistoryRecorder:
         self._batch_size = batch_size
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
         self.dropped = 0  # payloads refused because the queue was full
         self.failed = 0  # records whose write failed
 
@@ -219,6 +229,7 @@ class HistoryRecorder:
         thread = self._thread
         if thread is None:
             return
+        self._closing = True
         self._pending.append(_STOP)
         self._wake.set()
         thread.join(timeout)
@@ -273,18 +284,50 @@ class HistoryRecorder:
                 return
 
     def _write_safely(self, batch: list[RequestFinished]) -> None:
-        try:
-            self.write(batch)
-        except sa.exc.IntegrityError:
-            # One bad row (a repeated request ID) must not cost the others their records.
-            for payload in batch:
-                try:
-                    self.write([payload])
-                except Exception as exc:
-                    self.failed += 1
+        """Write ``batch``: a busy database is waited out with backoff (OPS-2); a bad row costs itself."""
+        delay = RETRY_INITIAL_S
+        attempts = 0
+        while True:
+            try:
+                self.write(batch)
+                return
+            except sa.exc.OperationalError as exc:
+                if not _transient(exc):
+                    break
+                # Locked, busy or briefly failing: keep the batch and try again. New records queue
+                # behind it up to the bounded backlog; what falls past that is counted in ``dropped``.
+                attempts += 1
+                if self._closing and attempts > RETRY_ON_CLOSE:
+                    self.failed += len(batch)
                     _log.error(
-                        "could not store request record %s: %s", payload.request_id, type(exc).__name__
+                        "could not store %d request record(s) before stopping: %s",
+                        len(batch),
+                        type(exc).__name__,
                     )
-        except Exception as exc:
-            self.failed += len(batch)
-            _log.error("could not store %d request record(s): %s", len(batch), type(exc).__name__)
+                    return
+                if attempts == 1 or attempts % 20 == 0:
+                    _log.warning(
+                        "history write failed (%s); retrying %d record(s)", type(exc).__name__, len(batch)
+                    )
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+            except Exception:
+                break
+        # One bad row (a repeated request ID, text the driver refuses) must not cost the others.
+        lost = 0
+        reason = ""
+        for payload in batch:
+            try:
+                self.write([payload])
+            except Exception as exc:
+                lost += 1
+                reason = type(exc).__name__
+        if lost:
+            self.failed += lost
+            _log.error("could not store %d request record(s): %s", lost, reason)
+
+
+def _transient(exc: sa.exc.OperationalError) -> bool:
+    """A database that is locked, busy or briefly unreachable: worth waiting for (OPS-2)."""
+    text = str(exc.orig).lower()
+    return any(word in text for word in ("locked", "busy", "i/o", "unable to open"))

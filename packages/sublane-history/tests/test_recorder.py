@@ -221,3 +221,71 @@ def test_store_4_failed_writes_are_logged_sanitized_and_never_raised(
     assert failing.failed == 1
     assert "could not store 1 request record(s): OperationalError" in caplog.text
     assert "sk-live" not in caplog.text
+
+
+def test_ops_1_a_lone_surrogate_costs_no_record_of_the_batch(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    # Found by probing: a model name "\ud800" failed the SQLite write and the whole batch vanished.
+    recorder = _recorder(history_db, batch_size=10)
+    payloads = [make_payload(), make_payload(model="gpt-\ud800", request_id="req_\udfff"), make_payload()]
+    for payload in payloads:
+        recorder.record(payload)
+    recorder.start()
+    assert recorder.flush()
+    recorder.close()
+    rows = _rows(history_db)
+    assert len(rows) == 3 and recorder.failed == 0
+    assert rows[1]["model"] == "gpt-?" and rows[1]["request_id"] == "req_?"
+
+
+def test_ops_2_a_database_locked_for_seconds_loses_no_record(
+    history_db: HistoryDb, make_payload: Payload, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Another writer holds the database far longer than the writer's busy timeout (50 ms here, so
+    # the test stays quick): the batch is kept and retried with backoff, then lands whole.
+    url = f"sqlite:///{history_db.path}"
+    quick = sa.create_engine(url, connect_args={"timeout": 0.05})
+    recorder = HistoryRecorder(quick, history_db.clock, Retention(), batch_size=10)
+    recorder.start()
+    holder = sa.create_engine(url, connect_args={"timeout": 0})
+    connection = holder.connect()
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    try:
+        for _ in range(5):
+            recorder.record(make_payload())
+        time.sleep(1.0)
+        assert _count_rows(history_db.path) == 0  # still locked: nothing written, nothing dropped
+        assert "history write failed (OperationalError); retrying 5 record(s)" in caplog.text
+    finally:
+        connection.exec_driver_sql("ROLLBACK")
+        connection.close()
+        holder.dispose()
+    assert recorder.flush(timeout=10)
+    recorder.close()
+    quick.dispose()
+    assert len(_rows(history_db)) == 5 and recorder.failed == 0 and recorder.dropped == 0
+
+
+def test_ops_2_the_backlog_is_bounded_and_what_falls_past_it_is_counted(
+    history_db: HistoryDb, make_payload: Payload, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = _recorder(history_db, queue_size=3)
+    for _ in range(5):
+        recorder.record(make_payload())
+    assert recorder.dropped == 2
+    assert "history queue full: 1 request record(s) dropped so far" in caplog.text
+    recorder.start()
+    assert recorder.flush()
+    recorder.close()
+    assert len(_rows(history_db)) == 3
+
+
+def _count_rows(path: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0) as connection:
+        try:
+            return int(connection.execute("SELECT count(*) FROM request_records").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0

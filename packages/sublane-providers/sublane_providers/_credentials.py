@@ -68,13 +68,20 @@ def require_object(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
+MAX_TIMESTAMP = 1e11  # year ~5138: later than any real expiry, small enough for every store
+
+
 def parse_timestamp(value: Any) -> float | None:
     """Unix seconds from seconds, milliseconds or an ISO-8601 string; ``None`` when unusable."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        seconds = float(value) / 1000 if value > 10**11 else float(value)
-        return seconds if seconds > 0 else None
+        try:
+            number = float(value)
+        except OverflowError:  # OPS-1: a 400-digit number is not a time
+            return None
+        seconds = number / 1000 if number > 10**11 else number
+        return seconds if 0 < seconds < MAX_TIMESTAMP else None  # also refuses NaN and infinity
     if isinstance(value, str) and value:
         try:
             parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -82,5 +89,9 @@ def parse_timestamp(value: Any) -> float | None:
             return None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=dt.UTC)
-        return parsed.timestamp()
+        try:
+            seconds = parsed.timestamp()
+        except (OverflowError, ValueError, OSError):
+            return None
+        return seconds if 0 < seconds < MAX_TIMESTAMP else None
     return None

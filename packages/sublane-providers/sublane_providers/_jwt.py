@@ -31,6 +31,6 @@ def expiry_of(token: str) -> float | None:
     if claims is None:
         return None
     exp = claims.get("exp")
-    if isinstance(exp, int | float) and not isinstance(exp, bool) and exp > 0:
-        return float(exp)
+    if isinstance(exp, int | float) and not isinstance(exp, bool) and 0 < exp < 1e11:
+        return float(exp)  # OPS-1: a 400-digit or infinite exp is no expiry
     return None

@@ -58,7 +58,10 @@ def code_from_pasted(pasted: str, expected_state: str) -> str:
     if not text:
         raise PastedCallbackError("nothing was pasted")
     if "://" in text or text.startswith("?") or "code=" in text or "error=" in text:
-        query = urlsplit(text).query if "://" in text else text.lstrip("?")
+        try:
+            query = urlsplit(text).query if "://" in text else text.lstrip("?")
+        except ValueError:  # OPS-1: "http://[/?code=…" is no address
+            raise PastedCallbackError("the pasted text is not a valid address") from None
         values = parse_qs(query)
         if "error" in values:
             error = values["error"][0][:64]

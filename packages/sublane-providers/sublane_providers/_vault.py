@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from sublane_core import (
@@ -63,6 +64,8 @@ class _Entry:
     reauth_required: bool
     failures: int = 0
     retry_at: float = 0.0
+    #: A refreshed bundle that could not be stored yet (OPS-2): stored again on the next use.
+    unsaved: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Whether a bundle has all a request needs (the adapter's ``bundle_complete``).
     complete: Callable[[Mapping[str, Any]], bool] = _always_complete
@@ -150,6 +153,8 @@ class CredentialVault:
         entry = await self._entry(account_id)
         if entry.reauth_required:
             raise SubLaneError("reauth_required")
+        if entry.unsaved:
+            await self._save_refreshed(account_id, entry)
         now = self._clock.time()
         if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
             return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
@@ -196,7 +201,9 @@ class CredentialVault:
             if entry.bundle.get("access_token") != used.bundle.get("access_token"):
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)  # refreshed meanwhile
             entry.rejected = True
-            await anyio.to_thread.run_sync(self._store_rejection, account_id, self._clock.time())
+            await self._persist(
+                "rejection", account_id, self._store_rejection, account_id, self._clock.time()
+            )
             if after_refresh:
                 await self._mark_reauth(account_id, entry, "rejected_after_refresh")
                 raise SubLaneError("reauth_required")
@@ -235,19 +242,37 @@ class CredentialVault:
                 delay,
             )
             return False
-        bundle = dict(result.bundle)
-        await anyio.to_thread.run_sync(self._store_refresh, account_id, bundle, result.expires_at)
-        entry.bundle, entry.expires_at = bundle, result.expires_at
+        # The rotated tokens go into memory first: the old refresh token is dead upstream now, so a
+        # failed store must never throw the new one away (OPS-2, STORE-4). It is stored again later.
+        entry.bundle, entry.expires_at = dict(result.bundle), result.expires_at
         entry.rejected = False
         entry.failures, entry.retry_at = 0, 0.0
+        entry.unsaved = True
+        await self._save_refreshed(account_id, entry)
         signals.credentials_refreshed.send(
             signals.CredentialsRefreshed(account_id=account_id, expires_at=result.expires_at)
         )
         return True
 
+    async def _save_refreshed(self, account_id: int, entry: _Entry) -> None:
+        bundle, expires_at = entry.bundle, entry.expires_at
+        if await self._persist(
+            "refreshed credentials", account_id, self._store_refresh, account_id, bundle, expires_at
+        ):
+            entry.unsaved = entry.bundle is not bundle  # a newer refresh meanwhile is still to store
+
+    async def _persist(self, what: str, account_id: int, store: Callable[..., None], *args: Any) -> bool:
+        """Run ``store`` off the loop; a database failure is logged by type and never raised (OPS-2)."""
+        try:
+            await anyio.to_thread.run_sync(store, *args)
+        except SQLAlchemyError as exc:
+            _log.error("could not store %s of account %s: %s", what, account_id, type(exc).__name__)
+            return False
+        return True
+
     async def _mark_reauth(self, account_id: int, entry: _Entry, code: str) -> None:
         entry.reauth_required = True
-        await anyio.to_thread.run_sync(self._store_reauth, account_id, code)
+        await self._persist("re-authorization state", account_id, self._store_reauth, account_id, code)
         _log.warning("account %s needs re-authorization (%s)", account_id, code)
         signals.credentials_rejected.send(
             signals.CredentialsRejected(account_id=account_id, reauth_required=True, reason=code)

@@ -161,3 +161,33 @@ def test_antigravity_refresh_token_alone_is_enough() -> None:
 def test_antigravity_malformed_files_are_refused(data: dict[str, Any]) -> None:
     with pytest.raises(CredentialFormatError):
         parse_credentials("antigravity", data)
+
+
+HUGE = 10**400
+
+
+@pytest.mark.parametrize(
+    ("provider", "data"),
+    [
+        ("claude", {"claudeAiOauth": {"accessToken": "a", "refreshToken": "r", "expiresAt": HUGE}}),
+        ("claude", {"claudeAiOauth": {"accessToken": "a", "refreshToken": "r", "expiresAt": float("inf")}}),
+        ("claude", {"claudeAiOauth": {"accessToken": "a", "refreshToken": "r",
+                                      "expiresAt": "9999-12-31T23:59"}}),
+        ("antigravity", {"access_token": "a", "refresh_token": "r", "expiry_date": HUGE}),
+        ("antigravity", {"access_token": "a", "refresh_token": "r", "timestamp": 1_800_000_000_000,
+                         "expires_in": HUGE}),
+        ("codex", codex_auth_json(access_token=fake_jwt({"exp": HUGE}))),
+    ],
+)  # fmt: skip
+def test_ops_1_a_400_digit_timestamp_is_no_expiry(provider: str, data: dict[str, Any]) -> None:
+    # Found by probing: a 400-digit expiry in an imported credential file gave a 500 (OverflowError).
+    imported = parse_credentials(provider, data)
+    assert imported.expires_at is None
+
+
+def test_ops_1_an_unparsable_pasted_address_is_a_callback_error() -> None:
+    # Found by probing: oauth/complete with "http://[/?code=…" gave a 500 (ValueError from urlsplit).
+    from sublane_providers import PastedCallbackError, code_from_pasted
+
+    with pytest.raises(PastedCallbackError, match="not a valid address"):
+        code_from_pasted("http://[/?code=abc&state=s", "s")

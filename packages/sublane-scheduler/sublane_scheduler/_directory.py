@@ -79,6 +79,10 @@ class AccountDirectory:
     def all(self) -> list[AccountInfo]:
         return list(self._accounts.values())
 
+    def in_group(self, group_id: int, account_id: int) -> bool:
+        """Whether the account is (still) in the group."""
+        return account_id in self._by_group.get(group_id, ())
+
     def of_group(self, group_id: int) -> list[AccountInfo]:
         """The group's accounts, in a stable order."""
         return [

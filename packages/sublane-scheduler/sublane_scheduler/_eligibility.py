@@ -26,6 +26,10 @@ class CredentialHealth(Protocol):
 
     def needs_reauth(self, account_id: int) -> bool: ...
 
+    def refresh_retry_at(self, account_id: int) -> float | None:
+        """When a backing-off refresh may be tried again; ``None`` when not backing off (AFF-8)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
@@ -33,6 +37,8 @@ class Candidates:
 
     accounts: list[AccountInfo]
     excluded: dict[str, int] = field(default_factory=dict)
+    #: Accounts whose credential refresh is backing off: passed over for new selection (AFF-8).
+    backing_off: frozenset[int] = frozenset()
 
 
 class Eligibility:
@@ -65,4 +71,6 @@ class Eligibility:
                 accounts.append(account)
             else:
                 excluded["model_support"] = excluded.get("model_support", 0) + 1
-        return Candidates(accounts, excluded)
+        health = self._health
+        backing_off = frozenset(a.id for a in accounts if health.refresh_retry_at(a.id) is not None)
+        return Candidates(accounts, excluded, backing_off)

@@ -205,6 +205,11 @@ class Scheduler:
             binding = await self.affinity.binding(digest) if digest else None
             bound_id, bound_model = binding if binding is not None else (None, None)
             routing: dict[str, Any] = {"excluded": dict(candidates.excluded)}
+            released = bound_id is not None and self._binding_released(bound_id, request.group_id)
+            if released:
+                # OPS-5: the account was deleted, disabled or left the group: select anew (and bind
+                # the new choice below, replacing the old binding).
+                bound_id = bound_model = None
             if bound_id is not None and self.directory.get(bound_id) is not None:
                 account = self.directory.get(bound_id)
                 assert account is not None
@@ -228,7 +233,7 @@ class Scheduler:
                 if not candidates.accounts:
                     raise self._no_candidates(request, candidates)
                 lease, pool = self._rotate(request, candidates, routing)
-                routing["rule"] = "uniform_rotation"
+                routing["rule"] = "binding_released" if released else "uniform_rotation"
             routing["candidates"] = len(pool)
             if lease is None:
                 remaining = deadline - self.clock.monotonic()
@@ -282,6 +287,10 @@ class Scheduler:
             routing["excluded"]["capacity"] = routing["excluded"].get("capacity", 0) + 1
         return lease
 
+    def _binding_released(self, account_id: int, group_id: int) -> bool:
+        account = self.directory.get(account_id)
+        return account is None or not account.enabled or not self.directory.in_group(group_id, account_id)
+
     def _rotate(
         self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
     ) -> tuple[Lease | None, list[AccountInfo]]:
@@ -297,6 +306,15 @@ class Scheduler:
             routing["excluded"]["cooldown"] = routing["excluded"].get("cooldown", 0) + len(cooling)
         if not usable:
             raise self._cooling_error(min(cooling, key=lambda c: c.until))
+        if candidates.backing_off:
+            # AFF-8: an account whose refresh is backing off is passed over while others can serve.
+            fresh = [account for account in usable if account.id not in candidates.backing_off]
+            if fresh and len(fresh) < len(usable):
+                skipped = len(usable) - len(fresh)
+                routing["excluded"]["refresh_backoff"] = (
+                    routing["excluded"].get("refresh_backoff", 0) + skipped
+                )
+                usable = fresh
         lease = self.rotation.acquire(
             request.group_id, usable, lambda account: self.take(account, request.model, request.request_id)
         )

@@ -45,6 +45,7 @@ class Workspace:
         self.clock = clock
         self.directory = AccountDirectory(engine)
         self.models: dict[int, set[str]] = {}
+        self.backing_off: set[int] = set()  # accounts whose credential refresh backs off (AFF-8)
         self._names = itertools.count(1)
         self._requests = itertools.count(1)
 
@@ -100,6 +101,16 @@ class Workspace:
         self.directory.invalidate()
         await self.directory.refresh()
 
+    async def leave_group(self, account_id: int, group_id: int) -> None:
+        """Take an account out of a group, then reload the directory as the gateway does."""
+        with Session(self.engine) as db:
+            row = db.get(GroupAccount, (group_id, account_id))
+            assert row is not None
+            db.delete(row)
+            db.commit()
+        self.directory.invalidate()
+        await self.directory.refresh()
+
     # -- the scheduler ----------------------------------------------------------------------------
 
     def eligible(self, group_id: int, model: str = MODEL) -> Eligible:
@@ -114,7 +125,7 @@ class Workspace:
                     excluded["model_support"] = excluded.get("model_support", 0) + 1
                 else:
                     accounts.append(account)
-            return Candidates(accounts, excluded)
+            return Candidates(accounts, excluded, frozenset(self.backing_off))
 
         return eligible
 

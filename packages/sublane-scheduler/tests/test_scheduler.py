@@ -650,7 +650,8 @@ async def test_aff_3_a_model_cooldown_does_not_move_a_bound_conversation(workspa
     assert_idle(scheduler)
 
 
-@pytest.mark.parametrize("change", [{"auth_state": AUTH_REAUTH_REQUIRED}, {"enabled": False}])
+# A disabled account releases its bindings instead (OPS-5): see the OPS-5 tests below.
+@pytest.mark.parametrize("change", [{"auth_state": AUTH_REAUTH_REQUIRED}])
 async def test_aff_3_an_unavailable_bound_account_is_an_error_not_a_move(
     workspace: Workspace, change: dict[str, Any]
 ) -> None:
@@ -918,4 +919,60 @@ async def test_mcool_2_threshold_0_keeps_a_failing_model_eligible(workspace: Wor
         grant = await workspace.grant(scheduler, group)
         scheduler.cooldowns.failed(account, MODEL, grant.revision)
         grant.release("upstream_error")
+    assert_idle(scheduler)
+
+
+# -- OPS-5, AFF-8: bindings of accounts that left, accounts whose refresh backs off ------------------
+
+
+async def test_ops_5_a_binding_to_an_account_that_left_the_group_is_released(workspace: Workspace) -> None:
+    # Found by probing: such a conversation was stuck with a misleading 404 model_not_found.
+    group = workspace.group()
+    first, second = workspace.account(group), workspace.account(group)
+    scheduler = workspace.scheduler()
+    bound = await workspace.grant(scheduler, group, key="thread-1")
+    bound.release("completed")
+    moved_from = bound.account.id
+    await workspace.leave_group(moved_from, group)
+    again = await workspace.grant(scheduler, group, key="thread-1")
+    assert again.account.id == ({first, second} - {moved_from}).pop()
+    assert again.routing["rule"] == "binding_released"
+    again.release("completed")
+    assert await scheduler.affinity.get(binding_digest(group, "thread-1")) == again.account.id
+    kept = await workspace.grant(scheduler, group, key="thread-1")  # bound to the new account now
+    assert kept.account.id == again.account.id and kept.routing["rule"] == "kept_binding"
+    kept.release("completed")
+    assert_idle(scheduler)
+
+
+async def test_ops_5_a_binding_to_a_disabled_account_is_released(workspace: Workspace) -> None:
+    group = workspace.group()
+    first, second = workspace.account(group), workspace.account(group)
+    scheduler = workspace.scheduler()
+    bound = await workspace.grant(scheduler, group, key="thread-1")
+    bound.release("completed")
+    await workspace.change(bound.account.id, enabled=False)
+    again = await workspace.grant(scheduler, group, key="thread-1")
+    assert again.account.id != bound.account.id and again.routing["rule"] == "binding_released"
+    again.release("completed")
+    assert {first, second} == {bound.account.id, again.account.id}
+    assert_idle(scheduler)
+
+
+async def test_aff_8_accounts_in_refresh_backoff_are_passed_over_for_new_selection(
+    workspace: Workspace,
+) -> None:
+    # Found by probing: unbound calls went to a backing-off account (503) while a healthy one idled.
+    group = workspace.group()
+    first, second = workspace.account(group), workspace.account(group)
+    workspace.backing_off.add(first)
+    scheduler = workspace.scheduler()
+    for _ in range(4):
+        grant = await workspace.grant(scheduler, group)
+        assert grant.account.id == second and grant.routing["excluded"]["refresh_backoff"] == 1
+        grant.release("completed")
+    workspace.backing_off.add(second)  # nothing else left: the backing-off accounts still serve
+    grant = await workspace.grant(scheduler, group)
+    assert grant.account.id in (first, second)
+    grant.release("completed")
     assert_idle(scheduler)

@@ -20,7 +20,13 @@ from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._audit import audit, change, changes, record_action
 from sublane_gateway.management._ids import get_or_404, require_existing
-from sublane_gateway.management._models import AccountCredentials, AccountImport, AccountLimits, AccountUpdate
+from sublane_gateway.management._models import (
+    AccountCredentials,
+    AccountImport,
+    AccountLimits,
+    AccountUpdate,
+    PathId,
+)
 from sublane_gateway.management._views import account_view, groups_of_accounts
 from sublane_gateway.pipeline import client_runtime
 from sublane_providers import (
@@ -126,7 +132,7 @@ def list_accounts(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
 
 
 @router.get("/api/accounts/{account_id}")
-def get_account(account_id: int, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+def get_account(account_id: PathId, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """One account."""
     return _view(db, get_or_404(db, Account, account_id, "account"))
 
@@ -152,7 +158,7 @@ def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCr
 
 @router.post("/api/accounts/{account_id}/credentials")
 def replace_credentials(
-    account_id: int, body: AccountCredentials, request: Request, admin: AdminUser, db: DbSession
+    account_id: PathId, body: AccountCredentials, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Re-authorize an account with a fresh credential file of the same provider."""
     state = gateway_state(request)
@@ -177,7 +183,7 @@ def replace_credentials(
 
 @router.patch("/api/accounts/{account_id}")
 def update_account(
-    account_id: int, body: AccountUpdate, request: Request, admin: AdminUser, db: DbSession
+    account_id: PathId, body: AccountUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Rename, enable or disable an account. Enabling or disabling advances its lifecycle revision."""
     account: Account = get_or_404(db, Account, account_id, "account")
@@ -209,7 +215,7 @@ def update_account(
 
 
 @router.delete("/api/accounts/{account_id}", status_code=204)
-def delete_account(account_id: int, request: Request, admin: AdminUser, db: DbSession) -> Response:
+def delete_account(account_id: PathId, request: Request, admin: AdminUser, db: DbSession) -> Response:
     """Delete an account with its credentials and runtime state; its history stays."""
     account: Account = get_or_404(db, Account, account_id, "account")
     revision = account.lifecycle_revision
@@ -226,7 +232,7 @@ def delete_account(account_id: int, request: Request, admin: AdminUser, db: DbSe
 
 @router.patch("/api/accounts/{account_id}/limits")
 def set_limits(
-    account_id: int, body: AccountLimits, request: Request, admin: AdminUser, db: DbSession
+    account_id: PathId, body: AccountLimits, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Set ``max_concurrency`` (1–1000): model requests the account may serve at once (ADM-1)."""
     account: Account = get_or_404(db, Account, account_id, "account")

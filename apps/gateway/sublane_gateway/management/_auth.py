@@ -10,7 +10,9 @@ from sqlmodel import col, func, select
 
 from sublane_core import ROLE_ADMIN, ResourceGroup, SubLaneError, User
 from sublane_gateway._bootstrap import create_user
+from sublane_gateway._login_throttle import LoginThrottle
 from sublane_gateway._passwords import verify_password
+from sublane_gateway._proxy import client_address
 from sublane_gateway._sessions import CurrentUser, DbSession, end_session, start_session
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
@@ -27,11 +29,19 @@ def _signed_in(user: User) -> dict[str, Any]:
 @router.post("/api/auth/login")
 def login(body: LoginBody, request: Request, response: Response, db: DbSession) -> dict[str, Any]:
     """Sign in with username and password; sets the session cookie."""
+    throttle = gateway_state(request).login_throttle
+    keys = LoginThrottle.keys(body.username, client_address(request))
+    if throttle is not None:
+        throttle.check(keys)  # OPS-4: before the (costly) hash
     user = db.exec(select(User).where(col(User.username) == body.username)).first()
     valid = verify_password(user.password_hash if user else None, body.password)
     if user is None or not valid or not user.enabled:
+        if throttle is not None:
+            throttle.failed(keys)
         raise SubLaneError("invalid_credentials")
     start_session(request, response, db, user)
+    if throttle is not None:
+        throttle.succeeded(body.username)
     return _signed_in(user)
 
 

@@ -16,7 +16,7 @@ from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import get_or_404
-from sublane_gateway.management._models import BudgetRules
+from sublane_gateway.management._models import BudgetRules, PathId
 from sublane_gateway.pipeline import client_runtime
 from sublane_history import BudgetState, TokenBudgets, period_bounds, rule_of
 
@@ -82,14 +82,14 @@ def my_budgets(request: Request, user: CurrentUser, db: DbSession) -> dict[str, 
 
 
 @router.get("/api/users/{user_id}/budgets")
-def user_budgets(user_id: int, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+def user_budgets(user_id: PathId, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """A member's token budgets with their usage."""
     return budgets_view(request, db, get_or_404(db, User, user_id, "user"))
 
 
 @router.put("/api/users/{user_id}/budgets")
 def set_user_budgets(
-    user_id: int, body: BudgetRules, request: Request, admin: AdminUser, db: DbSession
+    user_id: PathId, body: BudgetRules, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """`{"rules": [{"id"?, "group_id"|null, "model"|null, "period": "day"|"month",
     "limit": 1..10^12, "enabled"}]}`, at most 64: the member's whole rule set. A rule with the

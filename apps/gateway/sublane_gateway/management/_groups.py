@@ -22,7 +22,7 @@ from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit, changes, replaced
 from sublane_gateway.management._ids import get_or_404, require_existing
-from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate
+from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate, PathId
 from sublane_gateway.management._views import group_view
 
 router = APIRouter(tags=["groups"])
@@ -83,7 +83,7 @@ def add_group(body: GroupCreate, request: Request, admin: AdminUser, db: DbSessi
 
 @router.patch("/api/groups/{group_id}")
 def update_group(
-    group_id: int, body: GroupUpdate, request: Request, admin: AdminUser, db: DbSession
+    group_id: PathId, body: GroupUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Rename a group or change its model policy (``null`` removes the policy)."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
@@ -112,7 +112,7 @@ def update_group(
 
 @router.put("/api/groups/{group_id}/members")
 def set_members(
-    group_id: int, body: GroupMembers, request: Request, admin: AdminUser, db: DbSession
+    group_id: PathId, body: GroupMembers, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Replace the group's members. Keys of removed members stop working in this group."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
@@ -136,7 +136,7 @@ def set_members(
 
 @router.put("/api/groups/{group_id}/accounts")
 def set_accounts(
-    group_id: int, body: GroupAccounts, request: Request, admin: AdminUser, db: DbSession
+    group_id: PathId, body: GroupAccounts, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Replace the group's accounts."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")

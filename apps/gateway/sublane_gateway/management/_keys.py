@@ -21,7 +21,7 @@ from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit, change
 from sublane_gateway.management._ids import get_or_404
-from sublane_gateway.management._models import KeyCreate, KeyUpdate
+from sublane_gateway.management._models import KeyCreate, KeyUpdate, PathId
 from sublane_gateway.management._views import key_view
 
 router = APIRouter(tags=["keys"])
@@ -159,14 +159,14 @@ def create_my_key(body: KeyCreate, user: CurrentUser, request: Request, db: DbSe
 
 
 @router.delete("/api/me/keys/{key_id}")
-def revoke_my_key(key_id: int, user: CurrentUser, request: Request, db: DbSession) -> dict[str, Any]:
+def revoke_my_key(key_id: PathId, user: CurrentUser, request: Request, db: DbSession) -> dict[str, Any]:
     """Revoke one of the caller's keys, at once."""
     return _revoke(db, request, user, key_id, user.id)
 
 
 @router.patch("/api/me/keys/{key_id}")
 def pause_my_key(
-    key_id: int, body: KeyUpdate, user: CurrentUser, request: Request, db: DbSession
+    key_id: PathId, body: KeyUpdate, user: CurrentUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
     """Pause (``enabled: false``) or resume one of the caller's keys."""
     return _set_enabled(db, request, user, key_id, user.id, body.enabled)
@@ -174,7 +174,7 @@ def pause_my_key(
 
 @router.post("/api/users/{user_id}/keys", status_code=201)
 def issue_key(
-    user_id: int, body: KeyCreate, admin: AdminUser, request: Request, db: DbSession
+    user_id: PathId, body: KeyCreate, admin: AdminUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
     """Issue a key for a member (admin). The answer's ``secret`` is never shown again."""
     owner: User = get_or_404(db, User, user_id, "user")
@@ -188,14 +188,14 @@ def all_keys(_admin: AdminUser, request: Request, db: DbSession) -> dict[str, An
 
 
 @router.delete("/api/keys/{key_id}")
-def revoke_key(key_id: int, admin: AdminUser, request: Request, db: DbSession) -> dict[str, Any]:
+def revoke_key(key_id: PathId, admin: AdminUser, request: Request, db: DbSession) -> dict[str, Any]:
     """Revoke any key (admin)."""
     return _revoke(db, request, admin, key_id, None)
 
 
 @router.patch("/api/keys/{key_id}")
 def pause_key(
-    key_id: int, body: KeyUpdate, admin: AdminUser, request: Request, db: DbSession
+    key_id: PathId, body: KeyUpdate, admin: AdminUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
     """Pause or resume any key (admin)."""
     return _set_enabled(db, request, admin, key_id, None, body.enabled)

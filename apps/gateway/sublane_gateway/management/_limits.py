@@ -11,7 +11,7 @@ from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import get_or_404
-from sublane_gateway.management._models import LimitsUpdate
+from sublane_gateway.management._models import LimitsUpdate, PathId
 from sublane_gateway.pipeline import client_runtime
 
 router = APIRouter(tags=["team"])
@@ -38,14 +38,14 @@ def my_limits(request: Request, user: CurrentUser) -> dict[str, Any]:
 
 
 @router.get("/api/users/{user_id}/limits")
-def user_limits(user_id: int, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+def user_limits(user_id: PathId, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """A member's limits."""
     return limits_view(request, get_or_404(db, User, user_id, "user"))
 
 
 @router.patch("/api/users/{user_id}/limits")
 def set_user_limits(
-    user_id: int, body: LimitsUpdate, request: Request, admin: AdminUser, db: DbSession
+    user_id: PathId, body: LimitsUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Set `rpm` (0–6000) and/or `member_concurrency` (0–1000); 0 = unlimited. Applies to the next
     request: running and waiting ones finish (ADM-7)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
@@ -14,6 +15,8 @@ Password = Annotated[str, StringConstraints(min_length=8, max_length=128)]  # TE
 ModelId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 Role = Literal["admin", "member"]
 Id = Annotated[int, Field(ge=1, le=2**62)]
+# OPS-1: a row id in a path; anything beyond 64 bits is a 400, never an OverflowError in SQLite.
+PathId = Annotated[int, Path(ge=1, le=2**62)]
 
 
 class Body(BaseModel):

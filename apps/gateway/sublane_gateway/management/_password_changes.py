@@ -11,7 +11,7 @@ from sublane_gateway._sessions import SESSION_COOKIE, AdminUser, CurrentUser, Db
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import get_or_404
-from sublane_gateway.management._models import OwnPasswordChange, PasswordReset
+from sublane_gateway.management._models import OwnPasswordChange, PasswordReset, PathId
 
 router = APIRouter(tags=["team"])
 
@@ -43,7 +43,7 @@ def change_my_password(
 
 @router.post("/api/users/{user_id}/password", status_code=204)
 def reset_password(
-    user_id: int, body: PasswordReset, request: Request, admin: AdminUser, db: DbSession
+    user_id: PathId, body: PasswordReset, request: Request, admin: AdminUser, db: DbSession
 ) -> None:
     """`{"new_password"}` (8–128 characters); ends all of that user's sessions, keeps their keys."""
     _set_password(request, db, get_or_404(db, User, user_id, "user"), body.new_password, admin)

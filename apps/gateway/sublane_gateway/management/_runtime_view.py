@@ -13,6 +13,7 @@ from sublane_core import Account, QuotaObservation, SubLaneError, signals
 from sublane_gateway._sessions import AdminUser
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
+from sublane_gateway.management._models import PathId
 from sublane_gateway.pipeline import ClientRuntime, client_runtime
 
 router = APIRouter(tags=["scheduling"])
@@ -136,7 +137,7 @@ async def runtime_view(request: Request, _admin: AdminUser) -> dict[str, Any]:
 
 
 @router.post("/api/accounts/{account_id}/resume")
-async def resume(account_id: int, request: Request, admin: AdminUser) -> dict[str, Any]:
+async def resume(account_id: PathId, request: Request, admin: AdminUser) -> dict[str, Any]:
     """Clear cooldown: account and model cooldowns and failure streaks; the runtime revision advances.
 
     It does not enable the account, repair authorization or restore subscription quota (COOL-6).

@@ -15,7 +15,7 @@ from sublane_gateway._sessions import AdminUser, DbSession, forget_sessions_of
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit, change
 from sublane_gateway.management._ids import get_or_404, require_existing
-from sublane_gateway.management._models import UserCreate, UserUpdate
+from sublane_gateway.management._models import PathId, UserCreate, UserUpdate
 from sublane_gateway.management._views import groups_of_users, user_view
 
 router = APIRouter(tags=["users"])
@@ -79,7 +79,7 @@ def _enabled_admins(db: Session) -> int:
 
 @router.patch("/api/users/{user_id}")
 def update_user(
-    user_id: int, body: UserUpdate, request: Request, admin: AdminUser, db: DbSession
+    user_id: PathId, body: UserUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
     """Change a user's name, password, role, enabled flag or limits."""
     user: User = get_or_404(db, User, user_id, "user")

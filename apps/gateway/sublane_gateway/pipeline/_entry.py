@@ -215,7 +215,16 @@ async def _relay(
         return json_reply(final, headers=headers)
     observe = None if operation is UpstreamOperation.COUNT_TOKENS else observer.observe_answer
     unwrap = adapter.unwrap_event if adapter.wrapped_events else None
-    return await relay_json(call, response, protocol, observe, headers=headers, unwrap=unwrap)
+    return await relay_json(
+        call,
+        response,
+        protocol,
+        observe,
+        headers=headers,
+        unwrap=unwrap,
+        deadline=call.started + runtime.settings.request_timeout_s,
+        idle_timeout_s=runtime.settings.stream_idle_timeout_s,
+    )
 
 
 def _stream_error(protocol: WireProtocol) -> Callable[[str], dict[str, Any]]:

@@ -58,18 +58,13 @@ class Principal:
 def presented_secret(headers: Mapping[str, str]) -> str:
     """The key from ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key``; all sent must agree."""
     found: set[str] = set()
+    getlist = getattr(headers, "getlist", None)  # Starlette headers keep repeated fields
     for name in KEY_HEADERS:
-        value = headers.get(name)
-        if value is None:
-            continue
-        if name == "authorization":
-            scheme, _, token = value.partition(" ")
-            if scheme.lower() != "bearer":
-                raise SubLaneError("invalid_api_key", "Use 'Authorization: Bearer <key>'.")
-            value = token
-        value = value.strip()
-        if value:
-            found.add(value)
+        values: list[str] = getlist(name) if getlist is not None else []
+        if getlist is None and headers.get(name) is not None:
+            values = [headers[name]]
+        for value in values:  # OPS-4: a repeated header counts every copy; all must agree
+            _add_presented(found, name, value)
     if not found:
         raise SubLaneError(
             "invalid_api_key", "Send your SubLane key as 'Authorization: Bearer <key>' or 'x-api-key'."
@@ -77,6 +72,17 @@ def presented_secret(headers: Mapping[str, str]) -> str:
     if len(found) > 1:
         raise SubLaneError("invalid_api_key", "The key headers disagree; send one key.")
     return found.pop()
+
+
+def _add_presented(found: set[str], name: str, value: str) -> None:
+    if name == "authorization":
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() != "bearer":
+            raise SubLaneError("invalid_api_key", "Use 'Authorization: Bearer <key>'.")
+        value = token
+    value = value.strip()
+    if value:
+        found.add(value)
 
 
 class KeyAuthenticator:

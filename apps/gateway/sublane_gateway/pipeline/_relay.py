@@ -248,11 +248,29 @@ async def relay_json(
     observe: Callable[[dict[str, Any]], None] | None,
     headers: Mapping[str, str],
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    *,
+    deadline: float | None = None,
+    idle_timeout_s: float = 0,
 ) -> JsonReply:
     """Relay an upstream JSON answer as it came (the payload inside it, when the upstream wraps
-    its answers: ``unwrap``) and finish the call from what ``observe`` saw."""
+    its answers: ``unwrap``) and finish the call from what ``observe`` saw.
+
+    ``deadline`` (monotonic, ADM-9) and ``idle_timeout_s`` (TIME-2) bound the read (OPS-4).
+    """
     try:
-        content = await response.aread()
+        content = await _read_bounded(call, response, deadline, idle_timeout_s)
+    except TimeoutError as timeout:
+        await response.aclose()
+        code = str(timeout) or "request_timeout"
+        call.finish(Outcome.ERROR, code)
+        if code == "stream_idle_timeout":
+            return error_reply(
+                protocol, 504, "upstream_timeout", "The provider sent nothing for too long.",
+                request_id=call.request_id,
+            )  # fmt: skip
+        return error_reply(
+            protocol, 504, "request_timeout", "The request ran past its deadline.", request_id=call.request_id
+        )
     except httpx.HTTPError:
         await response.aclose()
         call.finish(Outcome.ERROR, "upstream_stream_error")
@@ -281,3 +299,26 @@ async def relay_json(
     outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
     call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
     return JsonReply(response.status_code, content, dict(headers))
+
+
+async def _read_bounded(
+    call: ModelCall, response: httpx.Response, deadline: float | None, idle_timeout_s: float
+) -> bytes:
+    """The whole (decoded) body; ``TimeoutError("request_timeout"|"stream_idle_timeout")`` past a limit."""
+    clock = call.clock
+    chunks: list[bytes] = []
+    iterator = response.aiter_bytes().__aiter__()
+    while True:
+        wait: float | None = None
+        reason = "request_timeout"
+        if deadline is not None:
+            wait = max(0.0, deadline - clock.monotonic())
+        if idle_timeout_s and (wait is None or idle_timeout_s < wait):
+            wait, reason = idle_timeout_s, "stream_idle_timeout"
+        try:
+            chunk = await asyncio.wait_for(iterator.__anext__(), timeout=wait)
+        except StopAsyncIteration:
+            return b"".join(chunks)
+        except TimeoutError:
+            raise TimeoutError(reason) from None
+        chunks.append(chunk)

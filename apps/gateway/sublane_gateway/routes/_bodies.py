@@ -7,9 +7,16 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from sublane_core import SubLaneError
+from sublane_core import SubLaneError, json_problem
 
-MAX_BODY_BYTES = 64 * 1024 * 1024  # coding agents send long histories and images
+MAX_BODY_BYTES = 32 * 1024 * 1024  # OPS-1 default (SUBLANE_MAX_BODY_MB); long histories and images
+
+
+def body_limit(request: Request) -> int:
+    """The largest model-route body, in bytes (SUBLANE_MAX_BODY_MB)."""
+    gateway = getattr(request.app.state, "gateway", None)
+    settings = getattr(gateway, "settings", None)
+    return int(settings.max_body_mb) * 1024 * 1024 if settings is not None else MAX_BODY_BYTES
 
 
 async def read_json_object(request: Request) -> tuple[dict[str, Any], bytes]:
@@ -17,24 +24,41 @@ async def read_json_object(request: Request) -> tuple[dict[str, Any], bytes]:
     content_type = request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
     if content_type not in ("application/json", "") and not content_type.endswith("+json"):
         raise SubLaneError("unsupported_media_type")
+    limit = body_limit(request)
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+    if length is not None and length.isdigit() and int(length) > limit:
         raise SubLaneError("body_too_large")
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in request.stream():
+        async for chunk in request.stream():  # chunked bodies are counted too (OPS-1)
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
+            if size > limit:
                 raise SubLaneError("body_too_large")
             chunks.append(chunk)
     except ClientDisconnect:  # the client left before sending its body: nothing to answer
         raise SubLaneError("invalid_request", "The client closed the connection.") from None
     raw = b"".join(chunks)
+    return parse_json_object(raw), raw
+
+
+def parse_json_object(raw: bytes | str) -> dict[str, Any]:
+    """``raw`` as a JSON object that can be served: 400 for bad, too deep or non-Unicode JSON (OPS-1)."""
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested far beyond any real request
         raise SubLaneError("invalid_json") from None
     if not isinstance(body, dict):
         raise SubLaneError("invalid_request", "The body must be a JSON object.")
-    return body, raw
+    # Two byte scans (C speed) keep the walk off the hot path: a lone surrogate can only arrive as
+    # an escape, and nesting deeper than the limit needs at least that many brackets.
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    surrogates = b"\\ud" in data or b"\\uD" in data
+    if surrogates or data.count(b"[") + data.count(b"{") > _DEEP_HINT:
+        problem = json_problem(body, text=surrogates)
+        if problem is not None:
+            raise SubLaneError("invalid_request", problem)
+    return body
+
+
+_DEEP_HINT = 256

@@ -37,6 +37,7 @@ from sublane_gateway.pipeline import (
     serving_providers,
     split_model,
 )
+from sublane_gateway.routes._bodies import parse_json_object
 from sublane_protocols import read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
@@ -143,7 +144,8 @@ class ClientSocket:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await turn
                     return
-                self.turn_running = False
+                # A frame accepted while the turn was finishing (WAIT-7) is the next turn: keep the flag.
+                self.turn_running = not inbox.empty()
                 turn.result()
         finally:
             reader.cancel()
@@ -168,10 +170,14 @@ class ClientSocket:
                     if _frame_type(text) in ("response.processed", "response.append"):
                         continue  # acknowledgements; nothing to do
                     await self._send_error(
-                        _TurnError(400, "turn_in_progress", "A response is still running on this socket."),
+                        _TurnError(409, "turn_in_progress", "A response is still running on this socket."),
                         None,
+                        ends_turn=False,
                     )
                     continue
+                # OPS-4: one turn at a time. The flag is set here, as the frame is accepted, so frames
+                # sent back to back are refused instead of queueing behind the running turn.
+                self.turn_running = True
                 await inbox.put(text)
         except WebSocketDisconnect:
             pass
@@ -188,11 +194,12 @@ class ClientSocket:
 
     async def _turn(self, text: str) -> None:
         try:
-            frame = json.loads(text)
-        except ValueError:
-            await self._send_error(_TurnError(400, "invalid_json", "The frame is not valid JSON."), None)
+            frame = parse_json_object(text)  # OPS-1: too deep or lone surrogates get an error frame
+        except SubLaneError as error:
+            message = "The frame is not valid JSON." if error.code == "invalid_json" else error.message
+            await self._send_error(_TurnError(400, error.code, message), None)
             return
-        if not isinstance(frame, dict) or frame.get("type") not in ("response.create", "response.processed"):
+        if frame.get("type") not in ("response.create", "response.processed"):
             await self._send_error(
                 _TurnError(400, "invalid_request", "Expected a 'response.create' frame."), None
             )
@@ -242,6 +249,8 @@ class ClientSocket:
         except asyncio.CancelledError:
             self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
             raise
+        except WebSocketDisconnect:  # the client left while a frame was on its way to it
+            self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
         except _TurnError as error:
             self._end(call, prewarm, Outcome.ERROR, error.code)
             await self._send_error(error, request_id)
@@ -300,7 +309,7 @@ class ClientSocket:
         self.turn_running = False
         await self.websocket.send_text(json.dumps({"type": "response.completed", "response": response}))
 
-    async def _connect(self, grant: Grant) -> _Upstream:
+    async def _connect(self, grant: Grant, model: str) -> _Upstream:
         runtime = self.runtime
         account = grant.account
         if self.upstream is not None:
@@ -324,7 +333,8 @@ class ClientSocket:
                     )
                     refreshed = True
                     continue
-                report_refusal(grant, failure, sender=runtime, model="")
+                # COOL-2, MCOOL-1: a refused handshake (5xx, 408) counts against this model only.
+                report_refusal(grant, failure, sender=runtime, model=model)
                 status = failure.status
                 raise _TurnError(
                     status if status < 500 else 502, failure.code, failure.message, failure.retry_after
@@ -337,14 +347,15 @@ class ClientSocket:
 
     async def _run(self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool) -> None:
         try:
-            upstream = await self._connect(grant)
+            upstream = await self._connect(grant, call.model)
         except SubLaneError as error:
             raise _TurnError(error.status, error.code, error.message, error.retry_after) from None
         observer = upstream.adapter.new_observer(call.state)
         try:
             await upstream.session.send_turn(body, model=call.model)
+            deadline = asyncio.get_running_loop().time() + self.runtime.settings.request_timeout_s
             while True:
-                text = await upstream.session.recv()
+                text = await self._recv(upstream, deadline)
                 await self._forward(call, upstream, text, observer, prewarm)
                 if call.state.finished:
                     break
@@ -356,6 +367,24 @@ class ClientSocket:
             ) from None
         outcome = call.state.outcome or Outcome.ERROR
         self._end(call, prewarm, outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+
+    async def _recv(self, upstream: _Upstream, deadline: float) -> str:
+        """The next upstream frame, within the turn deadline (ADM-9) and the idle timeout (TIME-2, OPS-4)."""
+        settings = self.runtime.settings
+        remaining = deadline - asyncio.get_running_loop().time()
+        idle = settings.stream_idle_timeout_s
+        limit = min(remaining, idle) if idle > 0 else remaining
+        try:
+            return await asyncio.wait_for(upstream.session.recv(), timeout=max(0.0, limit))
+        except TimeoutError:
+            self.upstream = None  # mid-response: this upstream socket cannot carry another turn
+            with contextlib.suppress(Exception):
+                await upstream.close()
+            if idle > 0 and limit == idle and remaining > idle:
+                raise _TurnError(
+                    504, "stream_idle_timeout", "The provider sent nothing for too long."
+                ) from None
+            raise _TurnError(504, "request_timeout", "The turn ran past its deadline.") from None
 
     async def _forward(
         self, call: ModelCall, upstream: _Upstream, text: str, observer: StreamObserver, prewarm: bool

@@ -41,7 +41,7 @@ def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         issued = parse_timestamp(data.get("timestamp"))
         lifetime = data.get("expires_in")
         if issued is not None and isinstance(lifetime, int | float) and not isinstance(lifetime, bool):
-            expires_at = issued + float(lifetime)
+            expires_at = parse_timestamp(issued + lifetime) if abs(lifetime) < 1e11 else None
     if access_token is None:
         expires_at = None  # nothing usable until the first refresh
 

@@ -1,0 +1,56 @@
+"""OPS-4: a client has ``SUBLANE_CLIENT_HEADER_TIMEOUT_S`` to send a request's headers.
+
+Uvicorn bounds idle keep-alive connections, but a header trickled one byte at a time keeps
+cancelling that timer, so one socket could be held for ever. This protocol (uvicorn's httptools
+protocol plus one timer) closes a connection whose request headers are not complete in time,
+counted from the connection's opening or the request's first byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from asyncio import TimerHandle
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+def header_bounded_protocol(header_timeout_s: float) -> type[HttpToolsProtocol]:
+    """An httptools protocol class that closes connections slower than ``header_timeout_s``."""
+
+    class HeaderBoundedProtocol(HttpToolsProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._header_timer: TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self._header_timer is None:
+                self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(header_timeout_s, self._expired)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _expired(self) -> None:
+            self._header_timer = None
+            if self.cycle is None or self.cycle.response_complete:  # not inside a running request
+                self.transport.close()
+
+    return HeaderBoundedProtocol
