@@ -166,10 +166,11 @@ async def _next_turn(ws: Any) -> list[dict[str, Any]]:
     return await _frames_until_end(ws)
 
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
+_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20)
+_JSON = st.one_of(
+    _LEAF,
+    st.lists(_LEAF, max_size=4),
+    st.dictionaries(st.text(max_size=8), _LEAF | st.lists(_LEAF, max_size=3), max_size=4),
 )
 _FIELDS = st.sampled_from(["model", "input", "messages", "stream", "max_tokens", "tools", "metadata", "n"])
 
