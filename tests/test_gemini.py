@@ -321,3 +321,43 @@ class socket_that_refuses:
 
     def __exit__(self, *_exc: object) -> None:
         return None
+
+
+def test_agl_3_a_provider_limit_answers_model_rate_limited_with_a_bounded_hint(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = gemini_pool(make_pool)
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="QUOTA_EXHAUSTED", retry_delay="3h")
+    )
+    relayed = generate(pool)
+    assert relayed.status_code == 429 and _error(relayed)["details"][0]["reason"] == "model_rate_limited"
+    assert 1 <= int(relayed.headers["retry-after"]) <= 3600  # bounded, however long the upstream says
+    stored = generate(pool)
+    assert stored.status_code == 429 and _error(stored)["details"][0]["reason"] == "model_rate_limited"
+    assert 1 <= int(stored.headers["retry-after"]) <= 3600
+    assert generate(pool, model=OTHER).status_code == 200
+
+
+def test_agl_5_the_card_counts_limited_models_and_the_account_stays_schedulable(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = gemini_pool(make_pool)
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="RATE_LIMIT_EXCEEDED", retry_delay="60s")
+    )
+    assert generate(pool).status_code == 429
+    state = _runtime(pool)[pool.account_ids[0]]
+    assert state["state"] == "model_limited" and len(state["limited_models"]) == 1
+    assert state["cooldown_until"] is None  # no account-wide cooldown
+    assert generate(pool, model=OTHER).status_code == 200
+
+
+def test_cat_3_the_group_catalogue_lists_native_ids_once_in_both_shapes(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = gemini_pool(make_pool, accounts=2)
+    openai_shape = [model["id"] for model in pool.client().get("/v1/models").json()["data"]]
+    gemini_shape = [model["name"] for model in client(pool).get("/v1beta/models").json()["models"]]
+    assert len(openai_shape) == len(set(openai_shape)) and MODEL in openai_shape
+    assert gemini_shape == [f"models/{model}" for model in openai_shape]
