@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
 
 from sublane_core import Outcome, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._relay import finish_call
+from sublane_gateway.pipeline._relay import decoded, finish_call
 from sublane_protocols import new_collector
-from sublane_providers import SseFramer, StreamObserver, parse_event
+from sublane_providers import SseFramer, StreamObserver
 
 
 async def collect_stream(
@@ -29,16 +28,7 @@ async def collect_stream(
     try:
         async with asyncio.timeout(max(0.0, deadline - call.clock.monotonic())):
             async for chunk in response.aiter_raw():
-                for block in framer.feed(chunk):
-                    event = parse_event(block)
-                    if event.data is None:
-                        continue
-                    try:
-                        payload = json.loads(event.data)
-                    except ValueError:
-                        continue
-                    if not isinstance(payload, dict):
-                        continue
+                for payload in decoded(framer.feed(chunk)):
                     observer.observe_payload(payload)
                     call.note_output()
                     collector.feed(payload)
