@@ -57,8 +57,11 @@ class Translator(ABC):
         """The upstream body for the client's body; raises :class:`TranslationRefused`."""
 
     @abstractmethod
-    def new_stream(self, body: Mapping[str, Any], *, model: str, created: int) -> StreamTranslator:
-        """A stream translator for one call (``body`` is the client's, for its stream options)."""
+    def new_stream(
+        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+    ) -> StreamTranslator:
+        """A stream translator for one call (``body`` is the client's, for its stream options;
+        ``json_array``: a Gemini client that asked for one JSON array instead of SSE)."""
 
     @abstractmethod
     def answer(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:

@@ -84,8 +84,6 @@ def test_every_registered_translator_is_keyed_by_its_own_client_and_upstream(
     assert isinstance(translator, Translator)
     assert (translator.client, translator.upstream) == pair
     assert translator.client != translator.upstream  # a pass-through needs no translator
-    # ClassVars of the class, not per-instance state.
-    assert (type(translator).client, type(translator).upstream) == pair
 
 
 # --- ChatOverResponses as a Translator ----------------------------------------------------------------

@@ -8,13 +8,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import WireProtocol
-from sublane_protocols._translators import TranslationRefused, Translator
+from sublane_protocols._hub import ClientSide, HubTranslator
+from sublane_protocols._translators import TranslationRefused
 from sublane_protocols.chat._translate import (
     ChatRequestError,
     ChatStreamTranslator,
     chat_to_responses,
     responses_to_chat_completion,
 )
+from sublane_protocols.responses._client_side import ResponsesClientSide
 from sublane_protocols.responses._errors import openai_error_body
 
 DONE = b"data: [DONE]\n\n"
@@ -57,13 +59,12 @@ class ChatFrames:
         return DONE
 
 
-class ChatOverResponses(Translator):
-    """Chat Completions ⇄ Responses (PROTOCOLS.md §1.3–1.5)."""
+class ChatClientSide(ClientSide):
+    """Chat Completions as a client speaks it, to and from the Responses hub (PROTOCOLS.md §1.3–1.5)."""
 
-    client = WireProtocol.CHAT_COMPLETIONS
-    upstream = WireProtocol.RESPONSES
+    protocol = WireProtocol.CHAT_COMPLETIONS
 
-    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def request_to_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
         try:
             translated = chat_to_responses(body)
         except ChatRequestError as error:
@@ -73,7 +74,9 @@ class ChatOverResponses(Translator):
             translated["prompt_cache_key"] = key  # keeps the conversation on one upstream cache
         return translated
 
-    def new_stream(self, body: Mapping[str, Any], *, model: str, created: int) -> ChatFrames:
+    def new_frames(
+        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+    ) -> ChatFrames:
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         translator = ChatStreamTranslator(
@@ -81,7 +84,20 @@ class ChatOverResponses(Translator):
         )
         return ChatFrames(translator)
 
-    def answer(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
+    def answer_from_responses(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
         return responses_to_chat_completion(
             final, model=model, completion_id=new_completion_id(), created=created
         )
+
+
+class ChatOverResponses(HubTranslator):
+    """The Chat Completions ⇄ Responses cell: the Chat client side straight onto the hub."""
+
+    def __init__(self) -> None:
+        self._chat = ChatClientSide()
+        super().__init__(self._chat, None, ResponsesClientSide())
+
+    def new_stream(
+        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+    ) -> ChatFrames:
+        return self._chat.new_frames(body, model=model, created=created)

@@ -1,0 +1,167 @@
+"""Translation through one hub: every protocol is translated to and from OpenAI Responses.
+
+Four client protocols and three upstream protocols make twelve cells; nine of them translate.
+Instead of nine pairwise translators, each protocol has two sides, written once:
+
+- an :class:`UpstreamSide` (Messages, Gemini) turns a Responses request into its own request and
+  its own answers and events back into Responses answers and events;
+- a :class:`ClientSide` (Chat Completions, Messages, Gemini) turns its own request into a
+  Responses request and Responses answers and events into its own.
+
+A cell is the composition (:class:`HubTranslator`): client request → Responses → upstream request;
+upstream events → Responses events → client frames. Responses is the hub because it is the richest
+of the four (reasoning items, parallel function calls, images, structured output, usage with
+cached and reasoning tokens), so nothing a pair could carry is lost in the middle. The Responses
+events a side emits follow the order OpenAI's own stream has (``response.created``, then per output
+item ``output_item.added`` … deltas … ``output_item.done``, then one terminal
+``response.completed`` / ``response.incomplete`` / ``response.failed``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol
+
+from sublane_core import WireProtocol
+from sublane_protocols._translators import StreamTranslator, Translator
+
+
+class EventsToResponses(Protocol):
+    """One call's upstream events (decoded, unwrapped) in, Responses events out."""
+
+    def feed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The Responses events for one upstream event (often none, sometimes several)."""
+        ...
+
+
+class UpstreamSide(ABC):
+    """A protocol as an upstream speaks it, seen from the hub."""
+
+    protocol: ClassVar[WireProtocol]
+
+    @abstractmethod
+    def request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The upstream body for a Responses body; raises ``TranslationRefused`` (XLAT-3)."""
+
+    @abstractmethod
+    def new_events(self, *, model: str) -> EventsToResponses:
+        """An incremental translator of this protocol's stream events into Responses events."""
+
+    @abstractmethod
+    def answer_to_responses(self, final: Mapping[str, Any], *, model: str) -> dict[str, Any]:
+        """The Responses ``response`` object for this protocol's JSON answer."""
+
+    def count_request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The body of the upstream's own token count for a Responses body; ``None`` without one."""
+        return None
+
+    def counted_tokens(self, answer: Mapping[str, Any]) -> int:
+        """The input token count in the upstream's count answer."""
+        raise NotImplementedError
+
+
+class ClientSide(ABC):
+    """A protocol as a client speaks it, seen from the hub."""
+
+    protocol: ClassVar[WireProtocol]
+
+    @abstractmethod
+    def request_to_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The Responses body for the client's body; raises ``TranslationRefused`` (XLAT-3)."""
+
+    @abstractmethod
+    def new_frames(
+        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+    ) -> StreamTranslator:
+        """Responses events in, the client's stream frames (bytes) out, for one call."""
+
+    @abstractmethod
+    def answer_from_responses(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
+        """The client's JSON answer for a Responses ``response`` object."""
+
+    def count_request_to_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The Responses body of a token-count call (the same translation as an inference)."""
+        return self.request_to_responses(body)
+
+    def count_answer(self, tokens: int) -> dict[str, Any]:
+        """The client's answer to a token-count call."""
+        raise NotImplementedError
+
+
+class _Composed:
+    """Upstream events → Responses events → client frames."""
+
+    __slots__ = ("_events", "_frames")
+
+    def __init__(self, events: EventsToResponses, frames: StreamTranslator) -> None:
+        self._events = events
+        self._frames = frames
+
+    @property
+    def finished(self) -> bool:
+        return self._frames.finished
+
+    def feed(self, payload: Mapping[str, Any]) -> bytes:
+        frames = self._frames
+        return b"".join(frames.feed(event) for event in self._events.feed(payload))
+
+    def trailer(self, error_code: str | None) -> bytes:
+        return self._frames.trailer(error_code)
+
+
+class HubTranslator(Translator):
+    """One cell of the matrix, composed of a client side and an upstream side (either may be the
+    hub itself, ``None``)."""
+
+    def __init__(self, client: ClientSide | None, upstream: UpstreamSide | None, hub: ClientSide) -> None:
+        """``hub`` is the Responses client side: the frames when the client speaks Responses."""
+        self._client = client
+        self._upstream = upstream
+        self._hub = hub
+        self.client = client.protocol if client is not None else WireProtocol.RESPONSES  # type: ignore[misc]
+        self.upstream = upstream.protocol if upstream is not None else WireProtocol.RESPONSES  # type: ignore[misc]
+
+    @property
+    def client_side(self) -> ClientSide:
+        return self._client if self._client is not None else self._hub
+
+    @property
+    def upstream_side(self) -> UpstreamSide | None:
+        return self._upstream
+
+    def to_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The client's body as a Responses body (the hub's form)."""
+        return self._client.request_to_responses(body) if self._client is not None else dict(body)
+
+    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        hub_body = self.to_responses(body)
+        if self._upstream is None:
+            return hub_body
+        return self._upstream.request_from_responses(hub_body)
+
+    def new_events(self, *, model: str) -> EventsToResponses:
+        """The upstream's events as Responses events (for transports that frame them themselves)."""
+        if self._upstream is None:
+            return _Identity()
+        return self._upstream.new_events(model=model)
+
+    def new_stream(
+        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+    ) -> StreamTranslator:
+        frames = self.client_side.new_frames(body, model=model, created=created, json_array=json_array)
+        if self._upstream is None:
+            return frames  # the upstream speaks the hub: its events go straight to the client side
+        return _Composed(self._upstream.new_events(model=model), frames)
+
+    def answer(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
+        upstream = self._upstream
+        hub_final = final if upstream is None else upstream.answer_to_responses(final, model=model)
+        return self.client_side.answer_from_responses(hub_final, model=model, created=created)
+
+
+class _Identity:
+    __slots__ = ()
+
+    def feed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [dict(payload)]
