@@ -45,11 +45,14 @@ class UpstreamSide(ABC):
         """The upstream body for a Responses body; raises ``TranslationRefused`` (XLAT-3)."""
 
     @abstractmethod
-    def new_events(self, *, model: str) -> EventsToResponses:
-        """An incremental translator of this protocol's stream events into Responses events."""
+    def new_events(self, request: Mapping[str, Any], *, model: str) -> EventsToResponses:
+        """An incremental translator of this protocol's stream events into Responses events;
+        ``request`` is the call's Responses (hub) body (which tools are custom tools, …)."""
 
     @abstractmethod
-    def answer_to_responses(self, final: Mapping[str, Any], *, model: str) -> dict[str, Any]:
+    def answer_to_responses(
+        self, final: Mapping[str, Any], *, model: str, request: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """The Responses ``response`` object for this protocol's JSON answer."""
 
     def count_request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -140,11 +143,12 @@ class HubTranslator(Translator):
             return hub_body
         return self._upstream.request_from_responses(hub_body)
 
-    def new_events(self, *, model: str) -> EventsToResponses:
-        """The upstream's events as Responses events (for transports that frame them themselves)."""
+    def new_events(self, body: Mapping[str, Any], *, model: str) -> EventsToResponses:
+        """The upstream's events as Responses events (for transports that frame them themselves);
+        ``body`` is the client's."""
         if self._upstream is None:
             return _Identity()
-        return self._upstream.new_events(model=model)
+        return self._upstream.new_events(self.to_responses(body), model=model)
 
     def new_stream(
         self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
@@ -152,11 +156,22 @@ class HubTranslator(Translator):
         frames = self.client_side.new_frames(body, model=model, created=created, json_array=json_array)
         if self._upstream is None:
             return frames  # the upstream speaks the hub: its events go straight to the client side
-        return _Composed(self._upstream.new_events(model=model), frames)
+        return _Composed(self._upstream.new_events(self.to_responses(body), model=model), frames)
 
-    def answer(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
+    def answer(
+        self,
+        final: Mapping[str, Any],
+        *,
+        model: str,
+        created: int,
+        body: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         upstream = self._upstream
-        hub_final = final if upstream is None else upstream.answer_to_responses(final, model=model)
+        if upstream is None:
+            hub_final = final
+        else:
+            request = self.to_responses(body) if body is not None else {}
+            hub_final = upstream.answer_to_responses(final, model=model, request=request)
         return self.client_side.answer_from_responses(hub_final, model=model, created=created)
 
 

@@ -64,8 +64,15 @@ class Translator(ABC):
         ``json_array``: a Gemini client that asked for one JSON array instead of SSE)."""
 
     @abstractmethod
-    def answer(self, final: Mapping[str, Any], *, model: str, created: int) -> dict[str, Any]:
-        """The client's JSON answer for the upstream's final answer."""
+    def answer(
+        self,
+        final: Mapping[str, Any],
+        *,
+        model: str,
+        created: int,
+        body: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The client's JSON answer for the upstream's final answer (``body``: the client's)."""
 
 
 _TRANSLATORS: dict[tuple[WireProtocol, WireProtocol], Translator] = {}
