@@ -10,6 +10,14 @@ from sublane_protocols import chat, gemini, messages, responses
 from sublane_protocols._collect import Collector, new_collector
 from sublane_protocols._errors import ErrorAnswer, error_headers, render_error, request_id_headers
 from sublane_protocols._framing import ReframedStream
+from sublane_protocols._hub import (
+    ClientSide,
+    EventsToResponses,
+    HubTranslator,
+    UpstreamSide,
+    client_side,
+    upstream_side,
+)
 from sublane_protocols._intent import CallIntent, read_intent, require_model
 from sublane_protocols._translators import (
     StreamTranslator,
@@ -38,6 +46,12 @@ __all__ = [
     "render_error",
     "request_id_headers",
     # translation
+    "ClientSide",
+    "EventsToResponses",
+    "HubTranslator",
+    "UpstreamSide",
+    "client_side",
+    "upstream_side",
     "Collector",
     "new_collector",
     "ReframedStream",

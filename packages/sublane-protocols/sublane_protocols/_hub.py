@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from sublane_core import WireProtocol
-from sublane_protocols._translators import StreamTranslator, Translator
+from sublane_protocols._translators import StreamTranslator, Translator, register_translator
 
 
 class EventsToResponses(Protocol):
@@ -39,6 +39,8 @@ class UpstreamSide(ABC):
     """A protocol as an upstream speaks it, seen from the hub."""
 
     protocol: ClassVar[WireProtocol]
+    #: Its events are the hub's own (Responses): a stream needs no event translation.
+    speaks_hub: ClassVar[bool] = False
 
     @abstractmethod
     def request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,7 +156,7 @@ class HubTranslator(Translator):
         self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
     ) -> StreamTranslator:
         frames = self.client_side.new_frames(body, model=model, created=created, json_array=json_array)
-        if self._upstream is None:
+        if self._upstream is None or self._upstream.speaks_hub:
             return frames  # the upstream speaks the hub: its events go straight to the client side
         return _Composed(self._upstream.new_events(self.to_responses(body), model=model), frames)
 
@@ -180,3 +182,38 @@ class _Identity:
 
     def feed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [dict(payload)]
+
+
+_CLIENT_SIDES: dict[WireProtocol, ClientSide] = {}
+_UPSTREAM_SIDES: dict[WireProtocol, UpstreamSide] = {}
+
+
+def _fill_matrix() -> None:
+    hub = _CLIENT_SIDES.get(WireProtocol.RESPONSES)
+    if hub is None:
+        return
+    for client, client_side in _CLIENT_SIDES.items():
+        for upstream, upstream_side in _UPSTREAM_SIDES.items():
+            if client != upstream:
+                side = None if client is WireProtocol.RESPONSES else client_side
+                register_translator(HubTranslator(side, upstream_side, hub))
+
+
+def register_client_side(side: ClientSide) -> None:
+    """Add a client protocol: every upstream side registered so far gets its cell."""
+    _CLIENT_SIDES[side.protocol] = side
+    _fill_matrix()
+
+
+def register_upstream_side(side: UpstreamSide) -> None:
+    """Add an upstream protocol: every client side registered so far gets its cell."""
+    _UPSTREAM_SIDES[side.protocol] = side
+    _fill_matrix()
+
+
+def client_side(protocol: WireProtocol) -> ClientSide | None:
+    return _CLIENT_SIDES.get(protocol)
+
+
+def upstream_side(protocol: WireProtocol) -> UpstreamSide | None:
+    return _UPSTREAM_SIDES.get(protocol)

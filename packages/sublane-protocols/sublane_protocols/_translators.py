@@ -82,6 +82,10 @@ def register_translator(translator: Translator) -> None:
     _TRANSLATORS[(translator.client, translator.upstream)] = translator
 
 
+def _clear_for_tests() -> None:  # pragma: no cover - used by registry tests only
+    _TRANSLATORS.clear()
+
+
 def translator_for(client: WireProtocol, upstream: WireProtocol) -> Translator | None:
     """The translator of the pair; ``None`` for a pass-through (same protocol) or an unserved pair."""
     return _TRANSLATORS.get((client, upstream))

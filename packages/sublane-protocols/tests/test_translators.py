@@ -13,11 +13,11 @@ from openai.types.responses.response_create_params import ResponseCreateParamsSt
 from pydantic import TypeAdapter
 
 from sublane_core import WireProtocol
-from sublane_protocols import TranslationRefused, Translator, can_serve, translator_for
+from sublane_protocols import HubTranslator, TranslationRefused, Translator, can_serve, translator_for
 from sublane_protocols.chat import ChatFrames, ChatOverResponses
 
 PROTOCOLS = tuple(WireProtocol)
-TRANSLATED = {(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES): ChatOverResponses}
+TRANSLATED = {(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES): HubTranslator}
 UNSERVED = [
     pair for pair in itertools.permutations(PROTOCOLS, 2) if pair not in TRANSLATED
 ]  # e.g. (messages, responses): a Claude Code client on a Codex account
@@ -55,9 +55,7 @@ def test_translated_pairs_are_servable_by_their_translator(
 
 def test_chat_completions_client_is_served_by_a_responses_upstream() -> None:
     assert can_serve(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES)
-    assert isinstance(
-        translator_for(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES), ChatOverResponses
-    )
+    assert isinstance(translator_for(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES), HubTranslator)
     # The pair is directed: a Responses client is not served by a Chat Completions upstream.
     assert not can_serve(WireProtocol.RESPONSES, WireProtocol.CHAT_COMPLETIONS)
 
@@ -114,7 +112,7 @@ def test_chat_over_responses_request_without_a_usable_prompt_cache_key(key: obje
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("n", 2), ("stop", ["\n"]), ("logprobs", True), ("functions", [{"name": "f"}])],
+    [("n", 2), ("logprobs", True), ("functions", [{"name": "f"}])],
 )
 def test_chat_over_responses_refuses_with_translation_refused_naming_the_field(
     field: str, value: object
@@ -134,3 +132,31 @@ def test_chat_over_responses_new_stream_is_a_stream_translator() -> None:
     assert isinstance(frames, ChatFrames)
     assert frames.finished is False
     assert frames.feed({"type": "response.in_progress"}) == b""
+
+
+def test_xlat_3_stop_sequences_refused_for_the_codex_backend() -> None:
+    body = {"model": "gpt-5-codex", "messages": [{"role": "user", "content": "hi"}], "stop": ["\n"]}
+    with pytest.raises(TranslationRefused) as caught:
+        ChatOverResponses().request(body)
+    assert (caught.value.code, caught.value.param) == ("unsupported_for_provider", "stop")
+
+
+def test_xlat_2_chat_sampling_reaches_the_hub_and_the_codex_leg_drops_what_it_refuses() -> None:
+    body = {
+        "model": "gpt-5-codex",
+        "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_tokens": 100,
+        "stop": "END",
+    }
+    translator = ChatOverResponses()
+    hub = translator.to_responses(body)
+    assert (hub["temperature"], hub["top_p"], hub["max_output_tokens"], hub["stop"]) == (
+        0.2,
+        0.9,
+        100,
+        ["END"],
+    )
+    request = translator.request({k: v for k, v in body.items() if k != "stop"})
+    assert not {"temperature", "top_p", "max_output_tokens", "stop"} & set(request)

@@ -2,9 +2,9 @@
 
 from sublane_core import WireProtocol
 from sublane_protocols._errors import register_error_shape
+from sublane_protocols._hub import register_client_side
 from sublane_protocols._intent import register_intent_reader
-from sublane_protocols._translators import register_translator
-from sublane_protocols.chat._over_responses import ChatFrames, ChatOverResponses
+from sublane_protocols.chat._over_responses import ChatClientSide, ChatFrames, ChatOverResponses
 from sublane_protocols.chat._translate import (
     ChatRequestError,
     ChatStreamTranslator,
@@ -16,9 +16,10 @@ from sublane_protocols.responses._intent import read_openai_intent
 
 register_intent_reader(WireProtocol.CHAT_COMPLETIONS, read_openai_intent)
 register_error_shape(WireProtocol.CHAT_COMPLETIONS, render_openai_error)
-register_translator(ChatOverResponses())
+register_client_side(ChatClientSide())
 
 __all__ = [
+    "ChatClientSide",
     "ChatFrames",
     "ChatOverResponses",
     "ChatRequestError",

@@ -1,4 +1,4 @@
-"""A Chat Completions client served by a Responses upstream: the translator of that pair."""
+"""Chat Completions as a client speaks it, seen from the hub, and its cell with a Responses upstream."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from sublane_protocols.chat._translate import (
 )
 from sublane_protocols.responses._client_side import ResponsesClientSide
 from sublane_protocols.responses._errors import openai_error_body
+from sublane_protocols.responses._upstream_side import ResponsesUpstreamSide
 
 DONE = b"data: [DONE]\n\n"
 
@@ -59,19 +60,42 @@ class ChatFrames:
         return DONE
 
 
+def _sampling(body: Mapping[str, Any], stop: Any) -> dict[str, Any]:
+    """The sampling settings ``chat_to_responses`` validated, in the hub's fields; the Codex leg
+    drops those its backend refuses, other upstreams honour them (XLAT-2)."""
+    hub: dict[str, Any] = {}
+    for field in ("temperature", "top_p"):
+        if body.get(field) is not None:
+            hub[field] = body[field]
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if limit is not None:
+        hub["max_output_tokens"] = limit
+    if isinstance(stop, str) and stop:
+        hub["stop"] = [stop]
+    elif isinstance(stop, list) and stop:
+        if not all(isinstance(item, str) for item in stop):
+            raise TranslationRefused("'stop' must be a string or a list of strings.", param="stop")
+        hub["stop"] = list(stop)
+    elif stop not in (None, "", []):
+        raise TranslationRefused("'stop' must be a string or a list of strings.", param="stop")
+    return hub
+
+
 class ChatClientSide(ClientSide):
     """Chat Completions as a client speaks it, to and from the Responses hub (PROTOCOLS.md §1.3–1.5)."""
 
     protocol = WireProtocol.CHAT_COMPLETIONS
 
     def request_to_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        stop = body.get("stop")
         try:
-            translated = chat_to_responses(body)
+            translated = chat_to_responses({k: v for k, v in body.items() if k != "stop"})
         except ChatRequestError as error:
             raise TranslationRefused(error.message, param=error.param) from None
         key = body.get("prompt_cache_key")
         if isinstance(key, str) and key:
             translated["prompt_cache_key"] = key  # keeps the conversation on one upstream cache
+        translated.update(_sampling(body, stop))
         return translated
 
     def new_frames(
@@ -95,7 +119,7 @@ class ChatOverResponses(HubTranslator):
 
     def __init__(self) -> None:
         self._chat = ChatClientSide()
-        super().__init__(self._chat, None, ResponsesClientSide())
+        super().__init__(self._chat, ResponsesUpstreamSide(), ResponsesClientSide())
 
     def new_stream(
         self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
