@@ -198,6 +198,21 @@ class Affinity(SQLModel, table=True):
     last_used_at: float
 
 
+class AccountModels(SQLModel, table=True):
+    """An account's model catalogue as last discovered (CAT-1)."""
+
+    __tablename__ = "account_models"
+
+    account_id: int = Field(
+        sa_column=sa.Column(sa.Integer, sa.ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    )
+    models: list[str] = Field(default_factory=list, sa_column=sa.Column(sa.JSON, nullable=False))
+    served: list[str] = Field(
+        default_factory=list, sa_column=sa.Column(sa.JSON, nullable=False), description="with aliases (CAT-2)"
+    )
+    discovered_at: float = 0.0
+
+
 class QuotaObservation(SQLModel, table=True):
     """One normalized quota window of an account as last observed (QUOTA-2, QUOTA-8)."""
 

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from sublane_core import WireProtocol
+from sublane_protocols._collect import Collector
+from sublane_protocols._estimate import estimate_input_tokens
 from sublane_protocols._translators import StreamTranslator, Translator, register_translator
 
 
@@ -160,6 +162,31 @@ class HubTranslator(Translator):
             return frames  # the upstream speaks the hub: its events go straight to the client side
         return _Composed(self._upstream.new_events(self.to_responses(body), model=model), frames)
 
+    def count_request(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """``(hub body, upstream count body)`` of a token-count call; the second is ``None`` when the
+        upstream has no count of its own (then :func:`estimate_input_tokens` of the first)."""
+        hub = self.client_side.count_request_to_responses(body)
+        upstream = self._upstream
+        return hub, (upstream.count_request_from_responses(hub) if upstream is not None else None)
+
+    def count_answer(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        """The client's count answer for the upstream's."""
+        assert self._upstream is not None
+        return self.client_side.count_answer(self._upstream.counted_tokens(answer))
+
+    def estimated_count_answer(self, hub: Mapping[str, Any]) -> dict[str, Any]:
+        """The client's count answer, estimated (an upstream without a count)."""
+        return self.client_side.count_answer(estimate_input_tokens(hub))
+
+    def new_collector(self, body: Mapping[str, Any], *, model: str) -> Collector:
+        """A collector of the upstream's stream into the hub's final ``response`` (a JSON answer
+        for a client that did not ask for a stream is collected from a stream, then
+        :meth:`ClientSide.answer_from_responses` gives the client's shape)."""
+        # Imported here: the responses package registers its sides with this module on import.
+        from sublane_protocols.responses._collect import ResponsesCollector
+
+        return _HubCollector(self.new_events(body, model=model), ResponsesCollector())
+
     def answer(
         self,
         final: Mapping[str, Any],
@@ -175,6 +202,21 @@ class HubTranslator(Translator):
             request = self.to_responses(body) if body is not None else {}
             hub_final = upstream.answer_to_responses(final, model=model, request=request)
         return self.client_side.answer_from_responses(hub_final, model=model, created=created)
+
+
+class _HubCollector:
+    __slots__ = ("_collector", "_events")
+
+    def __init__(self, events: EventsToResponses, collector: Collector) -> None:
+        self._events = events
+        self._collector = collector
+
+    def feed(self, payload: Mapping[str, Any]) -> None:
+        for event in self._events.feed(payload):
+            self._collector.feed(event)
+
+    def result(self) -> dict[str, Any] | None:
+        return self._collector.result()
 
 
 class _Identity:

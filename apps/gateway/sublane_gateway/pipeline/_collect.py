@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from sublane_core import Outcome, WireProtocol
+from sublane_core import Outcome
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._relay import decoded, finish_call
-from sublane_protocols import new_collector
+from sublane_protocols import Collector
 from sublane_providers import SseFramer, StreamObserver
 
 
@@ -18,11 +19,15 @@ async def collect_stream(
     call: ModelCall,
     response: httpx.Response,
     observer: StreamObserver,
-    protocol: WireProtocol,
+    collector: Collector,
     timeout_s: float,
+    *,
+    unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
-    """Read the whole stream; the final answer, or ``None`` when the stream failed. Finishes the call."""
-    collector = new_collector(protocol)
+    """Read the whole stream into ``collector``; its answer, or ``None`` when the stream failed.
+
+    Finishes the call. ``unwrap`` takes an upstream's envelope off each event first.
+    """
     framer = SseFramer()
     deadline = call.started + timeout_s
     try:
@@ -31,7 +36,7 @@ async def collect_stream(
                 for payload in decoded(framer.feed(chunk)):
                     observer.observe_payload(payload)
                     call.note_output()
-                    collector.feed(payload)
+                    collector.feed(payload if unwrap is None else unwrap(payload))
     except httpx.HTTPError:
         call.state.error_code = "upstream_stream_error"
     except TimeoutError:

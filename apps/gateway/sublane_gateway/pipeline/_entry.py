@@ -20,7 +20,7 @@ from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol,
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
-from sublane_gateway.pipeline._relay import relay_json, stream_reply
+from sublane_gateway.pipeline._relay import Unwrapped, relay_json, stream_reply
 from sublane_gateway.pipeline._reply import JsonReply, Reply, error_reply, json_reply, sublane_error_reply
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import (
@@ -31,11 +31,14 @@ from sublane_gateway.pipeline._schedule import (
     upstream_operation,
 )
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
+from sublane_gateway.pipeline._translate import UpstreamBody, providers_listing, upstream_body
 from sublane_protocols import (
     CallIntent,
+    HubTranslator,
     ReframedStream,
     StreamTranslator,
     TranslationRefused,
+    new_collector,
     read_intent,
     render_error,
     request_id_headers,
@@ -68,13 +71,16 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     prefix, model = split_model(intent.model, runtime.adapters)
     operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
     providers = serving_providers(runtime.adapters, protocol, operation, prefix)
-    if not providers:
+    listing = await providers_listing(runtime, principal, model, providers)
+    if isinstance(listing, SubLaneError):
+        return sublane_error_reply(protocol, listing)
+    if not listing:
         shown = f"{prefix}/{model}" if prefix else model
         return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
-    try:
-        bodies = _upstream_bodies(runtime, protocol, providers, dict(spec.body, model=model))
-    except TranslationRefused as refused:
-        return error_reply(protocol, 400, refused.code, refused.message, param=refused.param)
+    bodies = _upstream_bodies(runtime, protocol, listing, dict(spec.body, model=model), operation)
+    if isinstance(bodies, TranslationRefused):
+        return error_reply(protocol, 400, bodies.code, bodies.message, param=bodies.param)
+    providers = tuple(name for name in listing if runtime.adapters[name].protocol in bodies)
     call = ModelCall.start(
         runtime.clock,
         runtime,
@@ -92,17 +98,28 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
 
 
 def _upstream_bodies(
-    runtime: ClientRuntime, protocol: WireProtocol, providers: tuple[str, ...], body: dict[str, Any]
-) -> dict[WireProtocol, dict[str, Any]]:
+    runtime: ClientRuntime,
+    protocol: WireProtocol,
+    providers: tuple[str, ...],
+    body: dict[str, Any],
+    operation: UpstreamOperation,
+) -> dict[WireProtocol, UpstreamBody] | TranslationRefused:
     """The request body in each upstream protocol the candidates speak, translated before any slot
-    is taken, so a body that cannot be translated is refused at once (XLAT-3)."""
-    bodies: dict[WireProtocol, dict[str, Any]] = {}
+    is taken (XLAT-3). A protocol the body cannot be translated to drops out; when none is left,
+    the first refusal is the answer."""
+    bodies: dict[WireProtocol, UpstreamBody] = {}
+    refusal: TranslationRefused | None = None
     for name in providers:
         upstream = runtime.adapters[name].protocol
         if upstream in bodies:
             continue
         translator = translator_for(protocol, upstream)
-        bodies[upstream] = body if translator is None else dict(translator.request(body), model=body["model"])
+        try:
+            bodies[upstream] = upstream_body(translator, body, operation)
+        except TranslationRefused as refused:
+            refusal = refusal or refused
+    if not bodies and refusal is not None:
+        return refusal
     return bodies
 
 
@@ -112,7 +129,7 @@ async def _open(
     principal: Principal,
     spec: CallSpec,
     providers: tuple[str, ...],
-    bodies: dict[WireProtocol, dict[str, Any]],
+    bodies: dict[WireProtocol, UpstreamBody],
     operation: UpstreamOperation,
     intent: CallIntent,
 ) -> tuple[httpx.Response, ProviderAdapter] | JsonReply:
@@ -131,8 +148,11 @@ async def _open(
         call.take(grant)
         account = grant.account
         adapter = runtime.adapters[account.provider]
-        body = bodies[adapter.protocol]
-        wanted = upstream_operation(adapter, operation)
+        upstream = bodies[adapter.protocol]
+        if upstream.body is None:  # a token count this upstream cannot do: estimated, no call
+            return _estimated_count(call, spec.protocol, upstream)
+        body = upstream.body
+        wanted = upstream_operation(adapter, operation, translated=adapter.protocol != spec.protocol)
         key = intent.conversation_key
         bound = key is not None
 
@@ -157,6 +177,14 @@ async def _open(
     call.upstream_status = response.status_code
     _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
     return response, adapter
+
+
+def _estimated_count(call: ModelCall, protocol: WireProtocol, upstream: UpstreamBody) -> JsonReply:
+    translator = translator_for(protocol, WireProtocol.RESPONSES)
+    assert isinstance(translator, HubTranslator) and upstream.hub is not None
+    call.finish(Outcome.SUCCESS)
+    answer = translator.estimated_count_answer(upstream.hub)
+    return json_reply(answer, headers=request_id_headers(protocol, call.request_id))
 
 
 def _observe_quota(
@@ -194,7 +222,11 @@ async def _relay(
     if operation is UpstreamOperation.STREAM:
         frames: StreamTranslator | None
         if translator is not None:
-            frames = translator.new_stream(spec.body, model=call.model, created=created)
+            frames = translator.new_stream(
+                spec.body, model=call.model, created=created, json_array=spec.json_array
+            )
+            if adapter.wrapped_events:
+                frames = Unwrapped(adapter.unwrap_event, frames)
         elif adapter.wrapped_events or spec.json_array:
             frames = ReframedStream(adapter.unwrap_event, _stream_error(protocol), json_array=spec.json_array)
         else:
@@ -204,17 +236,33 @@ async def _relay(
             return dataclasses.replace(reply, media_type="application/json")
         return reply
     headers = request_id_headers(protocol, call.request_id)
-    if upstream_operation(adapter, operation) is UpstreamOperation.STREAM:  # a JSON answer, collected
+    unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = (
+        adapter.unwrap_event if adapter.wrapped_events else None
+    )
+    translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
+    if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
+        # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)
+        # through the hub into one Responses object, then into the client's shape.
+        if isinstance(translator, HubTranslator):
+            collector = translator.new_collector(spec.body, model=call.model)
+            final = await collect_stream(
+                call, response, observer, collector, runtime.settings.request_timeout_s, unwrap=unwrap
+            )
+            if final is None:
+                return stream_failure_reply(call, protocol)
+            answer = translator.client_side.answer_from_responses(final, model=call.model, created=created)
+            return json_reply(answer, headers=headers)
         final = await collect_stream(
-            call, response, observer, adapter.protocol, runtime.settings.request_timeout_s
+            call, response, observer, new_collector(adapter.protocol), runtime.settings.request_timeout_s
         )
         if final is None:
             return stream_failure_reply(call, protocol)
         if translator is not None:
-            final = translator.answer(final, model=call.model, created=created)
+            final = translator.answer(final, model=call.model, created=created, body=spec.body)
         return json_reply(final, headers=headers)
     observe = None if operation is UpstreamOperation.COUNT_TOKENS else observer.observe_answer
-    unwrap = adapter.unwrap_event if adapter.wrapped_events else None
+    if isinstance(translator, HubTranslator) and operation is UpstreamOperation.COUNT_TOKENS:
+        unwrap = _count_answer(translator, unwrap)
     return await relay_json(
         call,
         response,
@@ -225,6 +273,17 @@ async def _relay(
         deadline=call.started + runtime.settings.request_timeout_s,
         idle_timeout_s=runtime.settings.stream_idle_timeout_s,
     )
+
+
+def _count_answer(
+    translator: HubTranslator, unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The upstream's count answer, unwrapped, in the client's shape."""
+
+    def answer(payload: dict[str, Any]) -> dict[str, Any]:
+        return translator.count_answer(unwrap(payload) if unwrap is not None else payload)
+
+    return answer
 
 
 def _stream_error(protocol: WireProtocol) -> Callable[[str], dict[str, Any]]:

@@ -115,17 +115,21 @@ async def relay_sse(
             blocks = framer.feed(chunk)
             if blocks:
                 observe_blocks(observer, blocks)
-                call.note_output()
                 last_event = clock.monotonic()
-                if call.state.finished:
-                    # The terminal event: record the call and free its slot before the client can
-                    # see the end and move on (WAIT-7); clients often close at once after it.
-                    on_end(call)
                 if transform is not None:
                     out = transform(blocks)
                     if out:
+                        call.note_output()  # XLAT-5: first output as the client sees it
+                    if call.state.finished:
+                        on_end(call)
+                    if out:
                         yield out
                 else:
+                    call.note_output()
+                    if call.state.finished:
+                        # The terminal event: record the call and free its slot before the client
+                        # can see the end and move on (WAIT-7); clients often close at once after it.
+                        on_end(call)
                     yield b"".join(blocks) if len(blocks) > 1 else blocks[0]
         ended = True
         if trailer is not None:
@@ -205,6 +209,26 @@ def decoded(blocks: list[bytes]) -> list[dict[str, Any]]:
         if isinstance(payload, dict):
             payloads.append(payload)
     return payloads
+
+
+class Unwrapped:
+    """A stream translator fed an upstream's events with their envelope taken off first."""
+
+    __slots__ = ("_frames", "_unwrap")
+
+    def __init__(self, unwrap: Callable[[dict[str, Any]], dict[str, Any]], frames: StreamTranslator) -> None:
+        self._unwrap = unwrap
+        self._frames = frames
+
+    @property
+    def finished(self) -> bool:
+        return self._frames.finished
+
+    def feed(self, payload: Mapping[str, Any]) -> bytes:
+        return self._frames.feed(self._unwrap(dict(payload)))
+
+    def trailer(self, error_code: str | None) -> bytes:
+        return self._frames.trailer(error_code)
 
 
 def stream_reply(

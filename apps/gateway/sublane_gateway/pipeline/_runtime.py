@@ -173,8 +173,8 @@ def build_runtime(
     catalog = ModelCatalog(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
-        {name: adapter.fallback_models for name, adapter in adapters.items()},
         {name: adapter.model_aliases for name, adapter in adapters.items()},
+        engine=engine,
     )
     scheduler = Scheduler(
         clock=clock,

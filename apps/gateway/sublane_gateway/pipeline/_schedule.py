@@ -25,10 +25,13 @@ def split_model(model: str, providers: Mapping[str, object]) -> tuple[str | None
     return None, model
 
 
-def upstream_operation(adapter: ProviderAdapter, operation: UpstreamOperation) -> UpstreamOperation:
+def upstream_operation(
+    adapter: ProviderAdapter, operation: UpstreamOperation, *, translated: bool = False
+) -> UpstreamOperation:
     """What to ask of ``adapter`` for a client's ``operation``: a JSON answer from an upstream that
-    only streams is collected from a stream."""
-    if operation is UpstreamOperation.JSON and adapter.json_from_stream:
+    only streams, or one in another protocol (translated through the hub's stream), is collected
+    from a stream."""
+    if operation is UpstreamOperation.JSON and (adapter.json_from_stream or translated):
         return UpstreamOperation.STREAM
     return operation
 
@@ -48,9 +51,11 @@ def serving_providers(
             continue
         if sessions and not adapter.sessions:
             continue
-        if (
-            can_serve(protocol, adapter.protocol)
-            and upstream_operation(adapter, operation) in adapter.operations
+        if not can_serve(protocol, adapter.protocol):
+            continue
+        translated = adapter.protocol != protocol
+        if upstream_operation(adapter, operation, translated=translated) in adapter.operations or (
+            translated and operation is UpstreamOperation.COUNT_TOKENS  # estimated (XLAT)
         ):
             names.append(name)
     return tuple(names)

@@ -1,0 +1,67 @@
+"""What the pipeline asks of the translation matrix: bodies per upstream protocol, and which
+providers of the key's group list the model at all (so a body is translated only for providers
+that could serve it, and a refusal only stands when no provider is left, XLAT-3)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sublane_core import SubLaneError, UpstreamOperation
+from sublane_gateway.pipeline._keys import Principal
+from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_protocols import HubTranslator, Translator
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamBody:
+    """The body for one upstream protocol; ``body is None``: a token count this upstream cannot
+    do, answered with an estimate from ``hub``."""
+
+    body: dict[str, Any] | None
+    hub: Mapping[str, Any] | None = None
+
+
+def upstream_body(
+    translator: Translator | None, body: dict[str, Any], operation: UpstreamOperation
+) -> UpstreamBody:
+    """The client's ``body`` for an upstream (``translator is None``: the same protocol)."""
+    if translator is None:
+        return UpstreamBody(body)
+    if operation is UpstreamOperation.COUNT_TOKENS and isinstance(translator, HubTranslator):
+        hub, counted = translator.count_request(body)
+        return UpstreamBody(None if counted is None else dict(counted, model=body["model"]), hub)
+    return UpstreamBody(dict(translator.request(body), model=body["model"]))
+
+
+async def providers_listing(
+    runtime: ClientRuntime, principal: Principal, model: str, providers: tuple[str, ...]
+) -> tuple[str, ...] | SubLaneError:
+    """The ``providers`` that have an account in the key's group listing ``model`` (CAT-3/4).
+
+    Order is kept. Only the group's enabled, authorized accounts count; the scheduler checks the
+    rest of eligibility (AFF-8) afterwards.
+    """
+    await runtime.directory.refresh()
+    accounts = [
+        account
+        for account in runtime.directory.of_group(principal.group_id)
+        if account.provider in providers and account.enabled and account.auth_ok
+    ]
+    lists = await asyncio.gather(*(runtime.catalog.lookup(a.id, a.provider) for a in accounts))
+    listed: set[str] = set()
+    unknown = False
+    for account, entry in zip(accounts, lists, strict=True):
+        if entry is None:
+            unknown = True
+        elif model in entry:
+            listed.add(account.provider)
+    if not listed and unknown:
+        return SubLaneError(
+            "model_catalog_unavailable",
+            "The model catalogue of the group's accounts could not be read; try again shortly.",
+            retry_after=runtime.catalog.retry_after_s,
+        )
+    return tuple(name for name in providers if name in listed)
