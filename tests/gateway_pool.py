@@ -50,3 +50,17 @@ class Pool:
 def settings_for(sim: Simulator, data_dir: Path, **overrides: Any) -> Settings:
     urls = {name[len("SUBLANE_") :].lower(): value for name, value in sim.env().items()}
     return make_settings(data_dir, **{**urls, **overrides})
+
+
+def seed_catalogue(pool: Pool, models: list[str]) -> None:
+    """Store ``models`` as every pool account's catalogue, discovered now (CAT-1), as a restart
+    after a good discovery finds it; read before the first call."""
+    from sqlmodel import Session
+
+    from sublane_core import AccountModels
+
+    now = pool.runtime.clock.time()
+    with Session(pool.gateway.engine) as db:
+        for account_id in pool.account_ids:
+            db.merge(AccountModels(account_id=account_id, models=models, served=models, discovered_at=now))
+        db.commit()

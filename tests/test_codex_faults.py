@@ -6,7 +6,7 @@ import concurrent.futures
 import time
 from collections.abc import Callable
 
-from gateway_pool import Pool
+from gateway_pool import Pool, seed_catalogue
 
 from sublane_sim import Behaviour
 
@@ -179,11 +179,21 @@ def test_wait_2_wait_timeout_and_full_queue_are_429s(make_pool: Callable[..., Po
 
 def test_unreachable_upstream_is_a_502_and_never_cools(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool(codex_base_url="http://127.0.0.1:9/backend-api")
+    seed_catalogue(pool, ["gpt-5-codex"])  # as a restart after a good discovery would have it
     response = pool.client().post("/v1/responses", json=BODY)
-    assert response.status_code == 502  # model discovery fell back to the known list; the call failed
+    assert response.status_code == 502
     assert response.json()["error"]["code"] == "upstream_error"
     assert pool.runtime.leases.total_in_flight() == 0
     assert pool.finished[-1].outcome == "error"
+
+
+def test_cat_4_an_unknown_catalogue_is_503_model_catalog_unavailable(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(codex_base_url="http://127.0.0.1:9/backend-api")  # discovery cannot reach it
+    response = pool.client().post("/v1/responses", json=BODY)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "model_catalog_unavailable"
+    assert int(response.headers["retry-after"]) >= 1
+    assert pool.runtime.leases.total_in_flight() == 0
 
 
 def test_retry_3_a_long_upstream_hint_is_returned_not_waited_out(make_pool: Callable[..., Pool]) -> None:

@@ -342,7 +342,7 @@ def test_aff_4_the_same_model_never_moves_even_when_the_account_stops_listing_it
     for account_id in pool.account_ids:
         pool.runtime.catalog.forget(account_id)
     refused = client.post("/v1/responses", json=BODY, headers=headers)
-    assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found", refused.text
     assert _served_by(pool) == [bound]
 
 

@@ -54,6 +54,8 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "token_budget_exceeded": ErrorSpec(429, "Your token budget for this period is used up."),
     # -- client API: routing ---------------------------------------------------------------------
     "model_not_found": ErrorSpec(404, "No account in this key's group serves that model."),
+    "model_catalog_unavailable": ErrorSpec(503, "The group's model catalogues are not known yet."),
+    "unsupported_for_provider": ErrorSpec(400, "The serving provider cannot do what the request asks."),
     "model_not_allowed": ErrorSpec(403, "The group's model policy does not allow that model."),
     "no_account_available": ErrorSpec(503, "No account in this key's group can serve the request now."),
     "account_queue_full": ErrorSpec(429, "Too many requests are waiting for an account."),

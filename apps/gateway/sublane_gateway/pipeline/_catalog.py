@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, delete, select
 
-from sublane_core import AccountModels, Clock
+from sublane_core import AccountModels, Clock, SubLaneError
 
 _log = logging.getLogger("sublane.models")
 
@@ -59,11 +58,11 @@ class ModelCatalog:
         self._engine = engine
         self._entries: dict[int, CatalogueEntry] = {}
         self._failed_at: dict[int, float] = {}
+        self._errors: dict[int, SubLaneError] = {}
         self._inflight: dict[int, asyncio.Task[CatalogueEntry | None]] = {}
         self._slots = asyncio.Semaphore(MAX_DISCOVERIES)
         self._loaded = engine is None
         self._load_lock = asyncio.Lock()
-        self._writes: set[asyncio.Task[None]] = set()
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -85,6 +84,10 @@ class ModelCatalog:
     def cached(self, account_id: int) -> frozenset[str] | None:
         entry = self._entries.get(account_id)
         return entry.models if entry is not None else None
+
+    def failure(self, account_id: int) -> SubLaneError | None:
+        """Why the account's last discovery failed, when the account itself was the reason."""
+        return self._errors.get(account_id)
 
     def state(self, account_id: int) -> tuple[str, float | None]:
         """``(fresh|stale|over_age|unknown, discovered_at)`` for views."""
@@ -122,8 +125,16 @@ class ModelCatalog:
         """Re-authorization, enable/disable or deletion: the catalogue is discovered anew (CAT-1)."""
         self._entries.pop(account_id, None)
         self._failed_at.pop(account_id, None)
+        self._errors.pop(account_id, None)
         if self._engine is not None:
-            self._spawn(lambda: self._delete(account_id))
+            # Synchronously (one small write, on a rare admin change): a discovery that follows must
+            # not find the old row, nor have its new row deleted by a late write.
+            try:
+                with Session(self._engine) as db:
+                    db.exec(delete(AccountModels).where(col(AccountModels.account_id) == account_id))
+                    db.commit()
+            except Exception as exc:
+                _log.error("could not forget the catalogue of account %s: %s", account_id, type(exc).__name__)
 
     async def refresh(self, account_id: int, provider: str) -> CatalogueEntry | None:
         """Discover one account's catalogue now (``POST /api/accounts/{id}/models/refresh``)."""
@@ -152,6 +163,8 @@ class ModelCatalog:
                 models = frozenset(await discover(account_id))
             except Exception as exc:  # any failure: keep what is stored, try again after RETRY_S
                 _log.warning("model discovery for account %s failed: %s", account_id, type(exc).__name__)
+                if isinstance(exc, SubLaneError):  # the account's own trouble (credentials): say it
+                    self._errors[account_id] = exc
                 models = frozenset()
         if not models:
             self._failed_at[account_id] = self._clock.monotonic()
@@ -163,6 +176,7 @@ class ModelCatalog:
         entry = CatalogueEntry(models, served, self._clock.time())
         self._entries[account_id] = entry
         self._failed_at.pop(account_id, None)
+        self._errors.pop(account_id, None)
         if self._engine is not None:
             await self._save(account_id, entry)
         return entry
@@ -201,25 +215,3 @@ class ModelCatalog:
             await anyio.to_thread.run_sync(write)
         except Exception as exc:  # the catalogue still serves from memory; a restart rediscovers
             _log.error("could not store the catalogue of account %s: %s", account_id, type(exc).__name__)
-
-    async def _delete(self, account_id: int) -> None:
-        def write() -> None:
-            assert self._engine is not None
-            with Session(self._engine) as db:
-                db.exec(delete(AccountModels).where(col(AccountModels.account_id) == account_id))
-                db.commit()
-
-        try:
-            await anyio.to_thread.run_sync(write)
-        except Exception as exc:
-            _log.error("could not forget the catalogue of account %s: %s", account_id, type(exc).__name__)
-
-    def _spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no running loop (a synchronous caller): the row goes at the next start
-            self._loaded = False
-            return
-        task = loop.create_task(work())
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)

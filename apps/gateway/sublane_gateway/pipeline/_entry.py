@@ -71,16 +71,20 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     prefix, model = split_model(intent.model, runtime.adapters)
     operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
     providers = serving_providers(runtime.adapters, protocol, operation, prefix)
+    if not providers:
+        shown = f"{prefix}/{model}" if prefix else model
+        return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
     listing = await providers_listing(runtime, principal, model, providers)
     if isinstance(listing, SubLaneError):
         return sublane_error_reply(protocol, listing)
-    if not listing:
-        shown = f"{prefix}/{model}" if prefix else model
-        return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
-    bodies = _upstream_bodies(runtime, protocol, listing, dict(spec.body, model=model), operation)
+    client_body = dict(spec.body, model=model)
+    bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
     if isinstance(bodies, TranslationRefused):
         return error_reply(protocol, 400, bodies.code, bodies.message, param=bodies.param)
-    providers = tuple(name for name in listing if runtime.adapters[name].protocol in bodies)
+    # Providers whose translation refused drop out; the others stay candidates for the scheduler,
+    # which gives the answer for a model none lists (404, or the bound account's own error).
+    refused = {runtime.adapters[name].protocol for name in listing} - bodies.keys()
+    providers = tuple(name for name in providers if runtime.adapters[name].protocol not in refused)
     call = ModelCall.start(
         runtime.clock,
         runtime,
@@ -90,7 +94,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         spec.record_protocol,
         spec.record_operation,
     )
-    opened = await _open(runtime, call, principal, spec, providers, bodies, operation, intent)
+    opened = await _open(runtime, call, principal, spec, providers, bodies, client_body, operation, intent)
     if isinstance(opened, JsonReply):
         return opened
     response, adapter = opened
@@ -130,6 +134,7 @@ async def _open(
     spec: CallSpec,
     providers: tuple[str, ...],
     bodies: dict[WireProtocol, UpstreamBody],
+    client_body: dict[str, Any],
     operation: UpstreamOperation,
     intent: CallIntent,
 ) -> tuple[httpx.Response, ProviderAdapter] | JsonReply:
@@ -148,7 +153,10 @@ async def _open(
         call.take(grant)
         account = grant.account
         adapter = runtime.adapters[account.provider]
-        upstream = bodies[adapter.protocol]
+        upstream = bodies.get(adapter.protocol)
+        if upstream is None:  # the model appeared on this provider meanwhile: translate now
+            upstream = upstream_body(translator_for(spec.protocol, adapter.protocol), client_body, operation)
+            bodies[adapter.protocol] = upstream
         if upstream.body is None:  # a token count this upstream cannot do: estimated, no call
             return _estimated_count(call, spec.protocol, upstream)
         body = upstream.body
@@ -171,6 +179,9 @@ async def _open(
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     except (SubLaneError, UpstreamRefused) as error:
         return refusal_reply(runtime, call, error, spec.protocol)
+    except TranslationRefused as refused:
+        call.finish(Outcome.REJECTED, refused.code)
+        return error_reply(spec.protocol, 400, refused.code, refused.message, param=refused.param)
     except BaseException:
         call.finish(Outcome.CANCELED, "client_canceled")
         raise

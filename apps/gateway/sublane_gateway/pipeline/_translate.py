@@ -53,12 +53,16 @@ async def providers_listing(
     lists = await asyncio.gather(*(runtime.catalog.lookup(a.id, a.provider) for a in accounts))
     listed: set[str] = set()
     unknown = False
+    failure: SubLaneError | None = None
     for account, entry in zip(accounts, lists, strict=True):
         if entry is None:
             unknown = True
+            failure = failure or runtime.catalog.failure(account.id)
         elif model in entry:
             listed.add(account.provider)
     if not listed and unknown:
+        if failure is not None:  # e.g. the credentials could not be refreshed: that is the answer
+            return failure
         return SubLaneError(
             "model_catalog_unavailable",
             "The model catalogue of the group's accounts could not be read; try again shortly.",

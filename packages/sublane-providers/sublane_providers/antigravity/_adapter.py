@@ -191,12 +191,20 @@ class AntigravityAdapter(ProviderAdapter):
     # -- metadata ---------------------------------------------------------------------------------
 
     async def _available_models(self, bundle: Mapping[str, Any]) -> Mapping[str, Any]:
-        response = await self._http.post(
-            f"{self.hosts[0]}/v1internal:fetchAvailableModels",
-            json={"project": bundle.get("project_id")} if bundle.get("project_id") else {},
-            headers=upstream_headers(str(bundle["access_token"]), accept="application/json"),
-            timeout=self._metadata_timeout,
-        )
+        """``:fetchAvailableModels`` on the first host that answers (GEM-4 holds for metadata too)."""
+        for position, host in enumerate(self.hosts):
+            try:
+                response = await self._http.post(
+                    f"{host}/v1internal:fetchAvailableModels",
+                    json={"project": bundle.get("project_id")} if bundle.get("project_id") else {},
+                    headers=upstream_headers(str(bundle["access_token"]), accept="application/json"),
+                    timeout=self._metadata_timeout,
+                )
+            except httpx.TransportError:
+                if position == len(self.hosts) - 1:
+                    raise
+                continue
+            break
         response.raise_for_status()
         payload = response.json()
         if not isinstance(payload, dict):
