@@ -13,9 +13,12 @@ events here (:class:`GeminiEventsToResponses`):
 - ``finishReason`` ends the turn: STOP → ``response.completed``; MAX_TOKENS → ``response.incomplete``
   ``max_output_tokens``; SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII (and their image
   variants) → ``response.incomplete`` ``content_filter``; MALFORMED_FUNCTION_CALL and any other →
-  ``response.failed`` with the reason, lower-cased, as the code. A prompt blocked before any
-  candidate (``promptFeedback.blockReason``) is ``content_filter`` too; an ``error`` object →
-  ``response.failed``.
+  ``response.failed``. A prompt blocked before any candidate (``promptFeedback.blockReason``) is
+  ``content_filter`` too; an ``error`` object → ``response.failed``.
+
+Failure codes are ones the Responses API defines (its SDK's ``error.code`` is a closed set):
+``rate_limit_exceeded`` for ``RESOURCE_EXHAUSTED``, ``server_error`` for the rest; the Gemini
+reason or status is in the message (``The model stopped with MALFORMED_FUNCTION_CALL.``).
 
 Usage: ``input_tokens`` = ``promptTokenCount`` (which includes the cached tokens) +
 ``toolUsePromptTokenCount``, ``cached_tokens`` = ``cachedContentTokenCount``, ``output_tokens`` =
@@ -67,7 +70,10 @@ def hub_usage(metadata: Mapping[str, Any]) -> dict[str, Any]:
     output = _count(metadata.get("candidatesTokenCount")) + thoughts
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": _count(metadata.get("cachedContentTokenCount"))},
+        "input_tokens_details": {
+            "cached_tokens": _count(metadata.get("cachedContentTokenCount")),
+            "cache_write_tokens": 0,  # Gemini's implicit cache has no separately counted writes
+        },
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": thoughts},
         "total_tokens": prompt + output,
@@ -75,13 +81,14 @@ def hub_usage(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _error(source: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``error`` object of a chunk (Google's RPC envelope) as a Responses error."""
     status = source.get("status")
-    code = status.lower() if isinstance(status, str) and status else "upstream_error"
     message = source.get("message")
-    return {
-        "code": code,
-        "message": message if isinstance(message, str) and message else "The upstream failed.",
-    }
+    text = message if isinstance(message, str) and message else "The upstream failed."
+    if isinstance(status, str) and status:
+        text = f"{text} ({status})"
+    code = "rate_limit_exceeded" if status == "RESOURCE_EXHAUSTED" else "server_error"
+    return {"code": code, "message": text}
 
 
 class GeminiEventsToResponses:
@@ -162,7 +169,7 @@ class GeminiEventsToResponses:
         message = f"The model stopped with {reason}."
         if isinstance(detail, str) and detail:
             message = f"{message} {detail}"
-        return writer.finish("failed", usage=self._usage, error={"code": reason.lower(), "message": message})
+        return writer.finish("failed", usage=self._usage, error={"code": "server_error", "message": message})
 
 
 def _terminal_response(events: list[dict[str, Any]]) -> dict[str, Any] | None:
