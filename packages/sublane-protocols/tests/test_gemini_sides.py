@@ -1153,3 +1153,37 @@ def test_xlat_2_round_trip_keeps_text_calls_and_images() -> None:
         {"text": "square."},
         {"functionCall": {"name": "zoom", "args": {"factor": 4}, "id": "z2"}},
     ]
+
+
+def test_xlat_2_a_gemini_stream_cut_mid_way_fails_for_either_client() -> None:
+    """EOF before any ``finishReason``: the upstream side writes no terminal event, the client
+    side's trailer ends the turn as failed in the client's own shape."""
+    partial = [chunk({"text": "Work"}), chunk({"text": "ing"})]
+    responses_cell = HubTranslator(None, UPSTREAM, ResponsesClientSide())
+    stream = responses_cell.new_stream(hub(user("x")), model=MODEL, created=0)
+    content = b"".join(stream.feed(item) for item in partial) + stream.trailer("upstream_stream_error")
+    events = [
+        json.loads(line[len("data: ") :])
+        for line in content.decode().splitlines()
+        if line.startswith("data: ")
+    ]
+    for event in events[:-1]:  # the closing event is the hub's own (ResponsesFrames), not this side's
+        _EVENT.validate_python(event)
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["error"]["code"] == "upstream_stream_error"
+    assert [event["delta"] for event in events if event["type"] == "response.output_text.delta"] == [
+        "Work",
+        "ing",
+    ]
+
+    gemini_cell = HubTranslator(CLIENT, UPSTREAM, ResponsesClientSide())
+    stream = gemini_cell.new_stream(
+        gemini(turn("user", {"text": "x"})), model=MODEL, created=0, json_array=True
+    )
+    content = b"".join(stream.feed(item) for item in partial) + stream.trailer("upstream_stream_error")
+    elements = json.loads(content)
+    assert [element["candidates"][0]["content"]["parts"][0]["text"] for element in elements[:-1]] == [
+        "Work",
+        "ing",
+    ]
+    assert elements[-1]["error"]["details"][0]["reason"] == "upstream_stream_error"
