@@ -1,7 +1,8 @@
 """The translator registry: which (client, upstream) pairs SubLane can serve, and with what (XLAT-1).
 
-Today: every protocol passes through to itself, and a Chat Completions client can be served by a
-Responses upstream through ``ChatOverResponses``. Every other pair is not servable yet.
+Every protocol passes through to itself; every client protocol is served by each of the three
+upstream protocols (Responses = Codex, Messages = Claude, Gemini = Antigravity) through a hub cell;
+Chat Completions is a client protocol only.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from sublane_protocols import HubTranslator, TranslationRefused, Translator, can
 from sublane_protocols.chat import ChatFrames, ChatOverResponses
 
 PROTOCOLS = tuple(WireProtocol)
-TRANSLATED = {(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES): HubTranslator}
-UNSERVED = [
-    pair for pair in itertools.permutations(PROTOCOLS, 2) if pair not in TRANSLATED
-]  # e.g. (messages, responses): a Claude Code client on a Codex account
+UPSTREAMS = (WireProtocol.RESPONSES, WireProtocol.MESSAGES, WireProtocol.GEMINI)
+TRANSLATED = {
+    (client, upstream): HubTranslator for client in PROTOCOLS for upstream in UPSTREAMS if client != upstream
+}  # the nine translated cells of the 12-cell matrix (three are pass-through)
+UNSERVED = [pair for pair in itertools.permutations(PROTOCOLS, 2) if pair not in TRANSLATED]
 #: What the registry answers for every ordered pair of protocols.
 REGISTERED = {
     (client, upstream): translator
@@ -66,9 +68,9 @@ def test_pairs_without_a_translator_are_not_servable(client: WireProtocol, upstr
     assert not can_serve(client, upstream)
 
 
-def test_messages_client_cannot_be_served_by_responses_today() -> None:
-    assert not can_serve(WireProtocol.MESSAGES, WireProtocol.RESPONSES)
-    assert translator_for(WireProtocol.MESSAGES, WireProtocol.RESPONSES) is None
+def test_xlat_1_the_matrix_has_nine_translated_cells() -> None:
+    assert len(TRANSLATED) == 9
+    assert all(upstream != WireProtocol.CHAT_COMPLETIONS for _client, upstream in TRANSLATED)
 
 
 def test_the_registry_holds_exactly_the_known_translators() -> None:

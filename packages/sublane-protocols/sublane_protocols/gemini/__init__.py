@@ -4,6 +4,7 @@ another upstream) and :class:`GeminiUpstreamSide` (Antigravity serving another c
 
 from sublane_core import WireProtocol
 from sublane_protocols._errors import register_error_shape
+from sublane_protocols._hub import register_client_side, register_upstream_side
 from sublane_protocols._intent import register_intent_reader
 from sublane_protocols.gemini._client_side import GeminiClientSide
 from sublane_protocols.gemini._errors import google_error_body, google_status, render_google_error
@@ -14,6 +15,8 @@ from sublane_protocols.gemini._upstream_side import GeminiEventsToResponses, Gem
 
 register_intent_reader(WireProtocol.GEMINI, read_gemini_intent)
 register_error_shape(WireProtocol.GEMINI, render_google_error)
+register_client_side(GeminiClientSide())
+register_upstream_side(GeminiUpstreamSide())
 
 __all__ = [
     "check_generate_request",
