@@ -37,6 +37,7 @@ from sublane_gateway.pipeline import (
     serving_providers,
     split_model,
 )
+from sublane_gateway.pipeline._hub_turn import HubTurnError, SocketHistory, run_hub_turn
 from sublane_gateway.routes._bodies import parse_json_object
 from sublane_protocols import read_intent
 from sublane_protocols.responses import openai_error_body
@@ -123,6 +124,7 @@ class ClientSocket:
         self.headers = {key.lower(): value for key, value in websocket.headers.items()}
         self.upstream: _Upstream | None = None
         self.turn_running = False
+        self.history = SocketHistory()  # the last translated turn, for previous_response_id
 
     # -- the frame loop -------------------------------------------------------------------------
 
@@ -215,8 +217,12 @@ class ClientSocket:
             await self._send_error(_TurnError(error.status, error.code, error.message), None)
             return
         provider, model = split_model(intent.model, runtime.adapters)
-        providers = serving_providers(
-            runtime.adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider, sessions=True
+        providers = tuple(  # upstream sockets for Responses providers; any other through the hub
+            name
+            for name in serving_providers(
+                runtime.adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider
+            )
+            if runtime.adapters[name].sessions or runtime.adapters[name].protocol != WireProtocol.RESPONSES
         )
         if not providers:
             shown = f"{provider}/{model}" if provider else model
@@ -296,7 +302,7 @@ class ClientSocket:
                 return None
             raise
 
-    async def _local_prewarm(self, body: dict[str, Any]) -> None:
+    async def _local_prewarm(self, body: dict[str, Any]) -> str:
         response: dict[str, Any] = {
             "id": "resp_" + new_request_id()[4:],
             "object": "response",
@@ -308,6 +314,7 @@ class ClientSocket:
         await self.websocket.send_text(json.dumps({"type": "response.created", "response": response}))
         self.turn_running = False
         await self.websocket.send_text(json.dumps({"type": "response.completed", "response": response}))
+        return str(response["id"])
 
     async def _connect(self, grant: Grant, model: str) -> _Upstream:
         runtime = self.runtime
@@ -346,6 +353,9 @@ class ClientSocket:
             return self.upstream
 
     async def _run(self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool) -> None:
+        if self.runtime.adapters[grant.account.provider].protocol != WireProtocol.RESPONSES:
+            await self._run_translated(call, grant, body, prewarm)
+            return
         try:
             upstream = await self._connect(grant, call.model)
         except SubLaneError as error:
@@ -367,6 +377,29 @@ class ClientSocket:
             ) from None
         outcome = call.state.outcome or Outcome.ERROR
         self._end(call, prewarm, outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+
+    async def _run_translated(
+        self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool
+    ) -> None:
+        """A turn on a provider of another protocol: one translated HTTP stream (XLAT-1)."""
+        if prewarm:  # nothing to warm on an HTTP upstream: answered here, the slot given back
+            self._end(call, prewarm, Outcome.SUCCESS, None)
+            response_id = await self._local_prewarm(body)
+            self.history.remember(body, {"id": response_id, "output": []})  # a next turn continues it
+            return
+
+        async def send(event: dict[str, Any], terminal: bool) -> None:
+            if event.get("type") in _TAGGED_EVENTS:
+                event["request_id"] = call.request_id
+            if terminal:
+                self.turn_running = False  # the next turn may come as soon as the client sees this
+            await self.websocket.send_text(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
+
+        key = read_intent(WireProtocol.RESPONSES, self.headers, body).conversation_key
+        try:
+            await run_hub_turn(self.runtime, call, grant, body, self.headers, key, self.history, send)
+        except HubTurnError as error:
+            raise _TurnError(error.status, error.code, error.message, error.retry_after) from None
 
     async def _recv(self, upstream: _Upstream, deadline: float) -> str:
         """The next upstream frame, within the turn deadline (ADM-9) and the idle timeout (TIME-2, OPS-4)."""

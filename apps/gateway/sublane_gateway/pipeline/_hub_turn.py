@@ -1,0 +1,202 @@
+"""A Responses-over-WebSocket turn served by an upstream of another protocol (XLAT-1).
+
+The client speaks Responses over its socket; the chosen account's provider has no upstream socket
+of that protocol, so the turn is one translated HTTP stream: the body goes through the hub to the
+upstream's protocol, the upstream's events come back as Responses events, one text frame each.
+
+``previous_response_id`` only names state on the upstream that produced it. For a translated turn
+that state is this gateway's: :class:`SocketHistory` keeps the last translated turn's whole input and
+output per socket, so a next turn that continues it (what the Codex CLI sends over a socket) is
+expanded into full history before translation. Any other ``previous_response_id`` is refused by
+the translation (400 ``unsupported_for_provider``, XLAT-3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol
+from sublane_gateway.pipeline._call import ModelCall
+from sublane_gateway.pipeline._entry import refusal_reply
+from sublane_gateway.pipeline._relay import decoded, observe_blocks
+from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
+from sublane_protocols import HubTranslator, TranslationRefused, translator_for
+from sublane_protocols.responses import ResponsesFrames
+from sublane_providers import Credentials, ProviderAdapter, SseFramer
+from sublane_scheduler import Grant
+
+SendEvent = Callable[[dict[str, Any], bool], Awaitable[None]]
+
+
+class HubTurnError(Exception):
+    """The turn ended before its stream: ``(status, code, message, retry_after)`` for the client."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+
+@dataclass(slots=True)
+class SocketHistory:
+    """The last translated turn of one client socket: its response id and its whole conversation."""
+
+    response_id: str | None = None
+    items: list[Any] = field(default_factory=list)
+
+    def expand(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with a ``previous_response_id`` of this socket's last turn made into full input."""
+        previous = body.get("previous_response_id")
+        if previous is None or previous != self.response_id:
+            return body
+        expanded = {key: value for key, value in body.items() if key != "previous_response_id"}
+        new_input = body.get("input")
+        if isinstance(new_input, str):
+            new_input = [{"type": "message", "role": "user", "content": new_input}]
+        expanded["input"] = [*self.items, *(new_input if isinstance(new_input, list) else [])]
+        return expanded
+
+    def remember(self, body: Mapping[str, Any], final: Mapping[str, Any] | None) -> None:
+        if final is None or not isinstance(final.get("id"), str):
+            self.response_id, self.items = None, []
+            return
+        given = body.get("input")
+        if isinstance(given, str):
+            given = [{"type": "message", "role": "user", "content": given}]
+        output = final.get("output")
+        self.response_id = final["id"]
+        self.items = [
+            *(given if isinstance(given, list) else []),
+            *(
+                item
+                for item in (output if isinstance(output, list) else [])
+                if item.get("type") != "reasoning"
+            ),
+        ]
+
+
+def hub_translator(upstream: WireProtocol) -> HubTranslator | None:
+    translator = translator_for(WireProtocol.RESPONSES, upstream)
+    return translator if isinstance(translator, HubTranslator) else None
+
+
+async def run_hub_turn(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    grant: Grant,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    conversation_key: str | None,
+    history: SocketHistory,
+    send: SendEvent,
+) -> None:
+    """Serve one turn through the hub; ``send(event, terminal)`` writes one frame to the client.
+
+    Raises :class:`HubTurnError` when no stream was opened (the call is finished then).
+    """
+    account = grant.account
+    adapter = runtime.adapters[account.provider]
+    translator = hub_translator(adapter.protocol)
+    assert translator is not None
+    body = history.expand(body)
+    try:
+        upstream_body = dict(translator.request(body), model=call.model)
+    except TranslationRefused as refused:
+        call.finish(Outcome.REJECTED, refused.code)
+        raise HubTurnError(400, refused.code, refused.message) from None
+
+    def build(credentials: Credentials) -> httpx.Request:
+        return adapter.build_request(
+            UpstreamOperation.STREAM,
+            credentials.bundle,
+            upstream_body,
+            headers,
+            bound=conversation_key is not None,
+            conversation_key=conversation_key,
+        )
+
+    async def recheck() -> None:
+        if runtime.scheduler.cooldowns.blocking(account.id, call.model) is not None:
+            raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+
+    try:
+        response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
+    except (SubLaneError, UpstreamRefused) as error:
+        reply = refusal_reply(runtime, call, error, WireProtocol.RESPONSES)
+        detail = reply.json().get("error", {})
+        retry_after = reply.headers.get("retry-after")
+        raise HubTurnError(
+            reply.status,
+            str(detail.get("code") or "upstream_error"),
+            str(detail.get("message") or "The provider refused the request."),
+            int(retry_after) if retry_after and retry_after.isdigit() else None,
+        ) from None
+    call.upstream_status = response.status_code
+    await _relay(runtime, call, adapter, translator, response, body, history, send)
+
+
+async def _relay(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    adapter: ProviderAdapter,
+    translator: HubTranslator,
+    response: httpx.Response,
+    body: dict[str, Any],
+    history: SocketHistory,
+    send: SendEvent,
+) -> None:
+    observer = adapter.new_observer(call.state)
+    events = translator.new_events(body, model=call.model)
+    frames = ResponsesFrames()
+    framer = SseFramer()
+    final: dict[str, Any] | None = None
+    timeout = max(0.0, call.started + runtime.settings.request_timeout_s - call.clock.monotonic())
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in response.aiter_raw():
+                blocks = framer.feed(chunk)
+                if not blocks:
+                    continue
+                observe_blocks(observer, blocks)
+                for payload in decoded(blocks):
+                    if adapter.wrapped_events:
+                        payload = adapter.unwrap_event(payload)
+                    for event in events.feed(payload):
+                        out = frames.event(event)
+                        if out is None:
+                            continue
+                        call.note_output()
+                        terminal = frames.finished
+                        if terminal:
+                            response_obj = out.get("response")
+                            final = response_obj if isinstance(response_obj, dict) else None
+                            _finish(call)
+                        await send(out, terminal)
+    except httpx.HTTPError:
+        call.state.error_code = call.state.error_code or "upstream_stream_error"
+    except TimeoutError:
+        call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
+    finally:
+        await response.aclose()
+    if not frames.finished:
+        _finish(call)
+        closing = frames.closing_event(call.state.error_code or "upstream_stream_error")
+        if closing is not None:
+            await send(closing, True)
+    history.remember(body, final)
+
+
+def _finish(call: ModelCall) -> None:
+    if call.finished:
+        return
+    state = call.state
+    outcome = state.outcome or Outcome.ERROR
+    code = state.error_code if outcome in (Outcome.ERROR, Outcome.CANCELED) else None
+    if state.outcome is None and code is None:
+        code = "stream_incomplete"
+    call.finish(outcome, code)
