@@ -34,7 +34,7 @@ def _client(name: str) -> Path:
 
 
 def _codex(
-    pool: Pool, home: Path, *, websocket: bool, prompt: str = "say hi"
+    pool: Pool, home: Path, *, websocket: bool, prompt: str = "say hi", model: str = "gpt-5-codex"
 ) -> subprocess.CompletedProcess[str]:
     args = [
         str(_client("codex")),
@@ -45,7 +45,7 @@ def _codex(
         "-c", f'model_providers.sl.base_url="{pool.gateway.url}/v1"',
         "-c", 'model_providers.sl.wire_api="responses"',
         "-c", 'model_providers.sl.env_key="SUBLANE_KEY"',
-        "-m", "gpt-5-codex",
+        "-m", model,
     ]  # fmt: skip
     if websocket:
         args += ["-c", "model_providers.sl.supports_websockets=true"]

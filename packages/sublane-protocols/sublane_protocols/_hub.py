@@ -96,6 +96,47 @@ class ClientSide(ABC):
         raise NotImplementedError
 
 
+#: Server-side tools of the Responses API: run by OpenAI's backend, by no other upstream.
+SERVER_TOOLS = frozenset(
+    {"web_search", "web_search_preview", "file_search", "code_interpreter", "image_generation",
+     "computer_use_preview", "mcp", "local_shell"}
+)  # fmt: skip
+
+
+def portable_tools(body: dict[str, Any]) -> dict[str, Any]:
+    """The hub body with tools another protocol's upstream can be given.
+
+    ``namespace`` tools (the Codex CLI groups its sub-agent tools so) become their function tools.
+    A server-side tool the client merely offers (``tool_choice`` does not name it) is dropped: the
+    model just cannot search there, while the client's call works — the Codex CLI offers
+    ``web_search`` on every request. One the client forces is left for the upstream side to refuse
+    (XLAT-3).
+    """
+    tools = body.get("tools")
+    if not isinstance(tools, list) or not tools:
+        return body
+    choice = body.get("tool_choice")
+    forced = choice.get("type") if isinstance(choice, Mapping) else None
+    kept: list[Any] = []
+    changed = False
+    for tool in tools:
+        kind = tool.get("type") if isinstance(tool, Mapping) else None
+        if kind == "namespace" and isinstance(tool.get("tools"), list):
+            kept.extend(tool["tools"])
+            changed = True
+        elif kind in SERVER_TOOLS and kind != forced:
+            changed = True
+        else:
+            kept.append(tool)
+    if not changed:
+        return body
+    return (
+        dict(body, tools=kept)
+        if kept
+        else {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
+    )
+
+
 class _Composed:
     """Upstream events → Responses events → client frames."""
 
@@ -143,9 +184,12 @@ class HubTranslator(Translator):
 
     def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
         hub_body = self.to_responses(body)
-        if self._upstream is None:
+        upstream = self._upstream
+        if upstream is None:
             return hub_body
-        return self._upstream.request_from_responses(hub_body)
+        if not upstream.speaks_hub:
+            hub_body = portable_tools(hub_body)
+        return upstream.request_from_responses(hub_body)
 
     def new_events(self, body: Mapping[str, Any], *, model: str) -> EventsToResponses:
         """The upstream's events as Responses events (for transports that frame them themselves);
