@@ -9,6 +9,7 @@ from sublane_gateway.management import (
     _audit,
     _auth,
     _budgets,
+    _catalogue,
     _groups,
     _history,
     _keys,
@@ -22,7 +23,18 @@ from sublane_gateway.management import (
 
 router = APIRouter()
 # The runtime view first: /api/accounts/runtime must win over /api/accounts/{account_id}.
-for _module in (_runtime_view, _history, _auth, _users, _groups, _keys, _accounts, _oauth, _audit):
+for _module in (
+    _runtime_view,
+    _catalogue,
+    _history,
+    _auth,
+    _users,
+    _groups,
+    _keys,
+    _accounts,
+    _oauth,
+    _audit,
+):
     router.include_router(_module.router)
 for _module in (_limits, _password_changes, _usage, _budgets):  # team controls (TEAM)
     router.include_router(_module.router)

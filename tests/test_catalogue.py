@@ -1,0 +1,87 @@
+"""The model catalogue per account (CAT-1…4): discovered, stored, fresh/stale/over-age, refreshed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from gateway_pool import Pool, seed_catalogue
+
+BODY = {"model": "gpt-5-codex", "input": "hi", "stream": False}
+
+
+def _discoveries(pool: Pool, index: int = 0) -> int:
+    return pool.sim.counters(pool.sim_accounts[index].id).by_endpoint.get("codex.models", 0)
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_cat_1_a_catalogue_is_discovered_once_and_stored(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    client = pool.client()
+    assert client.post("/v1/responses", json=BODY).status_code == 200
+    assert client.post("/v1/responses", json=BODY).status_code == 200
+    assert _discoveries(pool) == 1  # fresh for 15 minutes
+    stored = pool.admin.get(f"/api/accounts/{pool.account_ids[0]}/models").json()
+    assert stored["state"] == "fresh" and "gpt-5-codex" in stored["models"]
+
+
+def test_cat_1_a_stale_catalogue_is_served_and_refreshed_in_the_background(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    client = pool.client()
+    assert client.post("/v1/responses", json=BODY).status_code == 200
+    pool.runtime.clock.advance(16 * 60)  # stale
+    assert client.post("/v1/responses", json=BODY).status_code == 200  # served from the stale one
+    _wait_for(lambda: _discoveries(pool) == 2)
+    _wait_for(
+        lambda: pool.admin.get(f"/api/accounts/{pool.account_ids[0]}/models").json()["state"] == "fresh"
+    )
+
+
+def test_cat_1_an_over_age_catalogue_is_not_used_for_routing(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(codex_base_url="http://127.0.0.1:9/backend-api")  # discovery cannot succeed
+    seed_catalogue(pool, ["gpt-5-codex"])
+    pool.runtime.clock.advance(25 * 3600)
+    refused = pool.client().post("/v1/responses", json=BODY)
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "model_catalog_unavailable"
+    assert "retry-after" in refused.headers
+
+
+def test_cat_1_the_refresh_route_discovers_now(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    refreshed = pool.admin.post(f"/api/accounts/{account_id}/models/refresh")
+    assert refreshed.status_code == 200, refreshed.text
+    assert refreshed.json()["state"] == "fresh" and _discoveries(pool) == 1
+    pool.sim.update_account(pool.sim_accounts[0].id, models=["gpt-5", "gpt-5-codex", "gpt-5.9"])
+    again = pool.admin.post(f"/api/accounts/{account_id}/models/refresh").json()
+    assert "gpt-5.9" in again["models"] and _discoveries(pool) == 2
+    missing = pool.admin.post("/api/accounts/999/models/refresh")
+    assert missing.status_code == 404
+
+
+def test_cat_1_a_stored_catalogue_survives_a_restart_and_disable_forgets_it(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+    pool.runtime.catalog._entries.clear()  # as a new process: memory empty, the table kept
+    pool.runtime.catalog._loaded = False
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+    assert _discoveries(pool) == 1  # read from the table, not discovered again
+    assert pool.admin.patch(f"/api/accounts/{account_id}", json={"enabled": False}).status_code == 200
+    assert pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "unknown"
+
+
+def test_cat_4_a_model_no_account_lists_is_404(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    refused = pool.client().post("/v1/responses", json={**BODY, "model": "gpt-99"})
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
