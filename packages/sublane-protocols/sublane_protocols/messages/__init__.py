@@ -2,6 +2,7 @@
 
 from sublane_core import WireProtocol
 from sublane_protocols._errors import register_error_shape
+from sublane_protocols._hub import register_client_side, register_upstream_side
 from sublane_protocols._intent import register_intent_reader
 from sublane_protocols.messages._client_side import MessagesClientSide
 from sublane_protocols.messages._errors import (
@@ -14,6 +15,8 @@ from sublane_protocols.messages._upstream_side import MessagesUpstreamSide
 
 register_intent_reader(WireProtocol.MESSAGES, read_anthropic_intent)
 register_error_shape(WireProtocol.MESSAGES, render_anthropic_error, request_id_headers=("request-id",))
+register_client_side(MessagesClientSide())
+register_upstream_side(MessagesUpstreamSide())
 
 __all__ = [
     # the hub's sides (the lead's matrix registers the translators)
