@@ -162,3 +162,20 @@ def test_xlat_2_chat_sampling_reaches_the_hub_and_the_codex_leg_drops_what_it_re
     )
     request = translator.request({k: v for k, v in body.items() if k != "stop"})
     assert not {"temperature", "top_p", "max_output_tokens", "stop"} & set(request)
+
+
+def test_xlat_2_a_mid_conversation_system_message_of_claude_code_is_kept_as_instructions() -> None:
+    translator = translator_for(WireProtocol.MESSAGES, WireProtocol.RESPONSES)
+    assert translator is not None
+    body = {
+        "model": "gpt-5-codex",
+        "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": "again"},
+        ],
+    }
+    request = translator.request(body)
+    roles = [item.get("role") for item in request["input"] if item.get("type") == "message"]
+    assert roles == ["user", "developer", "user"]

@@ -167,8 +167,10 @@ class _History:
                 self._user(_blocks(message.get("content"), f"{where}.content"))
             elif role == "assistant":
                 self._assistant(_blocks(message.get("content"), f"{where}.content"))
+            elif role == "system":  # mid-conversation system messages (Claude Code 2.1, a beta)
+                self.items.extend(_system_items(message.get("content")))
             else:
-                refuse("Each message needs a 'role' of user or assistant.", f"{where}.role")
+                refuse("Each message needs a 'role' of user, assistant or system.", f"{where}.role")
         for call_id, param in self.calls.items():
             if call_id not in self.answered:
                 refuse(f"The tool_use {call_id!r} has no matching tool_result block.", param)
