@@ -71,6 +71,11 @@ class Eligibility:
                 accounts.append(account)
             else:
                 excluded["model_support"] = excluded.get("model_support", 0) + 1
+        if isinstance(providers, tuple | list) and len(providers) > 1:
+            # AFF-6: the providers come in preference order (the client protocol's native one
+            # first); the rotation walks the candidates in this order, so ties go to it.
+            rank = {name: index for index, name in enumerate(providers)}
+            accounts.sort(key=lambda account: rank.get(account.provider, len(rank)))
         health = self._health
         backing_off = frozenset(a.id for a in accounts if health.refresh_retry_at(a.id) is not None)
         return Candidates(accounts, excluded, backing_off)

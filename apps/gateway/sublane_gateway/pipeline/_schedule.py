@@ -44,7 +44,8 @@ def serving_providers(
     *,
     sessions: bool = False,
 ) -> tuple[str, ...]:
-    """The providers whose accounts can serve a call of ``protocol`` asking for ``operation``."""
+    """The providers whose accounts can serve a call of ``protocol`` asking for ``operation``,
+    the native ones (speaking ``protocol`` itself) first (AFF-6)."""
     names = []
     for name, adapter in adapters.items():
         if prefix is not None and name != prefix:
@@ -58,6 +59,8 @@ def serving_providers(
             translated and operation is UpstreamOperation.COUNT_TOKENS  # estimated (XLAT)
         ):
             names.append(name)
+    native = WireProtocol.RESPONSES if protocol is WireProtocol.CHAT_COMPLETIONS else protocol
+    names.sort(key=lambda name: adapters[name].protocol != native)  # stable: native first
     return tuple(names)
 
 
