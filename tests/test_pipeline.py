@@ -75,18 +75,27 @@ async def test_serving_providers_follow_protocol_translators_and_operations(
     pool = make_pool(accounts=0)
     async with pipeline_of(pool) as (runtime, _principal):
         adapters = runtime.adapters
-        assert serving_providers(adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, None) == (
-            "codex",
+        every = ("codex", "claude", "antigravity")  # XLAT-1: every upstream, the native one first
+        assert serving_providers(adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, None) == every
+        assert (
+            serving_providers(adapters, WireProtocol.CHAT_COMPLETIONS, UpstreamOperation.JSON, None) == every
         )
-        assert serving_providers(adapters, WireProtocol.CHAT_COMPLETIONS, UpstreamOperation.JSON, None) == (
+        assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.STREAM, None) == (
+            "claude",
             "codex",
+            "antigravity",
         )
+        # counting: Claude's own, Codex estimated, Antigravity's countTokens
         assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.COUNT_TOKENS, None) == (
             "claude",
+            "codex",
+            "antigravity",
         )
-        # compaction exists only on Responses upstreams; a prefix narrows to that provider alone
+        # compaction is Codex's own state: never translated; a prefix narrows to that provider alone
         assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.COMPACT, None) == ()
-        assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.STREAM, "codex") == ()
+        assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.STREAM, "codex") == (
+            "codex",
+        )
 
 
 async def test_responses_stream_passes_through_and_releases_once(make_pool: Callable[..., Pool]) -> None:
@@ -179,7 +188,7 @@ async def test_a_model_on_no_reachable_provider_is_not_found_in_the_client_shape
     pool = make_pool()
     async with pipeline_of(pool) as (runtime, principal):
         reply = await serve_call(
-            runtime, principal, spec(WireProtocol.MESSAGES, dict(MESSAGES_BODY, model="codex/gpt-5"))
+            runtime, principal, spec(WireProtocol.MESSAGES, dict(MESSAGES_BODY, model="codex/gpt-99"))
         )
         assert isinstance(reply, JsonReply) and reply.status == 404
         body = reply.json()

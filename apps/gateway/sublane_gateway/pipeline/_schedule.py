@@ -55,6 +55,8 @@ def serving_providers(
         if not can_serve(protocol, adapter.protocol):
             continue
         translated = adapter.protocol != protocol
+        if translated and operation is UpstreamOperation.COMPACT:
+            continue  # compaction is state of the upstream's own protocol: never translated
         if upstream_operation(adapter, operation, translated=translated) in adapter.operations or (
             translated and operation is UpstreamOperation.COUNT_TOKENS  # estimated (XLAT)
         ):
