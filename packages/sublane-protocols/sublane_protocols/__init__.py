@@ -15,7 +15,9 @@ from sublane_protocols._hub import (
     EventsToResponses,
     HubTranslator,
     UpstreamSide,
+    can_serve,
     client_side,
+    translator_for,
     upstream_side,
 )
 from sublane_protocols._intent import CallIntent, read_intent, require_model
@@ -23,8 +25,6 @@ from sublane_protocols._translators import (
     StreamTranslator,
     TranslationRefused,
     Translator,
-    can_serve,
-    translator_for,
 )
 from sublane_protocols.responses import ResponsesCollector
 

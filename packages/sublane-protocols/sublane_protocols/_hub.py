@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Protocol
 from sublane_core import WireProtocol
 from sublane_protocols._collect import Collector
 from sublane_protocols._estimate import estimate_input_tokens
-from sublane_protocols._translators import StreamTranslator, Translator, register_translator
+from sublane_protocols._translators import StreamTranslator, Translator
 
 
 class EventsToResponses(Protocol):
@@ -64,8 +64,9 @@ class UpstreamSide(ABC):
         return None
 
     def counted_tokens(self, answer: Mapping[str, Any]) -> int:
-        """The input token count in the upstream's count answer."""
-        raise NotImplementedError
+        """The input token count in the upstream's count answer. Only asked of a side whose
+        :meth:`count_request_from_responses` gives a body, which must then override both."""
+        raise NotImplementedError(f"{type(self).__name__} has no token count of its own")
 
 
 class ClientSide(ABC):
@@ -92,8 +93,9 @@ class ClientSide(ABC):
         return self.request_to_responses(body)
 
     def count_answer(self, tokens: int) -> dict[str, Any]:
-        """The client's answer to a token-count call."""
-        raise NotImplementedError
+        """The client's answer to a token-count call. Only protocols with a count route (Messages,
+        Gemini) override it; no route of Responses or Chat Completions asks for one."""
+        raise NotImplementedError(f"{type(self).__name__} has no token-count answer")
 
 
 #: Server-side tools of the Responses API: run by OpenAI's backend, by no other upstream.
@@ -159,77 +161,92 @@ class _Composed:
 
 
 class HubTranslator(Translator):
-    """One cell of the matrix, composed of a client side and an upstream side (either may be the
-    hub itself, ``None``)."""
+    """One cell of the matrix: a client side composed with an upstream side.
 
-    def __init__(self, client: ClientSide | None, upstream: UpstreamSide | None, hub: ClientSide) -> None:
+    ``client is None`` when the client speaks the hub itself (Responses). Every method that works on
+    the call's Responses body takes it as ``hub`` when the caller already has it (from
+    :meth:`translate`), so a call's body is translated once; without it, it is derived again.
+    """
+
+    def __init__(self, client: ClientSide | None, upstream: UpstreamSide, hub: ClientSide) -> None:
         """``hub`` is the Responses client side: the frames when the client speaks Responses."""
         self._client = client
         self._upstream = upstream
         self._hub = hub
         self.client = client.protocol if client is not None else WireProtocol.RESPONSES  # type: ignore[misc]
-        self.upstream = upstream.protocol if upstream is not None else WireProtocol.RESPONSES  # type: ignore[misc]
+        self.upstream = upstream.protocol  # type: ignore[misc]
 
     @property
     def client_side(self) -> ClientSide:
         return self._client if self._client is not None else self._hub
 
     @property
-    def upstream_side(self) -> UpstreamSide | None:
+    def upstream_side(self) -> UpstreamSide:
         return self._upstream
 
     def to_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The client's body as a Responses body (the hub's form)."""
         return self._client.request_to_responses(body) if self._client is not None else dict(body)
 
-    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        hub_body = self.to_responses(body)
+    def translate(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(hub body, upstream body)`` for the client's body; raises ``TranslationRefused``."""
+        hub = self.to_responses(body)
         upstream = self._upstream
-        if upstream is None:
-            return hub_body
-        if not upstream.speaks_hub:
-            hub_body = portable_tools(hub_body)
-        return upstream.request_from_responses(hub_body)
+        return hub, upstream.request_from_responses(hub if upstream.speaks_hub else portable_tools(hub))
 
-    def new_events(self, body: Mapping[str, Any], *, model: str) -> EventsToResponses:
+    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self.translate(body)[1]
+
+    def _hub_body(self, body: Mapping[str, Any], hub: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        return hub if hub is not None else self.to_responses(body)
+
+    def new_events(
+        self, body: Mapping[str, Any], *, model: str, hub: Mapping[str, Any] | None = None
+    ) -> EventsToResponses:
         """The upstream's events as Responses events (for transports that frame them themselves);
         ``body`` is the client's."""
-        if self._upstream is None:
-            return _Identity()
-        return self._upstream.new_events(self.to_responses(body), model=model)
+        upstream = self._upstream
+        request = {} if upstream.speaks_hub else self._hub_body(body, hub)  # a hub speaker needs none
+        return upstream.new_events(request, model=model)
 
     def new_stream(
-        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+        self,
+        body: Mapping[str, Any],
+        *,
+        model: str,
+        created: int,
+        json_array: bool = False,
+        hub: Mapping[str, Any] | None = None,
     ) -> StreamTranslator:
         frames = self.client_side.new_frames(body, model=model, created=created, json_array=json_array)
-        if self._upstream is None or self._upstream.speaks_hub:
+        if self._upstream.speaks_hub:
             return frames  # the upstream speaks the hub: its events go straight to the client side
-        return _Composed(self._upstream.new_events(self.to_responses(body), model=model), frames)
+        return _Composed(self.new_events(body, model=model, hub=hub), frames)
 
     def count_request(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """``(hub body, upstream count body)`` of a token-count call; the second is ``None`` when the
         upstream has no count of its own (then :func:`estimate_input_tokens` of the first)."""
         hub = self.client_side.count_request_to_responses(body)
-        upstream = self._upstream
-        return hub, (upstream.count_request_from_responses(hub) if upstream is not None else None)
+        return hub, self._upstream.count_request_from_responses(hub)
 
     def count_answer(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         """The client's count answer for the upstream's."""
-        assert self._upstream is not None
         return self.client_side.count_answer(self._upstream.counted_tokens(answer))
 
     def estimated_count_answer(self, hub: Mapping[str, Any]) -> dict[str, Any]:
         """The client's count answer, estimated (an upstream without a count)."""
         return self.client_side.count_answer(estimate_input_tokens(hub))
 
-    def new_collector(self, body: Mapping[str, Any], *, model: str) -> Collector:
+    def new_collector(
+        self, body: Mapping[str, Any], *, model: str, hub: Mapping[str, Any] | None = None
+    ) -> Collector:
         """A collector of the upstream's stream into the hub's final ``response`` (a JSON answer
         for a client that did not ask for a stream is collected from a stream, then
         :meth:`ClientSide.answer_from_responses` gives the client's shape)."""
         # Imported here: the responses package registers its sides with this module on import.
         from sublane_protocols.responses._collect import ResponsesCollector
 
-        return _HubCollector(self.new_events(body, model=model), ResponsesCollector())
+        return _HubCollector(self.new_events(body, model=model, hub=hub), ResponsesCollector())
 
     def answer(
         self,
@@ -239,12 +256,8 @@ class HubTranslator(Translator):
         created: int,
         body: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        upstream = self._upstream
-        if upstream is None:
-            hub_final = final
-        else:
-            request = self.to_responses(body) if body is not None else {}
-            hub_final = upstream.answer_to_responses(final, model=model, request=request)
+        request = self.to_responses(body) if body is not None else {}
+        hub_final = self._upstream.answer_to_responses(final, model=model, request=request)
         return self.client_side.answer_from_responses(hub_final, model=model, created=created)
 
 
@@ -263,15 +276,21 @@ class _HubCollector:
         return self._collector.result()
 
 
-class _Identity:
-    __slots__ = ()
-
-    def feed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return [dict(payload)]
-
-
+_TRANSLATORS: dict[tuple[WireProtocol, WireProtocol], HubTranslator] = {}
 _CLIENT_SIDES: dict[WireProtocol, ClientSide] = {}
 _UPSTREAM_SIDES: dict[WireProtocol, UpstreamSide] = {}
+
+
+def custom_tool_names(body: Mapping[str, Any]) -> frozenset[str]:
+    """The names of the tools a hub body declares as ``custom`` (their calls come back as such)."""
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return frozenset()
+    return frozenset(
+        tool["name"]
+        for tool in tools
+        if isinstance(tool, Mapping) and tool.get("type") == "custom" and isinstance(tool.get("name"), str)
+    )
 
 
 def _fill_matrix() -> None:
@@ -282,7 +301,7 @@ def _fill_matrix() -> None:
         for upstream, upstream_side in _UPSTREAM_SIDES.items():
             if client != upstream:
                 side = None if client is WireProtocol.RESPONSES else client_side
-                register_translator(HubTranslator(side, upstream_side, hub))
+                _TRANSLATORS[(client, upstream)] = HubTranslator(side, upstream_side, hub)
 
 
 def register_client_side(side: ClientSide) -> None:
@@ -303,3 +322,16 @@ def client_side(protocol: WireProtocol) -> ClientSide | None:
 
 def upstream_side(protocol: WireProtocol) -> UpstreamSide | None:
     return _UPSTREAM_SIDES.get(protocol)
+
+
+def translator_for(client: WireProtocol, upstream: WireProtocol) -> HubTranslator | None:
+    """The cell of the pair; ``None`` for a pass-through (same protocol) or an unserved pair.
+
+    A pair with no cell cannot be served, so accounts of such providers are not candidates.
+    """
+    return _TRANSLATORS.get((client, upstream))
+
+
+def can_serve(client: WireProtocol, upstream: WireProtocol) -> bool:
+    """Whether a client of ``client`` can be served by an upstream speaking ``upstream``."""
+    return client == upstream or (client, upstream) in _TRANSLATORS

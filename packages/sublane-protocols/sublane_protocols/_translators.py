@@ -1,9 +1,7 @@
-"""Translators between client protocols and upstream protocols, and which pairs SubLane can serve.
+"""What a translator between a client protocol and an upstream protocol is (the registry of the
+matrix's cells is in ``_hub.py``).
 
-A call whose client protocol equals its upstream's passes through untouched (no translator). For
-any other pair the pipeline asks :func:`translator_for`; a pair with no translator cannot be
-served, so accounts of such providers are not candidates for the call.
-
+A call whose client protocol equals its upstream's passes through untouched (no translator).
 A translator is pure: :meth:`Translator.request` turns the client's body into the upstream's,
 :meth:`Translator.answer` an upstream JSON answer into the client's, and
 :meth:`Translator.new_stream` gives an incremental translator that is fed decoded upstream events
@@ -73,24 +71,3 @@ class Translator(ABC):
         body: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The client's JSON answer for the upstream's final answer (``body``: the client's)."""
-
-
-_TRANSLATORS: dict[tuple[WireProtocol, WireProtocol], Translator] = {}
-
-
-def register_translator(translator: Translator) -> None:
-    _TRANSLATORS[(translator.client, translator.upstream)] = translator
-
-
-def _clear_for_tests() -> None:  # pragma: no cover - used by registry tests only
-    _TRANSLATORS.clear()
-
-
-def translator_for(client: WireProtocol, upstream: WireProtocol) -> Translator | None:
-    """The translator of the pair; ``None`` for a pass-through (same protocol) or an unserved pair."""
-    return _TRANSLATORS.get((client, upstream))
-
-
-def can_serve(client: WireProtocol, upstream: WireProtocol) -> bool:
-    """Whether a client of ``client`` can be served by an upstream speaking ``upstream``."""
-    return client == upstream or (client, upstream) in _TRANSLATORS

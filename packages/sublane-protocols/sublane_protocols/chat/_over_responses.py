@@ -122,6 +122,12 @@ class ChatOverResponses(HubTranslator):
         super().__init__(self._chat, ResponsesUpstreamSide(), ResponsesClientSide())
 
     def new_stream(
-        self, body: Mapping[str, Any], *, model: str, created: int, json_array: bool = False
+        self,
+        body: Mapping[str, Any],
+        *,
+        model: str,
+        created: int,
+        json_array: bool = False,
+        hub: Mapping[str, Any] | None = None,
     ) -> ChatFrames:
         return self._chat.new_frames(body, model=model, created=created)

@@ -559,15 +559,3 @@ def gemini_count_request(body: Mapping[str, Any]) -> dict[str, Any]:
     if preamble:
         contents = [{"role": "user", "parts": preamble}, *contents]
     return {"contents": contents}
-
-
-def custom_tool_names(request: Mapping[str, Any]) -> frozenset[str]:
-    """The names the hub body declares as ``custom`` tools (their calls come back as custom calls)."""
-    tools = request.get("tools")
-    if not isinstance(tools, list):
-        return frozenset()
-    return frozenset(
-        tool["name"]
-        for tool in tools
-        if isinstance(tool, Mapping) and tool.get("type") == "custom" and isinstance(tool.get("name"), str)
-    )

@@ -40,8 +40,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from sublane_core import WireProtocol
-from sublane_protocols._hub import UpstreamSide
-from sublane_protocols.gemini._from_responses import custom_tool_names, gemini_count_request, gemini_request
+from sublane_protocols._hub import UpstreamSide, custom_tool_names
+from sublane_protocols.gemini._from_responses import gemini_count_request, gemini_request
 from sublane_protocols.gemini._responses_events import ResponsesEventWriter
 
 _COMPLETED: Final = frozenset({"STOP", "FINISH_REASON_UNSPECIFIED"})

@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sublane_protocols._hub import custom_tool_names
 from sublane_protocols.messages._shape import count, dumps
 from sublane_protocols.messages._shape import field as get
-from sublane_protocols.messages._upstream_request import custom_tool_names
 
 _INCOMPLETE: Final = {
     "max_tokens": "max_output_tokens",

@@ -102,18 +102,6 @@ _STATE_FIELDS: Final = ("previous_response_id", "conversation", "prompt")
 _TEXT_PARTS: Final = frozenset({"input_text", "output_text"})
 
 
-def custom_tool_names(body: Mapping[str, Any]) -> frozenset[str]:
-    """The names of the tools the hub body declares as ``custom`` (their calls come back as such)."""
-    tools = body.get("tools")
-    if not isinstance(tools, list):
-        return frozenset()
-    return frozenset(
-        tool["name"]
-        for tool in tools
-        if isinstance(tool, Mapping) and tool.get("type") == "custom" and isinstance(tool.get("name"), str)
-    )
-
-
 def messages_request(body: Mapping[str, Any]) -> dict[str, Any]:
     """The Messages body (without ``stream``) for a hub body; raises ``TranslationRefused``."""
     if not isinstance(body, Mapping):
