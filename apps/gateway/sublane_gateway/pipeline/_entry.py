@@ -97,8 +97,8 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     opened = await _open(runtime, call, principal, spec, providers, bodies, client_body, operation, intent)
     if isinstance(opened, JsonReply):
         return opened
-    response, adapter = opened
-    return await _relay(runtime, call, spec, adapter, response, operation)
+    response, adapter, upstream = opened
+    return await _relay(runtime, call, spec, adapter, response, operation, upstream.hub)
 
 
 def _upstream_bodies(
@@ -137,7 +137,7 @@ async def _open(
     client_body: dict[str, Any],
     operation: UpstreamOperation,
     intent: CallIntent,
-) -> tuple[httpx.Response, ProviderAdapter] | JsonReply:
+) -> tuple[httpx.Response, ProviderAdapter, UpstreamBody] | JsonReply:
     """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
     try:
         check_policy(principal, call.model)
@@ -187,12 +187,12 @@ async def _open(
         raise
     call.upstream_status = response.status_code
     _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
-    return response, adapter
+    return response, adapter, upstream
 
 
 def _estimated_count(call: ModelCall, protocol: WireProtocol, upstream: UpstreamBody) -> JsonReply:
     translator = translator_for(protocol, WireProtocol.RESPONSES)
-    assert isinstance(translator, HubTranslator) and upstream.hub is not None
+    assert translator is not None and upstream.hub is not None
     call.finish(Outcome.SUCCESS)
     answer = translator.estimated_count_answer(upstream.hub)
     return json_reply(answer, headers=request_id_headers(protocol, call.request_id))
@@ -225,7 +225,9 @@ async def _relay(
     adapter: ProviderAdapter,
     response: httpx.Response,
     operation: UpstreamOperation,
+    hub: dict[str, Any] | None,
 ) -> Reply:
+    """``hub``: the call's body in the hub's form, when it was translated (not derived again)."""
     protocol = spec.protocol
     translator = translator_for(protocol, adapter.protocol)
     created = int(runtime.clock.time())
@@ -234,7 +236,7 @@ async def _relay(
         frames: StreamTranslator | None
         if translator is not None:
             frames = translator.new_stream(
-                spec.body, model=call.model, created=created, json_array=spec.json_array
+                spec.body, model=call.model, created=created, json_array=spec.json_array, hub=hub
             )
             if adapter.wrapped_events:
                 frames = Unwrapped(adapter.unwrap_event, frames)
@@ -254,8 +256,8 @@ async def _relay(
     if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)
         # through the hub into one Responses object, then into the client's shape.
-        if isinstance(translator, HubTranslator):
-            collector = translator.new_collector(spec.body, model=call.model)
+        if translator is not None:
+            collector = translator.new_collector(spec.body, model=call.model, hub=hub)
             final = await collect_stream(
                 call, response, observer, collector, runtime.settings.request_timeout_s, unwrap=unwrap
             )
@@ -268,11 +270,9 @@ async def _relay(
         )
         if final is None:
             return stream_failure_reply(call, protocol)
-        if translator is not None:
-            final = translator.answer(final, model=call.model, created=created, body=spec.body)
         return json_reply(final, headers=headers)
     observe = None if operation is UpstreamOperation.COUNT_TOKENS else observer.observe_answer
-    if isinstance(translator, HubTranslator) and operation is UpstreamOperation.COUNT_TOKENS:
+    if translator is not None and operation is UpstreamOperation.COUNT_TOKENS:
         unwrap = _count_answer(translator, unwrap)
     return await relay_json(
         call,

@@ -23,7 +23,7 @@ import httpx
 from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import refusal_reply
-from sublane_gateway.pipeline._relay import decoded, observe_blocks
+from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
 from sublane_protocols import HubTranslator, TranslationRefused, translator_for
@@ -80,11 +80,6 @@ class SocketHistory:
         ]
 
 
-def hub_translator(upstream: WireProtocol) -> HubTranslator | None:
-    translator = translator_for(WireProtocol.RESPONSES, upstream)
-    return translator if isinstance(translator, HubTranslator) else None
-
-
 async def run_hub_turn(
     runtime: ClientRuntime,
     call: ModelCall,
@@ -101,11 +96,12 @@ async def run_hub_turn(
     """
     account = grant.account
     adapter = runtime.adapters[account.provider]
-    translator = hub_translator(adapter.protocol)
+    translator = translator_for(WireProtocol.RESPONSES, adapter.protocol)
     assert translator is not None
     body = history.expand(body)
     try:
-        upstream_body = dict(translator.request(body), model=call.model)
+        hub, upstream = translator.translate(body)
+        upstream_body = dict(upstream, model=call.model)
     except TranslationRefused as refused:
         call.finish(Outcome.REJECTED, refused.code)
         raise HubTurnError(400, refused.code, refused.message) from None
@@ -137,7 +133,7 @@ async def run_hub_turn(
             int(retry_after) if retry_after and retry_after.isdigit() else None,
         ) from None
     call.upstream_status = response.status_code
-    await _relay(runtime, call, adapter, translator, response, body, history, send)
+    await _relay(runtime, call, adapter, translator, response, body, hub, history, send)
 
 
 async def _relay(
@@ -147,11 +143,12 @@ async def _relay(
     translator: HubTranslator,
     response: httpx.Response,
     body: dict[str, Any],
+    hub: dict[str, Any],
     history: SocketHistory,
     send: SendEvent,
 ) -> None:
     observer = adapter.new_observer(call.state)
-    events = translator.new_events(body, model=call.model)
+    events = translator.new_events(body, model=call.model, hub=hub)
     frames = ResponsesFrames()
     framer = SseFramer()
     final: dict[str, Any] | None = None
@@ -175,7 +172,7 @@ async def _relay(
                         if terminal:
                             response_obj = out.get("response")
                             final = response_obj if isinstance(response_obj, dict) else None
-                            _finish(call)
+                            finish_call(call)
                         await send(out, terminal)
     except httpx.HTTPError:
         call.state.error_code = call.state.error_code or "upstream_stream_error"
@@ -184,19 +181,8 @@ async def _relay(
     finally:
         await response.aclose()
     if not frames.finished:
-        _finish(call)
+        finish_call(call)
         closing = frames.closing_event(call.state.error_code or "upstream_stream_error")
         if closing is not None:
             await send(closing, True)
     history.remember(body, final)
-
-
-def _finish(call: ModelCall) -> None:
-    if call.finished:
-        return
-    state = call.state
-    outcome = state.outcome or Outcome.ERROR
-    code = state.error_code if outcome in (Outcome.ERROR, Outcome.CANCELED) else None
-    if state.outcome is None and code is None:
-        code = "stream_incomplete"
-    call.finish(outcome, code)

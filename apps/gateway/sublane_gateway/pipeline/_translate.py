@@ -5,35 +5,36 @@ that could serve it, and a refusal only stands when no provider is left, XLAT-3)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sublane_core import SubLaneError, UpstreamOperation
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
-from sublane_protocols import HubTranslator, Translator
+from sublane_protocols import HubTranslator
 
 
 @dataclass(frozen=True, slots=True)
 class UpstreamBody:
-    """The body for one upstream protocol; ``body is None``: a token count this upstream cannot
-    do, answered with an estimate from ``hub``."""
+    """The body for one upstream protocol, and ``hub``: the client's body in the hub's form when it
+    was translated (the relay translates the answer with it). ``body is None``: a token count this
+    upstream cannot do, answered with an estimate from ``hub``."""
 
     body: dict[str, Any] | None
-    hub: Mapping[str, Any] | None = None
+    hub: dict[str, Any] | None = None
 
 
 def upstream_body(
-    translator: Translator | None, body: dict[str, Any], operation: UpstreamOperation
+    translator: HubTranslator | None, body: dict[str, Any], operation: UpstreamOperation
 ) -> UpstreamBody:
     """The client's ``body`` for an upstream (``translator is None``: the same protocol)."""
     if translator is None:
         return UpstreamBody(body)
-    if operation is UpstreamOperation.COUNT_TOKENS and isinstance(translator, HubTranslator):
+    if operation is UpstreamOperation.COUNT_TOKENS:
         hub, counted = translator.count_request(body)
         return UpstreamBody(None if counted is None else dict(counted, model=body["model"]), hub)
-    return UpstreamBody(dict(translator.request(body), model=body["model"]))
+    hub, upstream = translator.translate(body)
+    return UpstreamBody(dict(upstream, model=body["model"]), hub)
 
 
 async def providers_listing(
