@@ -16,8 +16,14 @@ Unwrap = Callable[[dict[str, Any]], dict[str, Any]]
 ErrorBody = Callable[[str], Mapping[str, Any]]
 
 
-def _dump(payload: Mapping[str, Any]) -> bytes:
+def json_bytes(payload: Mapping[str, Any]) -> bytes:
+    """Compact UTF-8 JSON; lone surrogates a client sent pass through as they came."""
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def named_sse(event: Mapping[str, Any]) -> bytes:
+    """One SSE frame named after the event's ``type`` (Responses and Anthropic streams)."""
+    return b"event: " + str(event.get("type", "message")).encode() + b"\ndata: " + json_bytes(event) + b"\n\n"
 
 
 class ReframedStream:
@@ -36,7 +42,7 @@ class ReframedStream:
         return False  # the relay knows when the upstream finished; this framing adds nothing then
 
     def _frame(self, payload: Mapping[str, Any]) -> bytes:
-        data = _dump(payload)
+        data = json_bytes(payload)
         self._sent += 1
         if self._json_array:
             return (b"[" if self._sent == 1 else b",\r\n") + data

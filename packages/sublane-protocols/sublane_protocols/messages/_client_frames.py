@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sublane_protocols._framing import named_sse
 from sublane_protocols.messages._shape import count
 from sublane_protocols.messages._shape import field as get
 
@@ -81,11 +82,6 @@ def error_object(code: Any, message: Any) -> dict[str, Any]:
     return {"type": _ERROR_TYPES.get(code, "api_error"), "message": text, "code": code}
 
 
-def sse(payload: Mapping[str, Any]) -> bytes:
-    data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return b"event: " + str(payload["type"]).encode() + b"\ndata: " + data + b"\n\n"
-
-
 def _custom_fragment(fragment: str) -> str:
     """A fragment of a raw custom-tool input, as the inside of the JSON string ``{"input": "…"}``."""
     return json.dumps(fragment, ensure_ascii=False)[1:-1]
@@ -137,7 +133,7 @@ class MessagesFrames:
         return self._finished
 
     def feed(self, payload: Mapping[str, Any]) -> bytes:
-        return b"".join(sse(frame) for frame in self.events(payload))
+        return b"".join(named_sse(frame) for frame in self.events(payload))
 
     def events(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The Anthropic events (not yet framed) for one hub event."""
@@ -150,7 +146,7 @@ class MessagesFrames:
         if self._finished:
             return b""
         self._finished = True
-        return sse(
+        return named_sse(
             {"type": "error", "error": error_object(error_code or "upstream_stream_error", _CUT_SHORT)}
         )
 

@@ -5,7 +5,7 @@ from sublane_protocols._collect import register_collector
 from sublane_protocols._errors import register_error_shape
 from sublane_protocols._hub import register_client_side, register_upstream_side
 from sublane_protocols._intent import register_intent_reader
-from sublane_protocols.responses._client_side import ResponsesClientSide, ResponsesFrames, sse_frame
+from sublane_protocols.responses._client_side import ResponsesClientSide, ResponsesFrames
 from sublane_protocols.responses._collect import ResponsesCollector
 from sublane_protocols.responses._errors import openai_error_body, openai_error_type, render_openai_error
 from sublane_protocols.responses._intent import openai_conversation_key, read_openai_intent
@@ -22,7 +22,6 @@ __all__ = [
     "ResponsesCollector",
     "ResponsesFrames",
     "ResponsesUpstreamSide",
-    "sse_frame",
     "openai_conversation_key",
     "openai_error_body",
     "openai_error_type",

@@ -7,19 +7,14 @@ terminal event OpenAI's own stream uses for a failed turn.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import WireProtocol
+from sublane_protocols._framing import named_sse
 from sublane_protocols._hub import ClientSide
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
-
-
-def sse_frame(event: Mapping[str, Any]) -> bytes:
-    data = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return b"event: " + str(event.get("type", "message")).encode() + b"\ndata: " + data + b"\n\n"
 
 
 def failed_event(response_id: str | None, code: str, message: str) -> dict[str, Any]:
@@ -68,7 +63,7 @@ class ResponsesFrames:
 
     def feed(self, payload: Mapping[str, Any]) -> bytes:
         event = self.event(payload)
-        return b"" if event is None else sse_frame(event)
+        return b"" if event is None else named_sse(event)
 
     def closing_event(self, error_code: str | None) -> dict[str, Any] | None:
         """The ``response.failed`` event for a stream that ended early, else ``None``."""
@@ -80,7 +75,7 @@ class ResponsesFrames:
 
     def trailer(self, error_code: str | None) -> bytes:
         event = self.closing_event(error_code)
-        return b"" if event is None else sse_frame(event)
+        return b"" if event is None else named_sse(event)
 
 
 class ResponsesClientSide(ClientSide):
