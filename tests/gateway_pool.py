@@ -52,15 +52,20 @@ def settings_for(sim: Simulator, data_dir: Path, **overrides: Any) -> Settings:
     return make_settings(data_dir, **{**urls, **overrides})
 
 
-def seed_catalogue(pool: Pool, models: list[str]) -> None:
-    """Store ``models`` as every pool account's catalogue, discovered now (CAT-1), as a restart
-    after a good discovery finds it; read before the first call."""
+def store_catalogue(gateway: Gateway, account_ids: list[int], models: list[str]) -> None:
+    """Store ``models`` as the accounts' catalogues, discovered now (CAT-1), as a restart after a
+    good discovery finds them; read before the gateway's first call."""
     from sqlmodel import Session
 
     from sublane_core import AccountModels
 
-    now = pool.runtime.clock.time()
-    with Session(pool.gateway.engine) as db:
-        for account_id in pool.account_ids:
+    now = gateway.app.state.client.clock.time()
+    with Session(gateway.engine) as db:
+        for account_id in account_ids:
             db.merge(AccountModels(account_id=account_id, models=models, served=models, discovered_at=now))
         db.commit()
+
+
+def seed_catalogue(pool: Pool, models: list[str]) -> None:
+    """:func:`store_catalogue` for every pool account."""
+    store_catalogue(pool.gateway, pool.account_ids, models)

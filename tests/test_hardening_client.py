@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import websockets
-from gateway_pool import Pool, settings_for
+from gateway_pool import Pool, settings_for, store_catalogue
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
@@ -214,17 +214,6 @@ def test_ops_1_fuzzed_client_bodies_never_get_a_5xx(make_pool: Callable[..., Poo
     assert pool.runtime.leases.total_in_flight() == 0
 
 
-def _seed_catalogue(gateway: Any, account_id: int, model: str) -> None:
-    from sqlmodel import Session
-
-    from sublane_core import AccountModels
-
-    with Session(gateway.engine) as db:
-        now = gateway.app.state.client.clock.time()
-        db.merge(AccountModels(account_id=account_id, models=[model], served=[model], discovered_at=now))
-        db.commit()
-
-
 async def test_cool_2_mcool_1_a_refused_websocket_handshake_cools_the_model_not_the_account(
     sim: Simulator, tmp_path: Path
 ) -> None:
@@ -242,7 +231,7 @@ async def test_cool_2_mcool_1_a_refused_websocket_handshake_cools_the_model_not_
             admin = gateway.admin()
             body = {"provider": "codex", "name": "c", "credentials": account.credentials, "group_ids": [1]}
             account_id = admin.post("/api/accounts/import", json=body).json()["id"]
-            _seed_catalogue(gateway, account_id, CREATE["model"])  # this upstream has no model list
+            store_catalogue(gateway, [account_id], [CREATE["model"]])  # this upstream has no model list
             key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
             url = gateway.url.replace("http://", "ws://") + "/v1/responses"
             headers = {"authorization": f"Bearer {key}", **WS_HEADERS}
