@@ -69,8 +69,9 @@ def test_ops_9_a_backup_taken_under_write_load_restores_and_serves_the_same_acco
     def model_calls() -> None:
         client = pool.client()
         while not stop.is_set():
-            if client.post("/v1/responses", json=BODY).status_code != 200:
-                failures.append("model call")
+            answer = client.post("/v1/responses", json=BODY)
+            if answer.status_code != 200:
+                failures.append(f"model call: {answer.status_code} {answer.text[:300]}")
             done["calls"] += 1
 
     def management_writes() -> None:

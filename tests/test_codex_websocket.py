@@ -151,7 +151,7 @@ async def test_client_disconnect_mid_turn_releases_the_slot(make_pool: Callable[
     while json.loads(await ws.recv())["type"] != "response.created":
         pass
     await ws.close()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15  # up to the 3 s usage drain (ADM-8), on a loaded machine
     while pool.runtime.leases.total_in_flight() and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert pool.runtime.leases.total_in_flight() == 0

@@ -7,7 +7,8 @@ import httpx
 import pytest
 from sqlmodel import Session, select
 
-from sublane_core import ApiKey
+from sublane_core import ApiKey, ShiftedClock
+from sublane_gateway.pipeline import KeyAuthenticator, Principal
 from sublane_gateway.testing import Gateway
 
 
@@ -116,3 +117,20 @@ def test_bad_key_input(gateway: Gateway, admin: httpx.Client, body: dict[str, ob
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_request"
     assert member.get("/api/me/keys").json()["items"] == []
+
+
+async def test_a_key_looked_up_while_access_changes_is_checked_again_after_a_wait(gateway: Gateway) -> None:
+    """WAIT-5: a key whose first lookup raced an access change (so its principal was not cached) is
+    still found by ``authenticate_again``: the race once turned a wait into a spurious 401."""
+    answer = gateway.admin().post("/api/users/1/keys", json={"name": "racing", "group_id": 1})
+    secret = answer.json()["secret"]
+    keys = KeyAuthenticator(gateway.engine, ShiftedClock())
+    load = keys._load
+
+    def racing_load(digest: str) -> Principal | None:
+        keys.invalidate()  # an access change (another key created or revoked) lands during the lookup
+        return load(digest)
+
+    keys._load = racing_load  # type: ignore[method-assign]
+    principal = await keys.authenticate({"authorization": f"Bearer {secret}"})
+    assert await keys.authenticate_again(principal) == principal

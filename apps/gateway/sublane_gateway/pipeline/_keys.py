@@ -126,12 +126,14 @@ class KeyAuthenticator:
                 raise SubLaneError("invalid_api_key")
             principal = found
             with self._lock:
+                if len(self._cache) >= MAX_CACHED_KEYS:
+                    self._cache.clear()
+                    self._digests.clear()
                 if generation == self._generation:  # no access change raced the lookup
-                    if len(self._cache) >= MAX_CACHED_KEYS:
-                        self._cache.clear()
-                        self._digests.clear()
                     self._cache[digest] = (principal, now + self._ttl_s)
-                    self._digests[principal.key_id] = digest
+                # A key's digest never changes, so it is kept even when the principal is not cached:
+                # authenticate_again (after a wait, WAIT-5) looks the key up by it.
+                self._digests[principal.key_id] = digest
         if principal.expires_at is not None and principal.expires_at <= self._clock.time():
             raise SubLaneError("invalid_api_key", "The API key has expired.")
         return principal
