@@ -161,16 +161,19 @@ class ModelCatalog:
         async with self._slots:  # CAT-1: at most two discoveries at once
             try:
                 models = frozenset(await discover(account_id))
-            except Exception as exc:  # any failure: keep what is stored, try again after RETRY_S
+            except SubLaneError as exc:
+                # The account's own trouble (its credentials): that is the answer, and the vault's
+                # refresh schedule (CRED-3), not RETRY_S, says when asking again can help.
+                _log.warning("model discovery for account %s failed: %s", account_id, exc.code)
+                self._errors[account_id] = exc
+                return self._usable(account_id)
+            except Exception as exc:  # any other failure: keep what is stored, try again after RETRY_S
                 _log.warning("model discovery for account %s failed: %s", account_id, type(exc).__name__)
-                if isinstance(exc, SubLaneError):  # the account's own trouble (credentials): say it
-                    self._errors[account_id] = exc
+                self._errors.pop(account_id, None)
                 models = frozenset()
         if not models:
             self._failed_at[account_id] = self._clock.monotonic()
-            entry = self._entries.get(account_id)
-            usable = entry is not None and self._clock.time() - entry.discovered_at < MAX_AGE_S
-            return entry if usable else None
+            return self._usable(account_id)
         aliaser = self._aliasers.get(provider)
         served = models | aliaser(models) if aliaser is not None else models
         entry = CatalogueEntry(models, served, self._clock.time())
@@ -180,6 +183,12 @@ class ModelCatalog:
         if self._engine is not None:
             await self._save(account_id, entry)
         return entry
+
+    def _usable(self, account_id: int) -> CatalogueEntry | None:
+        """After a failed discovery: what is stored, unless it is over-age (CAT-4)."""
+        entry = self._entries.get(account_id)
+        usable = entry is not None and self._clock.time() - entry.discovered_at < MAX_AGE_S
+        return entry if usable else None
 
     # -- storage ----------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from sublane_gateway.pipeline._schedule import (
     upstream_operation,
 )
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
-from sublane_gateway.pipeline._translate import UpstreamBody, providers_listing, upstream_body
+from sublane_gateway.pipeline._translate import ListingFailure, UpstreamBody, providers_listing, upstream_body
 from sublane_protocols import (
     CallIntent,
     HubTranslator,
@@ -74,17 +74,6 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
         return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
-    listing = await providers_listing(runtime, principal, model, providers)
-    if isinstance(listing, SubLaneError):
-        return sublane_error_reply(protocol, listing)
-    client_body = dict(spec.body, model=model)
-    bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
-    if isinstance(bodies, TranslationRefused):
-        return error_reply(protocol, 400, bodies.code, bodies.message, param=bodies.param)
-    # Providers whose translation refused drop out; the others stay candidates for the scheduler,
-    # which gives the answer for a model none lists (404, or the bound account's own error).
-    refused = {runtime.adapters[name].protocol for name in listing} - bodies.keys()
-    providers = tuple(name for name in providers if runtime.adapters[name].protocol not in refused)
     call = ModelCall.start(
         runtime.clock,
         runtime,
@@ -94,6 +83,21 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         spec.record_protocol,
         spec.record_operation,
     )
+    listing = await providers_listing(runtime, principal, model, providers)
+    if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
+        call.provider, call.account_id = listing.provider, listing.account_id
+        return refusal_reply(runtime, call, listing.error, protocol)
+    client_body = dict(spec.body, model=model)
+    bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
+    if isinstance(bodies, TranslationRefused):
+        call.finish(Outcome.REJECTED, bodies.code)
+        return error_reply(
+            protocol, 400, bodies.code, bodies.message, param=bodies.param, request_id=call.request_id
+        )
+    # Providers whose translation refused drop out; the others stay candidates for the scheduler,
+    # which gives the answer for a model none lists (404, or the bound account's own error).
+    refused = {runtime.adapters[name].protocol for name in listing} - bodies.keys()
+    providers = tuple(name for name in providers if runtime.adapters[name].protocol not in refused)
     opened = await _open(runtime, call, principal, spec, providers, bodies, client_body, operation, intent)
     if isinstance(opened, JsonReply):
         return opened

@@ -37,9 +37,19 @@ def upstream_body(
     return UpstreamBody(dict(upstream, model=body["model"]), hub)
 
 
+@dataclass(frozen=True, slots=True)
+class ListingFailure:
+    """No account is known to list the model because catalogues could not be read: ``error`` is the
+    answer; ``account_id``/``provider`` name the account whose own trouble it is, when one is."""
+
+    error: SubLaneError
+    account_id: int | None = None
+    provider: str | None = None
+
+
 async def providers_listing(
     runtime: ClientRuntime, principal: Principal, model: str, providers: tuple[str, ...]
-) -> tuple[str, ...] | SubLaneError:
+) -> tuple[str, ...] | ListingFailure:
     """The ``providers`` that have an account in the key's group listing ``model`` (CAT-3/4).
 
     Order is kept. Only the group's enabled, authorized accounts count; the scheduler checks the
@@ -54,19 +64,23 @@ async def providers_listing(
     lists = await asyncio.gather(*(runtime.catalog.lookup(a.id, a.provider) for a in accounts))
     listed: set[str] = set()
     unknown = False
-    failure: SubLaneError | None = None
+    failure: ListingFailure | None = None
     for account, entry in zip(accounts, lists, strict=True):
         if entry is None:
             unknown = True
-            failure = failure or runtime.catalog.failure(account.id)
+            error = runtime.catalog.failure(account.id)
+            if failure is None and error is not None:
+                failure = ListingFailure(error, account.id, account.provider)
         elif model in entry:
             listed.add(account.provider)
     if not listed and unknown:
         if failure is not None:  # e.g. the credentials could not be refreshed: that is the answer
             return failure
-        return SubLaneError(
-            "model_catalog_unavailable",
-            "The model catalogue of the group's accounts could not be read; try again shortly.",
-            retry_after=runtime.catalog.retry_after_s,
+        return ListingFailure(
+            SubLaneError(
+                "model_catalog_unavailable",
+                "The model catalogue of the group's accounts could not be read; try again shortly.",
+                retry_after=runtime.catalog.retry_after_s,
+            )
         )
     return tuple(name for name in providers if name in listed)
