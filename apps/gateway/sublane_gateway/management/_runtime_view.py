@@ -15,40 +15,56 @@ from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import PathId
 from sublane_gateway.pipeline import ClientRuntime, client_runtime
+from sublane_quota import is_fresh, pace_points
 
 router = APIRouter(tags=["scheduling"])
-
-QUOTA_FRESH_S = 120.0
 
 
 def quota_rows(rows: list[QuotaObservation], now: float) -> list[dict[str, Any]]:
     """Quota windows with freshness and pace (QUOTA-10): points of usage ahead (+) of an even pace.
 
-    Pace is computed at the observation time, from the window length and reset, and only for a
-    fresh, complete observation that is not past its reset.
+    Freshness is selection's own rule (QUOTA-3: 2 minutes, shortened by a reset; never a
+    future-dated row). Pace is computed at the observation time, from the window length and reset,
+    and only for a fresh, complete observation that is not past its reset; it is informational.
     """
     result = []
-    for row in rows:
-        fresh = now - row.observed_at <= QUOTA_FRESH_S and row.observed_at <= now
-        if row.resets_at is not None and row.resets_at <= now:
-            fresh = False
-        pace = None
-        if fresh and row.used_percent is not None and row.window_seconds and row.resets_at is not None:
-            elapsed = row.window_seconds - (row.resets_at - row.observed_at)
-            if 0 <= elapsed <= row.window_seconds:
-                pace = round(row.used_percent - 100.0 * elapsed / row.window_seconds, 1)
+    for row in sorted(rows, key=lambda row: (row.model, not row.main, row.window)):
+        fresh = is_fresh(row.observed_at, row.resets_at, now)
+        pace = (
+            pace_points(row.used_percent, row.window_seconds, row.resets_at, row.observed_at)
+            if fresh
+            else None
+        )
         result.append(
             {
-                "window": row.window if not row.model else f"{row.model}:{row.window}",
+                "window": row.window
+                if not row.model or row.model == row.window
+                else f"{row.model}:{row.window}",
+                "model": row.model or None,
+                "main": row.main,
                 "used_percent": row.used_percent,
+                "limit_reached": row.limit_reached,
                 "window_seconds": row.window_seconds,
                 "resets_at": row.resets_at,
                 "observed_at": row.observed_at,
                 "fresh": fresh,
                 "pace_points": pace,
+                "plan": row.plan,
             }
         )
     return result
+
+
+def _exhausted(runtime: ClientRuntime, account_id: int, quota: list[dict[str, Any]]) -> bool:
+    """QUOTA-9: a fresh observation says the account is out of quota — for every model it has quota
+    rows of (Antigravity: per model), or account-wide (Codex, Claude)."""
+    observer = runtime.quota
+    if observer is None:
+        return False
+    if observer.exhausted_until(account_id, "") is not None:
+        return True
+    models = {row["model"] for row in quota if row["model"] and row["main"]}
+    return bool(models) and all(observer.exhausted_until(account_id, model) is not None for model in models)
 
 
 def load_accounts(engine: Engine) -> tuple[list[Account], dict[int, list[QuotaObservation]]]:
@@ -74,7 +90,7 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
     limited = cooldowns.limited_models(account.id)
     retry_at = runtime.vault.refresh_retry_at(account.id)
     reauth = account.auth_state == "reauth_required" or runtime.vault.needs_reauth(account.id)
-    exhausted = any(row["fresh"] and (row["used_percent"] or 0) >= 100 for row in quota)
+    exhausted = _exhausted(runtime, account.id, quota)
     if not account.enabled:
         state = "disabled"
     elif reauth:

@@ -11,6 +11,7 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import CallSpec, refusal_reply, serve_call
 from sublane_gateway.pipeline._group_models import group_models
 from sublane_gateway.pipeline._keys import KeyAuthenticator, Principal
+from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._relay import finish_call
 from sublane_gateway.pipeline._reply import (
     JsonReply,
@@ -40,6 +41,7 @@ __all__ = [
     "finish_call",
     "group_models",
     "json_reply",
+    "observe_exhaustion",
     "refusal_reply",
     "report_refusal",
     "schedule",

@@ -147,6 +147,7 @@ async def _open(
             cooldown = runtime.scheduler.cooldowns.blocking(account.id, call.model)
             if cooldown is not None or runtime.vault.needs_reauth(account.id):
                 raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+            runtime.scheduler.check_dispatch(account.id, call.model)  # RETRY-2: quota (QUOTA-7)
 
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     except (SubLaneError, UpstreamRefused) as error:
@@ -250,7 +251,7 @@ def stream_failure_reply(call: ModelCall, protocol: WireProtocol) -> JsonReply:
 
 _REFUSAL_CODES = {
     FailureKind.RATE_LIMITED: "upstream_rate_limited",
-    FailureKind.QUOTA_EXHAUSTED: "upstream_rate_limited",
+    FailureKind.QUOTA_EXHAUSTED: "quota_exhausted",
     FailureKind.MODEL_RATE_LIMITED: "model_rate_limited",
     FailureKind.FORBIDDEN: "upstream_forbidden",
     FailureKind.UNAUTHORIZED: "reauth_required",

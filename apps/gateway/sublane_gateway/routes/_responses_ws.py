@@ -32,6 +32,7 @@ from sublane_gateway.pipeline import (
     Principal,
     check_policy,
     client_runtime,
+    observe_exhaustion,
     report_refusal,
     schedule,
     serving_providers,
@@ -427,6 +428,8 @@ class ClientSocket:
             status, headers, json.dumps({"error": payload.get("error")}).encode(), self.runtime.clock.time()
         )
         if call.grant is not None:
+            if failure.kind is FailureKind.QUOTA_EXHAUSTED:  # an observation, not a cooldown (QUOTA-7)
+                observe_exhaustion(self.runtime, adapter, call.grant.account, headers, failure)
             report_refusal(call.grant, failure, sender=self.runtime, model=call.model)
         call.upstream_status = status
         call.state.outcome = Outcome.ERROR
