@@ -44,6 +44,9 @@ class RouteRequest:
     rpm: int = 0
     wait: bool = True  # False: no slot now means account_wait_timeout at once (e.g. a prewarm)
     providers: Collection[str] | None = None  # the providers that can serve the call; None: any
+    #: The parent conversation's key of a Codex auto-review request (REVIEW-1): its account is
+    #: preferred when this request has no binding of its own and that account is eligible.
+    parent_key: str | None = None
 
 
 Eligible = Callable[[], Awaitable[Candidates]]
@@ -238,10 +241,22 @@ class Scheduler:
             else:
                 if not candidates.accounts:
                     raise self._no_candidates(request, candidates)
-                routing["rule"] = "binding_released" if released else "uniform_rotation"
-                lease, pool = self._rotate(request, candidates, routing)
-                if routing.get("rotation") == "quota_weighted" and not released:
-                    routing["rule"] = "quota_weighted_rotation"
+                preferred = (
+                    await self._parent_slot(request, candidates, routing)
+                    if request.parent_key is not None
+                    else None
+                )
+                if preferred is not None:
+                    lease, pool = (
+                        preferred,
+                        [account for account in candidates.accounts if account.id == preferred.account_id],
+                    )
+                    routing["rule"] = "parent_preference"
+                else:
+                    routing["rule"] = "binding_released" if released else "uniform_rotation"
+                    lease, pool = self._rotate(request, candidates, routing)
+                    if routing.get("rotation") == "quota_weighted" and not released:
+                        routing["rule"] = "quota_weighted_rotation"
             routing["candidates"] = len(pool)
             if lease is None:
                 remaining = deadline - self.clock.monotonic()
@@ -269,7 +284,9 @@ class Scheduler:
                 account = self.directory.get(lease.account_id)
                 assert account is not None
                 if digest is not None and (bound_id != account.id or bound_model != request.model):
-                    await self.affinity.bind(digest, request.group_id, account.id, request.model)
+                    await self.affinity.bind(
+                        digest, request.group_id, account.id, request.model, request.user_id
+                    )
             except BaseException as exc:
                 lease.release("canceled" if isinstance(exc, asyncio.CancelledError) else "rejected")
                 raise
@@ -295,6 +312,34 @@ class Scheduler:
         lease = self.take(account, request.model, request.request_id)
         if lease is None:
             self._count(routing, "capacity")
+        return lease
+
+    async def _parent_slot(
+        self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
+    ) -> Lease | None:
+        """A slot on the parent conversation's account (REVIEW-1/2), or ``None`` for normal selection.
+
+        The parent's binding is looked up in the same group (the digest) and must have been made by
+        the same user; its account must be a candidate (model, policy, health), neither out of quota
+        nor cooling nor backing off, and have a free slot — a busy parent is not waited for. The
+        parent's binding is only read, never changed (REVIEW-3).
+        """
+        assert request.parent_key is not None
+        parent = await self.affinity.owned_binding(binding_digest(request.group_id, request.parent_key))
+        if parent is None or parent[1] != request.user_id:
+            routing["parent"] = "unknown"  # missing, expired, or another user's: never offered
+            return None
+        account = next((a for a in candidates.accounts if a.id == parent[0]), None)
+        if (
+            account is None
+            or account.id in candidates.quota
+            or account.id in candidates.backing_off
+            or self.cooldowns.blocking(account.id, request.model) is not None
+        ):
+            routing["parent"] = "unavailable"
+            return None
+        lease = self.take(account, request.model, request.request_id)
+        routing["parent"] = "preferred" if lease is not None else "busy"
         return lease
 
     def _binding_released(self, account_id: int, group_id: int) -> bool:

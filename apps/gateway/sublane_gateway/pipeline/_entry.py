@@ -22,6 +22,7 @@ from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._relay import relay_json, stream_reply
 from sublane_gateway.pipeline._reply import JsonReply, Reply, error_reply, json_reply, sublane_error_reply
+from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import (
     check_policy,
@@ -119,21 +120,23 @@ async def _open(
     """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
     try:
         check_policy(principal, call.model)
+        review = review_link(spec.headers, spec.body)  # an auto-review child keys its own thread
+        key = review.child_key if review is not None else intent.conversation_key
         grant = await schedule(
             runtime,
             principal,
             providers,
             call.model,
             call.request_id,
-            conversation_key=intent.conversation_key,
+            conversation_key=key,
             continuation=intent.continuation,
+            parent_key=review.parent_key if review is not None else None,
         )
         call.take(grant)
         account = grant.account
         adapter = runtime.adapters[account.provider]
         body = bodies[adapter.protocol]
         wanted = upstream_operation(adapter, operation)
-        key = intent.conversation_key
         bound = key is not None
 
         def build(credentials: Credentials) -> httpx.Request:
