@@ -267,3 +267,42 @@ def test_qw_1_one_thousand_new_conversations_follow_the_remaining_quota(
     assert abs(share - 0.8 / 1.1) <= 0.01, chosen
     rules = Counter((record.routing or {}).get("rule") for record in pool.finished)
     assert rules["quota_weighted_rotation"] >= 990
+
+
+def test_hist_12_refused_during_routing_the_record_keeps_its_explanation(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(accounts=2)
+    user, key = pool.member_key("bob")
+    api = pool.client(key)
+    conversation = {"session_id": "conv"}
+    assert api.post("/v1/responses", json=BODY, headers=conversation).status_code == 200
+    bound = served_by(pool)
+    assert bound is not None
+    pool.sim.set_quota(pool.sim_account_of(bound).id, "primary", used_percent=100, reset_in_s=900)
+    assert api.post("/v1/responses", json=BODY, headers=conversation).status_code == 403  # observed
+    refused = api.post("/v1/responses", json=BODY, headers=conversation)  # refused while routing
+    assert refused.status_code == 403
+    request_id = refused.headers["x-request-id"]
+    eventually(lambda: pool.admin.get(f"/api/requests/{request_id}").status_code == 200)
+    routing = pool.admin.get(f"/api/requests/{request_id}").json()["routing"]
+    assert routing == {
+        "rule": "kept_binding",
+        "candidates": 1,
+        "excluded": {"quota": 1},
+        "refused": "quota_exhausted",
+    }
+    new = api.post("/v1/responses", json=BODY, headers={"session_id": "another"})
+    assert new.status_code == 200
+    request_id = new.headers["x-request-id"]
+    eventually(lambda: pool.admin.get(f"/api/requests/{request_id}").status_code == 200)
+    member = pool.gateway.login("bob", "member-pass-1")
+    mine = member.get(f"/api/me/requests/{request_id}").json()
+    assert mine["account_id"] is None and mine["account_name"] is None  # HIST-7
+    assert mine["routing"] == {
+        "rule": "uniform_rotation",
+        "candidates": 1,
+        "excluded": {"quota": 1},
+        "rotation": "uniform",
+    }
+    assert user["id"] != 1

@@ -198,6 +198,32 @@ class Scheduler:
             raise
 
     async def _select(self, request: RouteRequest, eligible: Eligible, ticket: Ticket) -> Grant:
+        """Select and take a slot; a refusal carries the explanation of the routing that refused it
+        (HIST-12: also stored for requests refused during routing)."""
+        explanation: dict[str, Any] = {"excluded": {}}
+
+        async def explained_eligible() -> Candidates:
+            try:
+                return await eligible()
+            except SubLaneError as error:
+                if error.code == "model_not_allowed":  # the group's policy, re-checked (WAIT-5)
+                    excluded = explanation.setdefault("excluded", {})
+                    excluded["policy"] = len(self.directory.of_group(request.group_id))
+                raise
+
+        try:
+            return await self._choose(request, explained_eligible, ticket, explanation)
+        except SubLaneError as error:
+            if error.routing is None:
+                explanation.setdefault("rule", "none")
+                explanation.setdefault("candidates", 0)
+                explanation["refused"] = error.code
+                error.routing = explanation
+            raise
+
+    async def _choose(
+        self, request: RouteRequest, eligible: Eligible, ticket: Ticket, explanation: dict[str, Any]
+    ) -> Grant:
         deadline = self.clock.monotonic() + self.wait_timeout_s
         digest = (
             binding_digest(request.group_id, request.conversation_key) if request.conversation_key else None
@@ -209,6 +235,9 @@ class Scheduler:
             binding = await self.affinity.binding(digest) if digest else None
             bound_id, bound_model = binding if binding is not None else (None, None)
             routing: dict[str, Any] = {"excluded": dict(candidates.excluded)}
+            explanation.clear()
+            explanation.update(routing)
+            routing = explanation  # the same dict: a refusal below carries what was decided so far
             released = bound_id is not None and self._binding_released(bound_id, request.group_id)
             if released:
                 # OPS-5: the account was deleted, disabled or left the group: select anew (and bind

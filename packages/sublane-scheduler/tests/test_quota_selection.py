@@ -211,3 +211,42 @@ def _digest(group: int, key: str) -> str:
     from sublane_scheduler import binding_digest
 
     return binding_digest(group, key)
+
+
+async def test_hist_12_a_request_refused_during_routing_carries_its_explanation(workspace: Workspace) -> None:
+    group = workspace.group()
+    bound = workspace.account(group)
+    workspace.account(group, models=("other-model",))
+    scheduler = workspace.scheduler()
+    (await workspace.grant(scheduler, group, key="conv")).release("success")
+    workspace.exhausted[bound] = workspace.clock.time() + 60
+    with pytest.raises(SubLaneError) as raised:
+        await workspace.grant(scheduler, group, key="conv")
+    assert raised.value.routing == {
+        "excluded": {"model_support": 1, "quota": 1},
+        "rule": "kept_binding",
+        "candidates": 1,
+        "refused": "quota_exhausted",
+    }
+
+
+async def test_hist_12_a_policy_refusal_during_routing_counts_the_groups_accounts(
+    workspace: Workspace,
+) -> None:
+    group = workspace.group()
+    for _ in range(3):
+        workspace.account(group)
+    scheduler = workspace.scheduler()
+    scheduler.eligibility = Eligibility(workspace.directory, _Models(workspace), _Health(), _Quota(workspace))
+
+    async def policy_changed() -> None:
+        raise SubLaneError("model_not_allowed")
+
+    with pytest.raises(SubLaneError) as raised:
+        await scheduler.route(workspace.route(group), policy_changed)
+    assert raised.value.routing == {
+        "excluded": {"policy": 3},
+        "rule": "none",
+        "candidates": 0,
+        "refused": "model_not_allowed",
+    }

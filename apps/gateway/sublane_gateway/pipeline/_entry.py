@@ -284,5 +284,7 @@ def refusal_reply(
             sub.status = failure.status if failure.status in (502, 503, 504) else 502
         return sublane_error_reply(protocol, sub, call.request_id)
     assert isinstance(error, SubLaneError)
+    if call.routing is None:
+        call.routing = error.routing  # refused during routing: what routing decided (HIST-12)
     call.finish(Outcome.REJECTED if error.status in (403, 404, 429) else Outcome.ERROR, error.code)
     return sublane_error_reply(protocol, error, call.request_id)

@@ -235,6 +235,7 @@ class ClientSocket:
             )
         except SubLaneError as error:
             if not prewarm:
+                call.routing = call.routing or error.routing  # HIST-12: refused during routing
                 call.finish(Outcome.REJECTED, error.code)
             await self._send_error(
                 _TurnError(error.status, error.code, error.message, error.retry_after, error.headers),
