@@ -17,7 +17,9 @@ from typing import Any
 
 import httpx
 from gateway_pool import Pool, settings_for
+from sqlmodel import Session, select
 
+from sublane_core import QuotaObservation
 from sublane_gateway.testing import running_gateway
 from sublane_quota import FRESH_S
 from sublane_sim import QuotaReadOutcome, Simulator
@@ -306,3 +308,31 @@ def test_hist_12_refused_during_routing_the_record_keeps_its_explanation(
         "rotation": "uniform",
     }
     assert user["id"] != 1
+
+
+def test_quota_2_observations_are_normalized_and_persisted(make_pool: Callable[..., Pool]) -> None:
+    """Claude's headers say 0.7 (a fraction, a Unix reset): saved as the window its usage endpoint
+    names (``five_hour``, 70 % used, 5 h long, that reset); the endpoint's own percentages and ISO
+    resets normalize to the same (``packages/sublane-providers/tests/test_claude_quota.py``)."""
+    pool = make_pool(provider="claude")
+    (account_id,) = pool.account_ids
+    sim_id = pool.sim_accounts[0].id
+    pool.sim.set_quota(sim_id, "five_hour", used_percent=70, reset_in_s=9000)
+    body = {
+        "model": "claude-sonnet-4-5-20250929",
+        "max_tokens": 32,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    api = pool.gateway.client(headers={"x-api-key": pool.key, "anthropic-version": "2023-06-01"})
+    assert api.post("/v1/messages", json=body).status_code == 200
+
+    def stored() -> dict[str, QuotaObservation]:
+        with Session(pool.gateway.engine) as db:
+            rows = db.exec(select(QuotaObservation).where(QuotaObservation.account_id == account_id))
+            return {row.window: row for row in rows}
+
+    eventually(lambda: "five_hour" in stored())
+    from_headers = stored()["five_hour"]
+    assert from_headers.used_percent == 70.0 and from_headers.window_seconds == 5 * 3600
+    assert from_headers.main and from_headers.lifecycle_revision == 1
+    assert abs((from_headers.resets_at or 0) - (pool.sim.clock.now() + 9000)) < 5

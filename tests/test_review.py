@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import Callable
@@ -105,3 +106,32 @@ def test_review_3_an_exhausted_parent_account_means_normal_selection_and_an_unto
     # The parent conversation still belongs to its account: still 403, never moved by the review.
     refused = api.post("/v1/responses", json=BODY, headers={"session-id": PARENT})
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "quota_exhausted"
+
+
+async def test_review_1_over_the_websocket_too(make_pool: Callable[..., Pool]) -> None:
+    import websockets
+
+    pool = make_pool(accounts=3)
+    api = pool.client()
+    assert api.post("/v1/responses", json=BODY, headers={"session-id": PARENT}).status_code == 200
+    parent_account = pool.finished[-1].account_id
+    headers, metadata = guardian()
+    headers.pop("accept", None)
+    url = pool.gateway.url.replace("http://", "ws://") + "/v1/responses"
+    extra = {
+        "authorization": f"Bearer {pool.key}",
+        "openai-beta": "responses_websockets=2026-02-06",
+        **headers,
+    }
+    frame = {"type": "response.create", "model": "gpt-5-codex", "input": "review", "store": False,
+             "stream": True, "client_metadata": metadata["client_metadata"]}  # fmt: skip
+    async with websockets.connect(url, additional_headers=extra) as ws:
+        await ws.send(json.dumps(frame))
+        while True:
+            event = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if event["type"] in ("response.completed", "response.failed", "error"):
+                break
+    assert event["type"] == "response.completed"
+    record = pool.finished[-1]
+    assert record.account_id == parent_account and record.routing is not None
+    assert record.routing["rule"] == "parent_preference"

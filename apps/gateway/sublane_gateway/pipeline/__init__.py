@@ -21,6 +21,7 @@ from sublane_gateway.pipeline._reply import (
     json_reply,
     sublane_error_reply,
 )
+from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime, build_runtime, client_runtime
 from sublane_gateway.pipeline._schedule import check_policy, schedule, serving_providers, split_model
 from sublane_gateway.pipeline._send import report_refusal
@@ -44,6 +45,7 @@ __all__ = [
     "observe_exhaustion",
     "refusal_reply",
     "report_refusal",
+    "review_link",
     "schedule",
     "serve_call",
     "serving_providers",

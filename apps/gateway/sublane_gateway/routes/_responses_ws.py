@@ -34,6 +34,7 @@ from sublane_gateway.pipeline import (
     client_runtime,
     observe_exhaustion,
     report_refusal,
+    review_link,
     schedule,
     serving_providers,
     split_model,
@@ -230,8 +231,14 @@ class ClientSocket:
         request_id = None if prewarm else call.request_id
         try:
             check_policy(principal, model)
+            review = review_link(self.headers, body)  # an auto-review child keys its own thread
             grant = await self._acquire(
-                call, providers, intent.conversation_key, intent.continuation, prewarm
+                call,
+                providers,
+                review.child_key if review is not None else intent.conversation_key,
+                intent.continuation,
+                prewarm,
+                parent_key=review.parent_key if review is not None else None,
             )
         except SubLaneError as error:
             if not prewarm:
@@ -280,6 +287,8 @@ class ClientSocket:
         key: str | None,
         continuation: bool,
         prewarm: bool,
+        *,
+        parent_key: str | None = None,
     ) -> Grant | None:
         """The turn's slot; a prewarm never waits (no slot: it is answered locally)."""
         try:
@@ -292,6 +301,7 @@ class ClientSocket:
                 conversation_key=key,
                 continuation=continuation,
                 wait=not prewarm,
+                parent_key=parent_key,
             )
         except SubLaneError as error:
             if prewarm and error.code in ("account_wait_timeout", "account_queue_full"):
