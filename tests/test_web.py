@@ -556,7 +556,8 @@ def test_web_3_a_member_sees_only_their_own_requests_and_no_account_names(
     _shoot(page, "requests")
     table.get_by_role("button", name=f"Details of {mine}").click()
     details = page.get_by_role("dialog", name="Request details")
-    expect(details).to_contain_text("uniform_rotation")
+    expect(details.locator(".rule")).to_have_attribute("data-rule", "uniform_rotation")
+    expect(details.locator(".rule")).to_have_text("Uniform rotation")
     for shown in (page.locator("body").inner_text(), page.content()):
         assert "codex-1" not in shown
         email = pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["identity"]["email"]
