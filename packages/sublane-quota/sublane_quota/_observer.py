@@ -96,7 +96,10 @@ class QuotaObserver:
     async def record(self, observation: signals.QuotaObserved) -> bool:
         """Save an observation and publish it before returning; ``False`` when nothing was newer."""
         loop = asyncio.get_running_loop()
-        written = await loop.run_in_executor(self._writer, self._write, observation)
+        try:
+            written = await loop.run_in_executor(self._writer, self._write, observation)
+        except RuntimeError:  # shutting down: the observation is dropped, the request goes on
+            return False
         return self._publish(observation, written)
 
     def invalidate(self, account_id: int, lifecycle_revision: int) -> None:
