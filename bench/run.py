@@ -45,6 +45,8 @@ QUICK = os.environ.get("BENCH_QUICK") == "1"
 WITH_LITELLM = os.environ.get("BENCH_LITELLM", "1") != "0"
 # BENCH_ONLY=S1: S1 and the feature pricing only, written to results/latest-s1.json (latest.json stays).
 ONLY_S1 = os.environ.get("BENCH_ONLY") == "S1"
+# BENCH_FEATURE_ROUNDS=40: more rounds of 25 per side for the feature pricing (less noise; slower).
+FEATURE_ROUNDS = int(os.environ.get("BENCH_FEATURE_ROUNDS", "0"))
 LITELLM_VENV = Path(os.environ.get("BENCH_LITELLM_VENV", ROOT / ".cache" / "bench-litellm-venv"))
 ADMIN = ("bench-admin", "bench-admin-password")
 MODEL = "gpt-5-codex"
@@ -550,13 +552,15 @@ def start_gateway(
     history: bool = True,
     metrics: bool = True,
     team: bool = True,
+    quota: bool = True,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``sublane serve`` on core 0, its upstream URLs pointing at the mock.
 
     ``history=False`` starts it through ``bench/serve_variant.py`` (recording off, so no usage
     summaries either); ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted
     for ``/metrics``); ``team=False`` with ``SUBLANE_USAGE_ENABLED=false`` (no usage summaries and
-    no token budgets, TEAM-3/TEAM-4).
+    no token budgets, TEAM-3/TEAM-4); ``quota=False`` with ``SUBLANE_QUOTA_ENABLED=false`` (no quota
+    observer: nothing saved, no background reads, no exclusion; QUOTA, issue #15).
     """
     port = free_port()
     name = (
@@ -564,10 +568,12 @@ def start_gateway(
         + ("" if history else "-nohistory")
         + ("" if metrics else "-nometrics")
         + ("" if team else "-noteam")
+        + ("" if quota else "-noquota")
     )
     env = os.environ | {
         "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
         "SUBLANE_USAGE_ENABLED": "true" if team else "false",
+        "SUBLANE_QUOTA_ENABLED": "true" if quota else "false",
         "SUBLANE_DATA_DIR": str(tmp / f"data-{name}"),
         "SUBLANE_ADMIN_USERNAME": ADMIN[0],
         "SUBLANE_ADMIN_PASSWORD": ADMIN[1],
@@ -704,6 +710,15 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     noteam = Target(
         "gateway", "127.0.0.1", noteam_port, "/v1/responses", {"Authorization": f"Bearer {noteam_key}"}
     )
+    unobserved_proc, unobserved_url = start_gateway(procs, tmp, mock_url, quota=False)
+    unobserved_key, _ = seed_gateway(unobserved_url, creds["credentials"])
+    unobserved = Target(
+        "gateway",
+        "127.0.0.1",
+        int(unobserved_url.rsplit(":", 1)[1]),
+        "/v1/responses",
+        {"Authorization": f"Bearer {unobserved_key}"},
+    )
     variants = {
         "direct": direct,
         "all_on": gateway,
@@ -712,6 +727,7 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
         "both_off": bare,
         "metrics_off": uncounted,
         "team_off": noteam,
+        "observer_off": unobserved,  # SUBLANE_QUOTA_ENABLED=false; the headers still come
     }
     features: dict[str, Any] = {}
     for label, stream in (("non_streaming", False), ("streaming_ttft", True)):
@@ -719,11 +735,14 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
             name: responses_body(stream=stream, quota=name not in ("quota_off", "both_off"))
             for name in variants
         }
-        features[label] = await s1_latency(variants, bodies, streaming=stream, rounds=max(4, rounds // 2))
+        features[label] = await s1_latency(
+            variants, bodies, streaming=stream, rounds=FEATURE_ROUNDS or max(4, rounds // 2)
+        )
     report["scenarios"]["S1_features"] = features
     procs.stop(bare_proc)
     procs.stop(uncounted_proc)
     procs.stop(noteam_proc)
+    procs.stop(unobserved_proc)
     if ONLY_S1:
         return
 

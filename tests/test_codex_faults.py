@@ -40,7 +40,7 @@ def test_retry_1_gives_up_after_two_retries(make_pool: Callable[..., Pool]) -> N
 def test_retry_4_rate_limits_are_returned_not_replayed(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool()
     account = pool.sim_accounts[0].id
-    pool.sim.script(account, Behaviour.error(429, retry_after="7"))
+    pool.sim.script(account, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="7"))
     response = pool.client().post("/v1/responses", json=BODY)
     assert response.status_code == 429
     assert response.headers["retry-after"] == "7"
@@ -57,15 +57,18 @@ def test_cool_1_rate_limit_without_retry_after_uses_the_fallback(make_pool: Call
     assert response.status_code == 429 and response.headers["retry-after"] == "4"
 
 
-def test_usage_limit_reached_gets_a_bounded_retry_after(make_pool: Callable[..., Pool]) -> None:
+def test_quota_7_usage_limit_reached_is_quota_exhausted_with_a_bounded_retry_after(
+    make_pool: Callable[..., Pool],
+) -> None:
     pool = make_pool()
     pool.sim.script(
         pool.sim_accounts[0].id,
         Behaviour.error(429, error_code="usage_limit_reached", retry_after=None, resets_in_s=100_000),
     )
     response = pool.client().post("/v1/responses", json=BODY)
-    assert response.status_code == 429
-    assert 1 <= int(response.headers["retry-after"]) <= 3600
+    assert response.status_code == 403 and response.json()["error"]["code"] == "quota_exhausted"
+    assert 1 <= int(response.headers["retry-after"]) <= 120  # the next freshness check, not the reset
+    assert pool.runtime.scheduler.cooldowns.active(pool.account_ids[0]) is None  # not a cooldown
 
 
 def test_cred_8_upstream_403_is_upstream_forbidden(make_pool: Callable[..., Pool]) -> None:

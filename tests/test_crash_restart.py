@@ -86,7 +86,7 @@ def test_ops_2_sigkill_mid_stream_and_under_write_load_loses_no_state(sim: Simul
         bound_account = next(i for i, a in zip(ids, accounts, strict=True) if sim.requests(account_id=a.id))
         other = next(i for i in ids if i != bound_account)
         other_sim = accounts[ids.index(other)]
-        sim.script(other_sim.id, Behaviour.error(429, retry_after="3600"))
+        sim.script(other_sim.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="3600"))
         while other not in {row[0] for row in _rows(data_dir, "SELECT account_id FROM account_cooldowns")}:
             member.post("/v1/responses", json=BODY)
         sim.script(accounts[ids.index(bound_account)].id, Behaviour.error(401))
@@ -102,7 +102,7 @@ def test_ops_2_sigkill_mid_stream_and_under_write_load_loses_no_state(sim: Simul
         answered = [r.headers["x-request-id"] for r in answers if r.status_code == 200]
         assert len(answered) == 40
         cooled = member.post("/v1/responses", json={**BODY, "model": "gpt-5-codex"})  # one more cooldown
-        sim.script(other_sim.id, Behaviour.error(429, retry_after="1800"))
+        sim.script(other_sim.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="1800"))
         member.post("/v1/responses", json=BODY)
         sim.script(other_sim.id, Behaviour.ok(deltas=400, pacing_ms=20))
         time.sleep(0.3)  # past the writer's interval: everything answered so far is written

@@ -599,7 +599,7 @@ def test_hist_12_each_record_keeps_its_routing_explanation(make_pool: Callable[.
     assert records[kept]["routing"]["rule"] == "kept_binding"
     assert records[refused]["routing"] is None  # rejected before routing
     personal = _get(pool.admin, f"/api/me/requests/{first}")["routing"]
-    assert set(personal) <= {"rule", "candidates", "excluded"}
+    assert set(personal) <= {"rule", "candidates", "excluded", "rotation", "parent", "refused"}  # codes only
     assert all(isinstance(count, int) for count in personal["excluded"].values())
     assert "codex-" not in json.dumps(personal)
 

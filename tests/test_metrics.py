@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from gateway_pool import Pool
 from prometheus_client.parser import text_string_to_metric_families
 
-from sublane_core import QuotaObservation
 from sublane_sim import Behaviour
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True, "store": False}
@@ -96,7 +95,9 @@ def test_ops_8_metrics_after_real_traffic_match_the_requests_made(make_pool: Cal
     assert client.post("/v1/chat/completions", json=chat).status_code == 200
     # One upstream 429 (an error the account pays for) and one call refused before routing.
     for sim_account in pool.sim_accounts:
-        pool.sim.script(sim_account.id, Behaviour.error(429, retry_after="1"))
+        pool.sim.script(
+            sim_account.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="1")
+        )
     assert client.post("/v1/responses", json=BODY).status_code == 429
     for sim_account in pool.sim_accounts:
         pool.sim.clear_script(sim_account.id)
@@ -184,13 +185,8 @@ def test_ops_8_cooldowns_quota_waiters_and_in_flight_are_read_at_scrape_time(
     assert (
         pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 1}).status_code == 200
     )
-    with pool.gateway.engine.begin() as connection:
-        connection.execute(
-            sa.insert(QuotaObservation.__table__),  # type: ignore[attr-defined]
-            [{"account_id": account_id, "window": "primary", "model": "", "main": True, "used_percent": 42.5,
-              "window_seconds": 18_000, "resets_at": time.time() + 3600, "limit_reached": False,
-              "observed_at": time.time(), "lifecycle_revision": 1}],
-        )  # fmt: skip
+    # What the upstream reports on every answer's headers is what the observer saves (QUOTA-2).
+    pool.sim.set_quota(pool.sim_accounts[0].id, "primary", used_percent=42.5, reset_in_s=3600)
     # One stream holds the only slot; a second call waits for it.
     pool.sim.script(pool.sim_accounts[0].id, Behaviour.stall(after_deltas=1, stall_ms=None))
     holder = pool.client()
@@ -219,7 +215,9 @@ def test_ops_8_cooldowns_quota_waiters_and_in_flight_are_read_at_scrape_time(
     assert waiter_done.wait(15)  # the slot went to the waiter once the holder left
     thread.join(5)
     # An account cooling after a 429 shows its cooldown; Clear cooldown removes it.
-    pool.sim.script(pool.sim_accounts[0].id, Behaviour.error(429, retry_after="120"))
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="120")
+    )
     pool.client().post("/v1/responses", json=BODY)
     samples = scrape(pool)
     assert value(samples, "sublane_account_state", **labels, state="cooling") == 1

@@ -448,28 +448,16 @@ def test_aff_9_the_readme_says_to_run_one_process_per_database() -> None:
 def test_runtime_view_shows_refresh_backoff_reauth_and_quota_exhausted(
     make_pool: Callable[..., Pool],
 ) -> None:
-    from sqlmodel import Session
-
-    from sublane_core import QuotaObservation
     from sublane_sim import RefreshOutcome
 
     pool = make_pool(accounts=3, account_options={"access_ttl_s": 100})  # every token is due for refresh
     backoff, reauth, exhausted = pool.account_ids
     pool.sim.script_refresh(pool.sim_accounts[0].id, RefreshOutcome(kind="error", status=500))
     pool.sim.revoke_refresh_token(pool.sim_accounts[1].id)
-    now = pool.gateway.clock.time()
-    with Session(pool.gateway.engine) as db:
-        observation = QuotaObservation(
-            account_id=exhausted,
-            window="primary",
-            used_percent=100.0,
-            window_seconds=18000,
-            resets_at=now + 3600,
-            limit_reached=True,
-            observed_at=now,
-        )
-        db.add(observation)
-        db.commit()
+    pool.sim.set_quota(pool.sim_accounts[2].id, "primary", used_percent=100, reset_in_s=3600)
+    pool.admin.put("/api/groups/1/accounts", json={"account_ids": [exhausted]})
+    refused = pool.client().post("/v1/responses", json=BODY)  # the upstream's usage limit: observed
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "quota_exhausted"
     headers = {"session-id": "a"}
     pool.admin.put("/api/groups/1/accounts", json={"account_ids": [backoff]})
     pool.client().post("/v1/responses", json=BODY, headers=headers)

@@ -556,7 +556,8 @@ def test_web_3_a_member_sees_only_their_own_requests_and_no_account_names(
     _shoot(page, "requests")
     table.get_by_role("button", name=f"Details of {mine}").click()
     details = page.get_by_role("dialog", name="Request details")
-    expect(details).to_contain_text("uniform_rotation")
+    expect(details.locator(".rule")).to_have_attribute("data-rule", "uniform_rotation")
+    expect(details.locator(".rule")).to_have_text("Uniform rotation")
     for shown in (page.locator("body").inner_text(), page.content()):
         assert "codex-1" not in shown
         email = pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["identity"]["email"]
@@ -832,3 +833,89 @@ def test_team_5_everyone_can_change_their_own_password(
     page.get_by_label("Password").fill("bobs-new-password")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Usage", exact=True)).to_be_visible()
+
+
+# --- QUOTA-9, QUOTA-10, HIST-12 in the views ----------------------------------------------------
+
+
+def _import(pool: Pool, provider: str, name: str) -> int:
+    account = pool.sim.create_account(provider)
+    pool.sim_accounts.append(account)
+    body = {"provider": provider, "name": name, "credentials": account.credentials, "group_ids": [1]}
+    response = pool.admin.post("/api/accounts/import", json=body)
+    assert response.status_code == 201, response.text
+    account_id: int = response.json()["id"]
+    pool.account_ids.append(account_id)
+    return account_id
+
+
+def test_quota_9_and_quota_10_every_card_shows_quota_with_freshness_and_pace(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()  # codex-1
+    _import(pool, "claude", "claude-1")
+    _import(pool, "antigravity", "antigravity-1")
+    codex, claude, antigravity = (account.id for account in pool.sim_accounts)
+    pool.sim.set_quota(codex, "primary", used_percent=100, reset_in_s=900)
+    pool.sim.set_quota(codex, "secondary", used_percent=40, reset_in_s=302_400)  # half a week gone
+    pool.sim.set_quota(claude, "five_hour", used_percent=70, reset_in_s=9000)  # half of 5 h gone
+    pool.sim.set_quota(antigravity, "gemini-3-flash", used_percent=25, reset_in_s=3600)
+    api = pool.client()
+    assert api.post("/v1/responses", json=BODY).status_code == 403  # codex: the usage limit, observed
+    refused = api.post("/v1/responses", json=BODY)  # and now refused while routing
+    assert refused.status_code == 403
+    messages = {
+        "model": "claude-sonnet-4-5-20250929",
+        "max_tokens": 32,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    assert (
+        api.post("/v1/messages", json=messages, headers={"anthropic-version": "2023-06-01"}).status_code
+        == 200
+    )
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    assert api.post("/v1beta/models/gemini-3-flash:generateContent", json=gemini).status_code == 200
+    deadline = time.monotonic() + 10  # Antigravity reports quota only through its background read
+    while not any(row["window"] == "gemini-3-flash" for row in _runtime_quota(pool, "antigravity-1")):
+        assert time.monotonic() < deadline, "the Antigravity quota was never read"
+        time.sleep(0.05)
+
+    page = _admin_page(pool, open_context, "/accounts")
+    codex_card = _card(page, "codex-1")
+    expect(codex_card).to_have_attribute("data-state", "quota_exhausted")
+    expect(codex_card.locator(".state")).to_contain_text("Quota exhausted · re-check in")
+    primary = codex_card.locator('.quota-row[data-window="primary"]')
+    expect(primary).to_contain_text("100% used")
+    expect(primary).to_contain_text("fresh")
+    expect(codex_card.locator('.quota-row[data-window="secondary"]')).to_contain_text(
+        "10 pts behind an even pace"
+    )
+    claude_card = _card(page, "claude-1")
+    expect(claude_card.locator('.quota-row[data-window="five_hour"]')).to_contain_text(
+        "20 pts ahead of an even pace"
+    )
+    gemini_row = _card(page, "antigravity-1").locator('.quota-row[data-window="gemini-3-flash"]')
+    expect(gemini_row).to_contain_text("25% used")
+    expect(gemini_row).to_contain_text("fresh")
+    _shoot(page, "accounts-quota")
+
+    _records(pool, 4)
+    page.goto("/admin/requests")
+    filters = page.get_by_role("form", name="Filters")
+    request_id = refused.headers["x-request-id"]
+    filters.get_by_label("Request ID").fill(request_id)
+    filters.get_by_role("button", name="Apply filters").click()
+    rows = page.get_by_role("region", name="Requests table").locator("tbody tr")
+    expect(rows).to_have_count(1)
+    rows.get_by_role("button", name=f"Details of {request_id}").click()
+    details = page.get_by_role("dialog", name="Request details")
+    expect(details.locator(".refused")).to_have_text("quota_exhausted")
+    expect(details.locator(".excluded")).to_contain_text("quota: 1")
+    expect(details.locator(".rule")).to_have_text("Uniform rotation")
+    _shoot(page, "request-details-quota")
+
+
+def _runtime_quota(pool: Pool, name: str) -> list[dict[str, Any]]:
+    accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
+    quota: list[dict[str, Any]] = next(a for a in accounts if a["name"] == name)["quota"]
+    return quota

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,8 @@ class SubLaneError(Exception):
         # Headers the answer carries besides ``Retry-After`` (e.g. ``X-Token-Budget-Id``), in every
         # protocol's shape; lower-case names. Never a secret.
         self.headers: dict[str, str] = {name.lower(): value for name, value in (headers or {}).items()}
+        # The routing explanation of a request refused during routing (HIST-12), for its record.
+        self.routing: dict[str, Any] | None = None
         super().__init__(f"{code}: {self.message}")
 
     def body(self) -> dict[str, dict[str, str]]:

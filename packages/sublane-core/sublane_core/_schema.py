@@ -194,6 +194,7 @@ class Affinity(SQLModel, table=True):
         )
     )
     model: str | None = Field(default=None, max_length=128)
+    user_id: int | None = Field(default=None, description="REVIEW-1: who made the binding")
     created_at: float
     last_used_at: float
 

@@ -89,6 +89,9 @@ class Settings(BaseSettings):
 
     # -- quota (QW) and history (HIST) -----------------------------------------------------------
     gateway_quota_weighted: bool = Field(False, description="QW-1 quota-weighted rotation.")
+    quota_enabled: bool = Field(
+        True, description="QUOTA observation, background reads and exclusion; off only to measure its cost."
+    )
     history_enabled: bool = Field(
         True, description="Record every model call (HIST); off only to measure its cost."
     )

@@ -80,10 +80,12 @@ def _error_code(value: str | None) -> str | None:
 
 
 def routing_explanation(value: object) -> dict[str, Any] | None:
-    """The HIST-12 explanation as stored: the rule, the final candidate count, exclusions by reason.
+    """The HIST-12 explanation as stored: the rule, the final candidate count, exclusions by reason,
+    and — as codes — what refused a request during routing (``refused``), what became of an
+    auto-review parent (``parent``) and the rotation used (``rotation``).
 
-    Only these three parts are kept, as strings and counts, so no account identity, credential or
-    body can ride along in it.
+    Only these parts are kept, as codes and counts, so no account identity, credential or body can
+    ride along in it.
     """
     if not isinstance(value, Mapping):
         return None
@@ -104,6 +106,10 @@ def routing_explanation(value: object) -> dict[str, Any] | None:
             if len(reasons) >= _MAX_EXCLUSION_REASONS:
                 break
         explanation["excluded"] = reasons
+    for part in ("refused", "parent", "rotation"):  # an error code and fixed words, never an identity
+        word = value.get(part)
+        if isinstance(word, str) and _CODE.fullmatch(word):
+            explanation[part] = word
     return explanation or None
 
 

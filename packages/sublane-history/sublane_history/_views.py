@@ -39,6 +39,9 @@ def personal_routing(routing: dict[str, Any] | None) -> dict[str, Any] | None:
         shown["excluded"] = {
             str(reason): number for reason, number in excluded.items() if isinstance(number, int)
         }
+    for part in ("refused", "parent", "rotation"):  # codes, never an account
+        if isinstance(routing.get(part), str):
+            shown[part] = routing[part]
     return shown
 
 

@@ -4,7 +4,13 @@ from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import Cooldown, CooldownBook, CooldownPolicy
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
-from sublane_scheduler._eligibility import Candidates, CredentialHealth, Eligibility, ModelSupport
+from sublane_scheduler._eligibility import (
+    Candidates,
+    CredentialHealth,
+    Eligibility,
+    ModelSupport,
+    SubscriptionQuota,
+)
 from sublane_scheduler._leases import Lease, LeaseTable
 from sublane_scheduler._rotation import RoundRobin
 from sublane_scheduler._scheduler import Grant, Recheck, RouteRequest, Scheduler
@@ -23,6 +29,7 @@ __all__ = [
     "CredentialHealth",
     "Eligibility",
     "ModelSupport",
+    "SubscriptionQuota",
     # accounts
     "AccountDirectory",
     "AccountInfo",

@@ -33,7 +33,8 @@ class AffinityStore:
         self._engine = engine
         self._clock = clock
         self._max = max_cached
-        self._cache: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
+        # digest → (account, model, owner); owner: the user who made the binding (REVIEW-1)
+        self._cache: OrderedDict[str, tuple[int, str | None, int | None]] = OrderedDict()
 
     async def get(self, digest: str) -> int | None:
         """The bound account, or ``None``."""
@@ -42,36 +43,48 @@ class AffinityStore:
 
     async def binding(self, digest: str) -> tuple[int, str | None] | None:
         """``(account, model the binding was made or last used with)``, or ``None``."""
+        entry = await self._entry(digest)
+        return None if entry[0] == _MISSING else (entry[0], entry[1])
+
+    async def owned_binding(self, digest: str) -> tuple[int, int | None] | None:
+        """``(account, the user who made the binding)``, or ``None`` (REVIEW-1: a parent's binding
+        is offered only to the same user)."""
+        entry = await self._entry(digest)
+        return None if entry[0] == _MISSING else (entry[0], entry[2])
+
+    async def bind(
+        self, digest: str, group_id: int, account_id: int, model: str, user_id: int | None = None
+    ) -> None:
+        """Bind (or re-bind) a conversation to an account, remembering who made it."""
+        self._remember(digest, (account_id, model, user_id))
+        await anyio.to_thread.run_sync(self._store, digest, group_id, account_id, model, user_id)
+
+    async def _entry(self, digest: str) -> tuple[int, str | None, int | None]:
         cached = self._cache.get(digest)
         if cached is None:
             cached = await anyio.to_thread.run_sync(self._load, digest)
             self._remember(digest, cached)
         else:
             self._cache.move_to_end(digest)
-        return None if cached[0] == _MISSING else cached
-
-    async def bind(self, digest: str, group_id: int, account_id: int, model: str) -> None:
-        """Bind (or re-bind) a conversation to an account."""
-        self._remember(digest, (account_id, model))
-        await anyio.to_thread.run_sync(self._store, digest, group_id, account_id, model)
+        return cached
 
     def forget_account(self, account_id: int) -> None:
         """Drop cached bindings to an account (it was deleted; the table cascades)."""
         for digest in [digest for digest, bound in self._cache.items() if bound[0] == account_id]:
-            self._cache[digest] = (_MISSING, None)
+            self._cache[digest] = (_MISSING, None, None)
 
-    def _remember(self, digest: str, binding: tuple[int, str | None]) -> None:
+    def _remember(self, digest: str, binding: tuple[int, str | None, int | None]) -> None:
         self._cache[digest] = binding
         self._cache.move_to_end(digest)
         while len(self._cache) > self._max:
             self._cache.popitem(last=False)
 
-    def _load(self, digest: str) -> tuple[int, str | None]:
+    def _load(self, digest: str) -> tuple[int, str | None, int | None]:
         with Session(self._engine) as db:
             row = db.get(Affinity, digest)
-            return (row.account_id, row.model) if row is not None else (_MISSING, None)
+            return (row.account_id, row.model, row.user_id) if row is not None else (_MISSING, None, None)
 
-    def _store(self, digest: str, group_id: int, account_id: int, model: str) -> None:
+    def _store(self, digest: str, group_id: int, account_id: int, model: str, user_id: int | None) -> None:
         now = self._clock.time()
         for _attempt in range(2):  # two first bindings of one conversation may race: then update
             with Session(self._engine) as db:
@@ -83,11 +96,14 @@ class AffinityStore:
                         group_id=group_id,
                         account_id=account_id,
                         model=model[:128],
+                        user_id=user_id,
                         created_at=now,
                         last_used_at=now,
                     )
                 else:
                     row.account_id, row.model, row.last_used_at = account_id, model[:128], now
+                    if user_id is not None:
+                        row.user_id = user_id
                 db.add(row)
                 try:
                     db.commit()

@@ -1,8 +1,9 @@
 """Which of a group's accounts may serve a model now, and why the others may not (AFF-8).
 
 The scheduler owns this decision; what it needs to know from elsewhere — which models an account
-serves, whether its credentials are usable — it asks through the two small interfaces below, which
-the gateway wires to the model catalogue and the credential vault.
+serves, whether its credentials are usable, what its subscription quota says — it asks through the
+small interfaces below, which the gateway wires to the model catalogue, the credential vault and
+the quota observer.
 """
 
 from __future__ import annotations
@@ -31,6 +32,26 @@ class CredentialHealth(Protocol):
         ...
 
 
+class SubscriptionQuota(Protocol):
+    """What the accounts' subscription quota says (QUOTA, QW), as fresh observations tell it."""
+
+    def exhausted_until(self, account_id: int, model: str) -> float | None:
+        """When to look again (Unix time) if the account is out of quota for ``model`` by a fresh
+        observation of its main limit (QUOTA-3/4); ``None`` when it is not, or nothing fresh is known."""
+        ...
+
+    def remaining(self, account_id: int, model: str) -> float | None:
+        """The remaining fraction (0–1) of the account's most constrained fresh main window, when
+        every such window is complete (QW-2); ``None`` otherwise."""
+        ...
+
+    def demand(self, account_id: int, provider: str, lifecycle_revision: int) -> None:
+        """Model traffic considered the account: refresh its quota in the background if due (QUOTA-1).
+
+        Must return at once: the request never waits for a quota read."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """The group's accounts that may serve the model now, and why the others may not."""
@@ -39,15 +60,30 @@ class Candidates:
     excluded: dict[str, int] = field(default_factory=dict)
     #: Accounts whose credential refresh is backing off: passed over for new selection (AFF-8).
     backing_off: frozenset[int] = frozenset()
+    #: Accounts out of quota for the model by a fresh observation, and when to look again
+    #: (QUOTA-3): never chosen anew; a conversation bound to one gets ``quota_exhausted`` (QUOTA-7).
+    quota: dict[int, float] = field(default_factory=dict)
+    #: Remaining quota fraction by account, when quota-weighted rotation is on (QW-1).
+    remaining: dict[int, float] | None = None
 
 
 class Eligibility:
     """Reads candidates from the account directory (kept true to the database by the gateway)."""
 
-    def __init__(self, directory: AccountDirectory, models: ModelSupport, health: CredentialHealth) -> None:
+    def __init__(
+        self,
+        directory: AccountDirectory,
+        models: ModelSupport,
+        health: CredentialHealth,
+        quota: SubscriptionQuota | None = None,
+        *,
+        weighted: bool = False,
+    ) -> None:
         self._directory = directory
         self._models = models
         self._health = health
+        self.quota = quota
+        self._weighted = weighted and quota is not None
 
     async def candidates(self, group_id: int, model: str, providers: Collection[str] | None) -> Candidates:
         """Accounts of the group (of ``providers``, when given) that may serve ``model``.
@@ -78,4 +114,19 @@ class Eligibility:
             accounts.sort(key=lambda account: rank.get(account.provider, len(rank)))
         health = self._health
         backing_off = frozenset(a.id for a in accounts if health.refresh_retry_at(a.id) is not None)
-        return Candidates(accounts, excluded, backing_off)
+        quota = self.quota
+        if quota is None:
+            return Candidates(accounts, excluded, backing_off)
+        exhausted: dict[int, float] = {}
+        remaining: dict[int, float] | None = {} if self._weighted else None
+        for account in accounts:
+            if account.id not in backing_off:
+                quota.demand(account.id, account.provider, account.lifecycle_revision)  # QUOTA-1
+            until = quota.exhausted_until(account.id, model)
+            if until is not None:
+                exhausted[account.id] = until
+            elif remaining is not None:
+                fraction = quota.remaining(account.id, model)
+                if fraction is not None:
+                    remaining[account.id] = fraction
+        return Candidates(accounts, excluded, backing_off, exhausted, remaining)

@@ -1,6 +1,12 @@
-"""New selections rotate round-robin per group among eligible accounts (AFF-5).
+"""New selections rotate per group among eligible accounts (AFF-5), uniformly or by quota (QW-1).
 
 Cursors are process-local and start empty after a restart.
+
+Quota-weighted rotation is a smooth weighted round-robin (the one nginx uses): each account's
+credit grows by its weight on every selection and the chosen one pays back the total, so over
+any run of selections each account's share tracks its weight closely and deterministically,
+without long runs on one account. An account that cannot take the request is passed over for
+the next best credit; the credits of a group are kept while the candidate set stays the same.
 """
 
 from __future__ import annotations
@@ -10,12 +16,16 @@ from collections.abc import Callable, Sequence
 from sublane_scheduler._directory import AccountInfo
 from sublane_scheduler._leases import Lease
 
+#: The least weight an account with positive remaining quota gets, so it is still tried sometimes.
+MIN_WEIGHT = 0.01
+
 
 class RoundRobin:
     """Per-group cursors over candidate accounts; takes the first one that admits the request."""
 
     def __init__(self) -> None:
         self._cursors: dict[int, int] = {}
+        self._credits: dict[int, dict[int, float]] = {}  # group → account → smooth WRR credit
 
     def acquire(
         self, group_id: int, candidates: Sequence[AccountInfo], take: Callable[[AccountInfo], Lease | None]
@@ -30,4 +40,32 @@ class RoundRobin:
             if lease is not None:
                 self._cursors[group_id] = (start + step + 1) % count
                 return lease
+        return None
+
+    def acquire_weighted(
+        self,
+        group_id: int,
+        candidates: Sequence[AccountInfo],
+        weights: Sequence[float],
+        take: Callable[[AccountInfo], Lease | None],
+    ) -> Lease | None:
+        """A lease chosen in proportion to ``weights`` (the candidates' remaining quota, QW-1)."""
+        if not candidates:
+            return None
+        credits = self._credits.get(group_id)
+        ids = {account.id for account in candidates}
+        if credits is None or set(credits) != ids:
+            credits = self._credits[group_id] = dict.fromkeys(ids, 0.0)
+        shares = [max(weight, MIN_WEIGHT) for weight in weights]
+        total = sum(shares)
+        for account, share in zip(candidates, shares, strict=True):
+            credits[account.id] += share
+        order = sorted(range(len(candidates)), key=lambda index: (-credits[candidates[index].id], index))
+        for index in order:
+            lease = take(candidates[index])
+            if lease is not None:
+                credits[candidates[index].id] -= total
+                return lease
+        for account, share in zip(candidates, shares, strict=True):  # nothing taken: undo the round
+            credits[account.id] -= share
         return None

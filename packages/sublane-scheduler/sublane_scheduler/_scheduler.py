@@ -5,10 +5,11 @@ cached bindings. Per request it reads at most one binding from the database (the
 conversation is seen in this process) and writes one when a binding is made.
 
 Order of decisions: admission (ADM-2…4) → the group's eligible accounts (model support, policy,
-health; re-checked after every wake-up, WAIT-5) → a bound conversation keeps its account, cooling
-or not (AFF-3, WAIT-9), unless the client switched model with full history and the account cannot
-serve it (AFF-4) → otherwise rotation among accounts that are not cooling (AFF-5) → a free slot, or
-a wait in the group's queue (WAIT).
+health, subscription quota; re-checked after every wake-up, WAIT-5) → a bound conversation keeps
+its account, cooling or out of quota or not (AFF-3, WAIT-9, QUOTA-7), unless the client switched
+model with full history and the account cannot serve it (AFF-4) → otherwise rotation among
+accounts that are neither cooling nor out of quota — uniform (AFF-5) or by remaining quota (QW-1)
+→ a free slot, or a wait in the group's queue (WAIT).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
-from sublane_scheduler._cooldowns import Cooldown, CooldownBook
+from sublane_scheduler._cooldowns import MAX_RETRY_AFTER_HINT_S, Cooldown, CooldownBook
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
 from sublane_scheduler._eligibility import Candidates, Eligibility
 from sublane_scheduler._leases import Lease, LeaseTable
@@ -43,6 +44,9 @@ class RouteRequest:
     rpm: int = 0
     wait: bool = True  # False: no slot now means account_wait_timeout at once (e.g. a prewarm)
     providers: Collection[str] | None = None  # the providers that can serve the call; None: any
+    #: The parent conversation's key of a Codex auto-review request (REVIEW-1): its account is
+    #: preferred when this request has no binding of its own and that account is eligible.
+    parent_key: str | None = None
 
 
 Eligible = Callable[[], Awaitable[Candidates]]
@@ -194,6 +198,32 @@ class Scheduler:
             raise
 
     async def _select(self, request: RouteRequest, eligible: Eligible, ticket: Ticket) -> Grant:
+        """Select and take a slot; a refusal carries the explanation of the routing that refused it
+        (HIST-12: also stored for requests refused during routing)."""
+        explanation: dict[str, Any] = {"excluded": {}}
+
+        async def explained_eligible() -> Candidates:
+            try:
+                return await eligible()
+            except SubLaneError as error:
+                if error.code == "model_not_allowed":  # the group's policy, re-checked (WAIT-5)
+                    excluded = explanation.setdefault("excluded", {})
+                    excluded["policy"] = len(self.directory.of_group(request.group_id))
+                raise
+
+        try:
+            return await self._choose(request, explained_eligible, ticket, explanation)
+        except SubLaneError as error:
+            if error.routing is None:
+                explanation.setdefault("rule", "none")
+                explanation.setdefault("candidates", 0)
+                explanation["refused"] = error.code
+                error.routing = explanation
+            raise
+
+    async def _choose(
+        self, request: RouteRequest, eligible: Eligible, ticket: Ticket, explanation: dict[str, Any]
+    ) -> Grant:
         deadline = self.clock.monotonic() + self.wait_timeout_s
         digest = (
             binding_digest(request.group_id, request.conversation_key) if request.conversation_key else None
@@ -205,6 +235,9 @@ class Scheduler:
             binding = await self.affinity.binding(digest) if digest else None
             bound_id, bound_model = binding if binding is not None else (None, None)
             routing: dict[str, Any] = {"excluded": dict(candidates.excluded)}
+            explanation.clear()
+            explanation.update(routing)
+            routing = explanation  # the same dict: a refusal below carries what was decided so far
             released = bound_id is not None and self._binding_released(bound_id, request.group_id)
             if released:
                 # OPS-5: the account was deleted, disabled or left the group: select anew (and bind
@@ -214,9 +247,14 @@ class Scheduler:
                 account = self.directory.get(bound_id)
                 assert account is not None
                 if bound_id in ids:
+                    routing["rule"] = "kept_binding"
+                    exhausted = candidates.quota.get(bound_id)
+                    if exhausted is not None:  # QUOTA-7: never moves, never waits, no failure counted
+                        self._count(routing, "quota")
+                        routing["candidates"] = 1
+                        raise self._quota_error(exhausted)
                     lease = self._bound_slot(account, request, routing)
                     pool = [account]
-                    routing["rule"] = "kept_binding"
                 elif (
                     request.continuation
                     or bound_model == request.model
@@ -227,13 +265,27 @@ class Scheduler:
                     # bound account does not serve may (AFF-4), never the same model.
                     raise self._bound_unavailable(account, request)
                 else:  # AFF-4: a portable history may move to an account that serves the new model
-                    lease, pool = self._rotate(request, candidates, routing)
                     routing["rule"] = "model_switch_rotation"
+                    lease, pool = self._rotate(request, candidates, routing)
             else:
                 if not candidates.accounts:
                     raise self._no_candidates(request, candidates)
-                lease, pool = self._rotate(request, candidates, routing)
-                routing["rule"] = "binding_released" if released else "uniform_rotation"
+                preferred = (
+                    await self._parent_slot(request, candidates, routing)
+                    if request.parent_key is not None
+                    else None
+                )
+                if preferred is not None:
+                    lease, pool = (
+                        preferred,
+                        [account for account in candidates.accounts if account.id == preferred.account_id],
+                    )
+                    routing["rule"] = "parent_preference"
+                else:
+                    routing["rule"] = "binding_released" if released else "uniform_rotation"
+                    lease, pool = self._rotate(request, candidates, routing)
+                    if routing.get("rotation") == "quota_weighted" and not released:
+                        routing["rule"] = "quota_weighted_rotation"
             routing["candidates"] = len(pool)
             if lease is None:
                 remaining = deadline - self.clock.monotonic()
@@ -261,7 +313,9 @@ class Scheduler:
                 account = self.directory.get(lease.account_id)
                 assert account is not None
                 if digest is not None and (bound_id != account.id or bound_model != request.model):
-                    await self.affinity.bind(digest, request.group_id, account.id, request.model)
+                    await self.affinity.bind(
+                        digest, request.group_id, account.id, request.model, request.user_id
+                    )
             except BaseException as exc:
                 lease.release("canceled" if isinstance(exc, asyncio.CancelledError) else "rejected")
                 raise
@@ -281,10 +335,40 @@ class Scheduler:
     ) -> Lease | None:
         cooldown = self.cooldowns.blocking(account.id, request.model)
         if cooldown is not None:  # WAIT-9: never waited on; the conversation stays bound (AFF-3)
+            self._count(routing, "cooldown")
+            routing["candidates"] = 1
             raise self._cooling_error(cooldown)
         lease = self.take(account, request.model, request.request_id)
         if lease is None:
-            routing["excluded"]["capacity"] = routing["excluded"].get("capacity", 0) + 1
+            self._count(routing, "capacity")
+        return lease
+
+    async def _parent_slot(
+        self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
+    ) -> Lease | None:
+        """A slot on the parent conversation's account (REVIEW-1/2), or ``None`` for normal selection.
+
+        The parent's binding is looked up in the same group (the digest) and must have been made by
+        the same user; its account must be a candidate (model, policy, health), neither out of quota
+        nor cooling nor backing off, and have a free slot — a busy parent is not waited for. The
+        parent's binding is only read, never changed (REVIEW-3).
+        """
+        assert request.parent_key is not None
+        parent = await self.affinity.owned_binding(binding_digest(request.group_id, request.parent_key))
+        if parent is None or parent[1] != request.user_id:
+            routing["parent"] = "unknown"  # missing, expired, or another user's: never offered
+            return None
+        account = next((a for a in candidates.accounts if a.id == parent[0]), None)
+        if (
+            account is None
+            or account.id in candidates.quota
+            or account.id in candidates.backing_off
+            or self.cooldowns.blocking(account.id, request.model) is not None
+        ):
+            routing["parent"] = "unavailable"
+            return None
+        lease = self.take(account, request.model, request.request_id)
+        routing["parent"] = "preferred" if lease is not None else "busy"
         return lease
 
     def _binding_released(self, account_id: int, group_id: int) -> bool:
@@ -296,37 +380,80 @@ class Scheduler:
     ) -> tuple[Lease | None, list[AccountInfo]]:
         usable: list[AccountInfo] = []
         cooling: list[Cooldown] = []
+        exhausted: list[float] = []  # when to look again, per account out of quota (QUOTA-3)
         for account in candidates.accounts:
             cooldown = self.cooldowns.blocking(account.id, request.model)
-            if cooldown is None:
-                usable.append(account)
-            else:
+            if cooldown is not None:
                 cooling.append(cooldown)
+            elif account.id in candidates.quota:
+                exhausted.append(candidates.quota[account.id])
+            else:
+                usable.append(account)
         if cooling:
-            routing["excluded"]["cooldown"] = routing["excluded"].get("cooldown", 0) + len(cooling)
+            self._count(routing, "cooldown", len(cooling))
+        if exhausted:
+            self._count(routing, "quota", len(exhausted))
         if not usable:
-            raise self._cooling_error(min(cooling, key=lambda c: c.until))
+            routing["candidates"] = 0
+            if cooling and (not exhausted or min(c.until for c in cooling) <= min(exhausted)):
+                raise self._cooling_error(min(cooling, key=lambda c: c.until))
+            raise self._quota_error(min(exhausted))
         if candidates.backing_off:
             # AFF-8: an account whose refresh is backing off is passed over while others can serve.
             fresh = [account for account in usable if account.id not in candidates.backing_off]
             if fresh and len(fresh) < len(usable):
-                skipped = len(usable) - len(fresh)
-                routing["excluded"]["refresh_backoff"] = (
-                    routing["excluded"].get("refresh_backoff", 0) + skipped
-                )
+                self._count(routing, "refresh_backoff", len(usable) - len(fresh))
                 usable = fresh
-        lease = self.rotation.acquire(
-            request.group_id, usable, lambda account: self.take(account, request.model, request.request_id)
-        )
+
+        def take(account: AccountInfo) -> Lease | None:
+            return self.take(account, request.model, request.request_id)
+
+        weights = self._weights(usable, candidates)
+        if weights is not None:
+            routing["rotation"] = "quota_weighted"
+            lease = self.rotation.acquire_weighted(request.group_id, usable, weights, take)
+        else:
+            routing["rotation"] = "uniform"
+            lease = self.rotation.acquire(request.group_id, usable, take)
         if lease is None:
-            routing["excluded"]["capacity"] = routing["excluded"].get("capacity", 0) + len(usable)
+            self._count(routing, "capacity", len(usable))
         return lease, usable
+
+    @staticmethod
+    def _weights(usable: list[AccountInfo], candidates: Candidates) -> list[float] | None:
+        """QW-2: weights only when every candidate has a fresh, complete remaining fraction and all
+        are of one provider; otherwise uniform rotation."""
+        remaining = candidates.remaining
+        if remaining is None or len(usable) < 2 or len({a.provider for a in usable}) != 1:
+            return None
+        weights = [remaining.get(account.id) for account in usable]
+        if any(weight is None for weight in weights):
+            return None
+        return [weight for weight in weights if weight is not None]
+
+    @staticmethod
+    def _count(routing: dict[str, Any], reason: str, count: int = 1) -> None:
+        excluded: dict[str, int] = routing["excluded"]
+        excluded[reason] = excluded.get(reason, 0) + count
 
     async def _still_fine(self, lease: Lease, eligible: Eligible) -> bool:
         candidates = await eligible()
         if lease.account_id not in {account.id for account in candidates.accounts}:
             return False
+        if lease.account_id in candidates.quota:  # WAIT-5: ran out of quota while this one waited
+            return False
         return self.cooldowns.blocking(lease.account_id, lease.model) is None
+
+    def check_dispatch(self, account_id: int, model: str) -> None:
+        """Before a retry on the same lease (RETRY-2): raise when the account began cooling or a
+        fresh observation says it is out of quota for ``model`` (QUOTA-7)."""
+        cooldown = self.cooldowns.blocking(account_id, model)
+        if cooldown is not None:
+            raise self._cooling_error(cooldown)
+        quota = self.eligibility.quota if self.eligibility is not None else None
+        until = quota.exhausted_until(account_id, model) if quota is not None else None
+        if until is not None:
+            raise self._quota_error(until)
 
     @staticmethod
     def _no_candidates(request: RouteRequest, candidates: Candidates) -> SubLaneError:
@@ -335,6 +462,12 @@ class Scheduler:
                 "no_account_available", f"No account that serves {request.model!r} is available now."
             )
         return SubLaneError("model_not_found", f"No account in your group serves {request.model!r}.")
+
+    def _quota_error(self, until: float) -> SubLaneError:
+        """403 ``quota_exhausted`` with a re-check hint: the observation's freshness deadline or
+        its reset, whichever comes first (QUOTA-7) — a hint, not a promise."""
+        retry_after = max(1.0, min(until - self.clock.time(), MAX_RETRY_AFTER_HINT_S))
+        return SubLaneError("quota_exhausted", retry_after=retry_after)
 
     def _cooling_error(self, cooldown: Cooldown) -> SubLaneError:
         code = (

@@ -46,6 +46,8 @@ class Workspace:
         self.directory = AccountDirectory(engine)
         self.models: dict[int, set[str]] = {}
         self.backing_off: set[int] = set()  # accounts whose credential refresh backs off (AFF-8)
+        self.exhausted: dict[int, float] = {}  # accounts out of quota → when to look again (QUOTA-3)
+        self.remaining: dict[int, float] | None = None  # remaining quota fractions, with QW on
         self._names = itertools.count(1)
         self._requests = itertools.count(1)
 
@@ -125,7 +127,9 @@ class Workspace:
                     excluded["model_support"] = excluded.get("model_support", 0) + 1
                 else:
                     accounts.append(account)
-            return Candidates(accounts, excluded, frozenset(self.backing_off))
+            quota = {a.id: until for a in accounts if (until := self.exhausted.get(a.id)) is not None}
+            remaining = None if self.remaining is None else dict(self.remaining)
+            return Candidates(accounts, excluded, frozenset(self.backing_off), quota, remaining)
 
         return eligible
 

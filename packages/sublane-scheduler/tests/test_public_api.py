@@ -6,7 +6,7 @@ import sublane_scheduler
 
 EXPECTED = [
     "Candidates", "Grant", "Recheck", "RouteRequest", "Scheduler",
-    "CredentialHealth", "Eligibility", "ModelSupport",
+    "CredentialHealth", "Eligibility", "ModelSupport", "SubscriptionQuota",
     "AccountDirectory", "AccountInfo",
     "Admission", "Ticket",
     "Lease", "LeaseTable", "WaitRoom", "Waiter", "wait_for_lease",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sublane_scheduler import AccountInfo, Lease, LeaseTable, RoundRobin
 
 
@@ -58,3 +61,28 @@ def test_aff_5_a_shrunk_candidate_list_still_rotates() -> None:
     rotation = RoundRobin()
     assert picks(rotation, 1, accounts(1, 2, 3, 4), 3) == [1, 2, 3]
     assert picks(rotation, 1, accounts(1, 2), 3) == [2, 1, 2]  # cursor 3 wraps onto two accounts
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.01, 1.0), min_size=2, max_size=5),
+    rounds=st.integers(1, 400),
+)
+def test_qw_1_weighted_shares_stay_within_one_selection_per_account(
+    weights: list[float], rounds: int
+) -> None:
+    rotation = RoundRobin()
+    candidates = accounts(*range(1, len(weights) + 1))
+    table = LeaseTable()
+
+    def take(account: AccountInfo) -> Lease | None:
+        return table.try_acquire(account.id, 1000, "r", "gpt-5")
+
+    chosen: dict[int, int] = dict.fromkeys(range(1, len(weights) + 1), 0)
+    for _ in range(rounds):
+        lease = rotation.acquire_weighted(7, candidates, weights, take)
+        assert lease is not None
+        chosen[lease.account_id] += 1
+    total = sum(weights)
+    for index, weight in enumerate(weights, start=1):
+        assert abs(chosen[index] - rounds * weight / total) <= len(weights)

@@ -162,7 +162,9 @@ async def test_adm_6_a_request_cancelled_while_its_binding_is_written_gives_its_
 
         entered = asyncio.Event()
 
-        async def bind(self, digest: str, group_id: int, account_id: int, model: str) -> None:
+        async def bind(
+            self, digest: str, group_id: int, account_id: int, model: str, user_id: int | None = None
+        ) -> None:
             self.entered.set()
             await asyncio.sleep(30)
 

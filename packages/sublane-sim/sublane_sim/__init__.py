@@ -10,7 +10,15 @@ from ._catalog import PROVIDERS, Provider
 from ._clock import SimClock
 from ._logins import pkce_s256
 from ._records import AccountCounters, RequestRecord
-from ._script import Behaviour, BehaviourKind, CutMode, RefreshKind, RefreshOutcome
+from ._script import (
+    Behaviour,
+    BehaviourKind,
+    CutMode,
+    QuotaReadKind,
+    QuotaReadOutcome,
+    RefreshKind,
+    RefreshOutcome,
+)
 from ._simulator import SimAccount, Simulator
 from ._sse import SseEvent, parse_sse
 from ._tokens import decode_jwt_payload, encode_unsigned_jwt
@@ -33,6 +41,8 @@ __all__ = [
     "CutMode",
     "RefreshKind",
     "RefreshOutcome",
+    "QuotaReadKind",
+    "QuotaReadOutcome",
     # Introspection
     "AccountCounters",
     "RequestRecord",

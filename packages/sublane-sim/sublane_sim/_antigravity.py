@@ -148,8 +148,10 @@ def _pretty(model: str) -> str:
 def _models(request: Request, record: RequestRecord, account: Account) -> Response:
     sim = sim_of(request)
     models: dict[str, Any] = {}
+    outcome, account, now = sim.quota_read(account)
+    if outcome.kind == "error":
+        return _reject(record, outcome.status, "Quota read failed (scripted).")
     with sim.lock:
-        now = sim.clock.now()
         for model in account.models:
             window = account.quota.get(model)
             entry: dict[str, Any] = {

@@ -204,8 +204,11 @@ async def oauth_usage(request: Request) -> Response:
     if isinstance(authorized, Response):
         return authorized
     sim = sim_of(request)
+    outcome, account, now = sim.quota_read(authorized)
+    if outcome.kind == "error":
+        return _reject(record, outcome.status, "api_error", "Quota read failed (scripted).")
     with sim.lock:
-        payload = usage_payload(authorized, sim.clock.now())
+        payload = usage_payload(account, now)
     record.status, record.outcome = 200, "completed"
     return JSONResponse(payload)
 

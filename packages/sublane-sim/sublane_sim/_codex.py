@@ -203,8 +203,11 @@ async def wham_usage(request: Request) -> Response:
     if isinstance(authorized, Response):
         return authorized
     sim = sim_of(request)
+    outcome, account, now = sim.quota_read(authorized)
+    if outcome.kind == "error":
+        return _reject(record, outcome.status, {"detail": "Quota read failed (scripted)."})
     with sim.lock:
-        payload = usage_payload(authorized, sim.clock.now())
+        payload = usage_payload(account, now)
     record.status = 200
     record.outcome = "completed"
     return JSONResponse(payload)

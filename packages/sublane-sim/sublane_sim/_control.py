@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ._http import sim_of
-from ._script import Behaviour, RefreshOutcome
+from ._script import Behaviour, QuotaReadOutcome, RefreshOutcome
 from ._simulator import SimAccount, Simulator
 
 __all__ = ["control_routes"]
@@ -113,6 +113,15 @@ async def push_refresh(request: Request, sim: Simulator) -> Any:
     return {"ok": True}
 
 
+async def push_quota_reads(request: Request, sim: Simulator) -> Any:
+    raw = (await _body(request)).get("outcomes")
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise ValueError("'outcomes' must be a list of objects")
+    account_id = request.path_params["account_id"]
+    sim.script_quota_reads(account_id, *(QuotaReadOutcome.from_dict(item) for item in raw))
+    return {"ok": True, "quota_reads": sim.quota_reads(account_id)}
+
+
 async def set_quota(request: Request, sim: Simulator) -> Any:
     body = await _body(request)
     window = body.get("window")
@@ -200,6 +209,7 @@ def control_routes() -> list[BaseRoute]:
         Route(f"{account}/refresh-script", _guarded(push_refresh), methods=["POST"]),
         Route(f"{account}/quota", _guarded(set_quota), methods=["PUT"]),
         Route(f"{account}/quota", _guarded(get_quota), methods=["GET"]),
+        Route(f"{account}/quota-reads", _guarded(push_quota_reads), methods=["POST"]),
         Route(f"{account}/expire-access", _token_action(Simulator.expire_access_tokens), methods=["POST"]),
         Route(f"{account}/revoke-access", _token_action(Simulator.revoke_access_tokens), methods=["POST"]),
         Route(f"{account}/revoke-refresh", _token_action(Simulator.revoke_refresh_token), methods=["POST"]),

@@ -113,7 +113,9 @@ class AccountCounters:
     refreshes); `model_requests` only inference calls (HTTP responses/messages/generate,
     compaction, WebSocket turns; prewarms excluded). `current_streams`/`peak_streams` are the
     model requests in progress now / at most at once. `cancellations` are model requests whose
-    client went away before the terminal event. `refreshes` counts token-endpoint calls.
+    client went away before the terminal event. `refreshes` counts token-endpoint calls;
+    `quota_reads` the quota reads (Codex `wham/usage`, Claude `/api/oauth/usage`, Antigravity
+    `:fetchAvailableModels`, which also lists the models).
     """
 
     requests: int = 0
@@ -123,6 +125,7 @@ class AccountCounters:
     cancellations: int = 0
     completed: int = 0
     refreshes: int = 0
+    quota_reads: int = 0
     by_endpoint: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:

@@ -164,6 +164,7 @@ class ScriptBook:
         self._queues: dict[tuple[str, str | None], deque[Behaviour]] = {}
         self._defaults: dict[str, Behaviour] = {}
         self._refresh: dict[str, deque[RefreshOutcome]] = {}
+        self._quota_reads: dict[str, deque[QuotaReadOutcome]] = {}
 
     def push(self, account_id: str, behaviours: list[Behaviour], model: str | None = None) -> None:
         self._queues.setdefault((account_id, model), deque()).extend(behaviours)
@@ -193,6 +194,14 @@ class ScriptBook:
         for key in [key for key in self._queues if key[0] == account_id]:
             del self._queues[key]
         self._refresh.pop(account_id, None)
+        self._quota_reads.pop(account_id, None)
+
+    def push_quota_reads(self, account_id: str, outcomes: list[QuotaReadOutcome]) -> None:
+        self._quota_reads.setdefault(account_id, deque()).extend(outcomes)
+
+    def take_quota_read(self, account_id: str) -> QuotaReadOutcome:
+        queue = self._quota_reads.get(account_id)
+        return queue.popleft() if queue else _QUOTA_READ_OK
 
     def push_refresh(self, account_id: str, outcomes: list[RefreshOutcome]) -> None:
         self._refresh.setdefault(account_id, deque()).extend(outcomes)
@@ -207,5 +216,37 @@ class ScriptBook:
         self._refresh.clear()
 
 
+QuotaReadKind = Literal["ok", "error", "stale"]
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaReadOutcome:
+    """What one quota read (Codex `wham/usage`, Claude `/api/oauth/usage`, Antigravity
+    `:fetchAvailableModels`) answers.
+
+    - `ok`: the account's windows as they are now.
+    - `error`: HTTP `status` (a failed read: the gateway keeps its last good observation).
+    - `stale`: a cached snapshot from `age_s` ago: every window 100 % used with a reset that has
+      already passed (data that must never mean zero quota).
+    """
+
+    kind: QuotaReadKind = "ok"
+    status: int = 500
+    age_s: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in get_args(QuotaReadKind):
+            raise ValueError(f"unknown quota read outcome {self.kind!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuotaReadOutcome:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown quota read outcome fields: {sorted(unknown)}")
+        return cls(**data)
+
+
 _DEFAULT = Behaviour()
 _REFRESH_OK = RefreshOutcome()
+_QUOTA_READ_OK = QuotaReadOutcome()

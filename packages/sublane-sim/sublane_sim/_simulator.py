@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import threading
@@ -15,8 +16,9 @@ from ._catalog import PROVIDERS, Provider
 from ._clock import SimClock
 from ._credentials import credential_file
 from ._logins import LoginDesk
+from ._quota import QuotaWindow
 from ._records import AccountCounters, CounterBook, RequestLog, RequestRecord
-from ._script import Behaviour, RefreshOutcome, ScriptBook
+from ._script import Behaviour, QuotaReadOutcome, RefreshOutcome, ScriptBook
 from ._tokens import TokenMint
 from ._turns import Turn, Usage
 
@@ -289,6 +291,19 @@ class Simulator:
             self._accounts.get(account_id)
             self._scripts.push_refresh(account_id, list(outcomes))
 
+    def script_quota_reads(self, account_id: str, *outcomes: QuotaReadOutcome) -> None:
+        """Queue outcomes for the account's next quota reads (failed, stale); then normal answers."""
+        with self._lock:
+            self._accounts.get(account_id)
+            self._scripts.push_quota_reads(account_id, list(outcomes))
+
+    def quota_reads(self, account_id: str | None = None) -> int:
+        """How many quota reads the account (or every account) received."""
+        with self._lock:
+            if account_id is not None:
+                return self._counters.of(account_id).quota_reads
+            return sum(c.quota_reads for c in self._counters.all().values())
+
     def set_quota(
         self,
         account_id: str,
@@ -426,6 +441,20 @@ class Simulator:
             counters.by_endpoint[record.endpoint] += 1
             if record.endpoint.endswith(".token"):
                 counters.refreshes += 1
+
+    def quota_read(self, account: Account) -> tuple[QuotaReadOutcome, Account, float]:
+        """Count a quota read and take its scripted outcome: ``(outcome, account to report, time)``.
+
+        A `stale` outcome reports a copy of the account whose windows are full and already reset,
+        as seen `age_s` ago."""
+        with self._lock:
+            self._counters.of(account.id).quota_reads += 1
+            outcome = self._scripts.take_quota_read(account.id)
+            now = self.clock.now()
+            if outcome.kind != "stale":
+                return outcome, account, now
+            stale = {name: QuotaWindow(100.0, w.window_s, now - 1) for name, w in account.quota.items()}
+            return outcome, dataclasses.replace(account, quota=stale), now - outcome.age_s
 
     def counters_of(self, account_id: str) -> AccountCounters:
         return self._counters.of(account_id)

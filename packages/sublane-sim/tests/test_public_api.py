@@ -26,6 +26,8 @@ def test_public_names_snapshot() -> None:
         "CutMode",
         "RefreshKind",
         "RefreshOutcome",
+        "QuotaReadKind",
+        "QuotaReadOutcome",
         "AccountCounters",
         "RequestRecord",
         "SseEvent",

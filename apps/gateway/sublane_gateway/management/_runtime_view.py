@@ -15,40 +15,67 @@ from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import PathId
 from sublane_gateway.pipeline import ClientRuntime, client_runtime
+from sublane_quota import is_fresh, pace_points
 
 router = APIRouter(tags=["scheduling"])
 
-QUOTA_FRESH_S = 120.0
 
-
-def quota_rows(rows: list[QuotaObservation], now: float) -> list[dict[str, Any]]:
+def quota_rows(rows: list[QuotaObservation], now: float, *, failed: bool = False) -> list[dict[str, Any]]:
     """Quota windows with freshness and pace (QUOTA-10): points of usage ahead (+) of an even pace.
 
-    Pace is computed at the observation time, from the window length and reset, and only for a
-    fresh, complete observation that is not past its reset.
+    Freshness is selection's own rule (QUOTA-3: 2 minutes, shortened by a reset; never a
+    future-dated row). Pace is computed at the observation time, from the window length and reset,
+    and only for a fresh, complete observation that is not past its reset, while the account's
+    quota reads are not failing (``failed``); it is informational.
     """
     result = []
-    for row in rows:
-        fresh = now - row.observed_at <= QUOTA_FRESH_S and row.observed_at <= now
-        if row.resets_at is not None and row.resets_at <= now:
-            fresh = False
-        pace = None
-        if fresh and row.used_percent is not None and row.window_seconds and row.resets_at is not None:
-            elapsed = row.window_seconds - (row.resets_at - row.observed_at)
-            if 0 <= elapsed <= row.window_seconds:
-                pace = round(row.used_percent - 100.0 * elapsed / row.window_seconds, 1)
+    for row in sorted(rows, key=lambda row: (row.model, not row.main, row.window)):
+        fresh = is_fresh(row.observed_at, row.resets_at, now)
+        pace = (
+            pace_points(row.used_percent, row.window_seconds, row.resets_at, row.observed_at)
+            if fresh
+            else None
+        )
         result.append(
             {
-                "window": row.window if not row.model else f"{row.model}:{row.window}",
+                "window": row.window
+                if not row.model or row.model == row.window
+                else f"{row.model}:{row.window}",
+                "model": row.model or None,
+                "main": row.main,
                 "used_percent": row.used_percent,
+                "limit_reached": row.limit_reached,
                 "window_seconds": row.window_seconds,
                 "resets_at": row.resets_at,
                 "observed_at": row.observed_at,
                 "fresh": fresh,
                 "pace_points": pace,
+                "plan": row.plan,
             }
         )
     return result
+
+
+def _exhausted_until(runtime: ClientRuntime, account_id: int, quota: list[dict[str, Any]]) -> float | None:
+    """QUOTA-9: when to look again if a fresh observation says the account is out of quota — for
+    every model it has quota rows of (Antigravity: per model), or account-wide (Codex, Claude)."""
+    observer = runtime.quota
+    if observer is None:
+        return None
+    until = observer.exhausted_until(account_id, "")
+    if until is not None:
+        return until
+    models = {row["model"] for row in quota if row["model"] and row["main"]}
+    deadlines = [observer.exhausted_until(account_id, model) for model in models]
+    if not models or any(deadline is None for deadline in deadlines):
+        return None
+    return min(deadline for deadline in deadlines if deadline is not None)
+
+
+def quota_retry_at(runtime: ClientRuntime, account_id: int) -> float | None:
+    """When a failing quota read of the account may be tried again (QUOTA-6); ``None`` when not failing."""
+    refresher = runtime.quota.refresher if runtime.quota is not None else None
+    return refresher.retry_at(account_id) if refresher is not None else None
 
 
 def load_accounts(engine: Engine) -> tuple[list[Account], dict[int, list[QuotaObservation]]]:
@@ -74,7 +101,7 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
     limited = cooldowns.limited_models(account.id)
     retry_at = runtime.vault.refresh_retry_at(account.id)
     reauth = account.auth_state == "reauth_required" or runtime.vault.needs_reauth(account.id)
-    exhausted = any(row["fresh"] and (row["used_percent"] or 0) >= 100 for row in quota)
+    recheck_at = _exhausted_until(runtime, account.id, quota)
     if not account.enabled:
         state = "disabled"
     elif reauth:
@@ -83,7 +110,7 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
         state = "cooling"
     elif retry_at is not None:
         state = "refresh_backoff"
-    elif exhausted:
+    elif recheck_at is not None:
         state = "quota_exhausted"
     elif limited:
         state = "model_limited"
@@ -106,6 +133,8 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
         "auth_state": "reauth_required" if reauth else account.auth_state,
         "refresh_retry_at": retry_at,
         "quota": quota,
+        "quota_recheck_at": recheck_at,  # QUOTA-7: when an exhausted account is looked at again
+        "quota_retry_at": quota_retry_at(runtime, account.id),  # a failing quota read's next try
     }
 
 
@@ -122,7 +151,15 @@ def runtime_accounts(
             "waiting": runtime.scheduler.room.waiting(),
         },
         "accounts": [
-            account_state(runtime, account, quota_rows(quota.get(account.id or 0, []), now))
+            account_state(
+                runtime,
+                account,
+                quota_rows(
+                    quota.get(account.id or 0, []),
+                    now,
+                    failed=quota_retry_at(runtime, account.id or 0) is not None,
+                ),
+            )
             for account in accounts
         ],
     }

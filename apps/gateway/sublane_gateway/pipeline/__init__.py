@@ -11,6 +11,7 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import CallSpec, refusal_reply, serve_call
 from sublane_gateway.pipeline._group_models import group_models
 from sublane_gateway.pipeline._keys import KeyAuthenticator, Principal
+from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._relay import finish_call
 from sublane_gateway.pipeline._reply import (
     JsonReply,
@@ -20,6 +21,7 @@ from sublane_gateway.pipeline._reply import (
     json_reply,
     sublane_error_reply,
 )
+from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime, build_runtime, client_runtime
 from sublane_gateway.pipeline._schedule import check_policy, schedule, serving_providers, split_model
 from sublane_gateway.pipeline._send import report_refusal
@@ -40,8 +42,10 @@ __all__ = [
     "finish_call",
     "group_models",
     "json_reply",
+    "observe_exhaustion",
     "refusal_reply",
     "report_refusal",
+    "review_link",
     "schedule",
     "serve_call",
     "serving_providers",

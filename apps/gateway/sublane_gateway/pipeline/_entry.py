@@ -22,6 +22,7 @@ from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._relay import Unwrapped, relay_json, stream_reply
 from sublane_gateway.pipeline._reply import JsonReply, Reply, error_reply, json_reply, sublane_error_reply
+from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import (
     check_policy,
@@ -145,14 +146,17 @@ async def _open(
     """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
     try:
         check_policy(principal, call.model)
+        review = review_link(spec.headers, spec.body)  # an auto-review child keys its own thread
+        key = review.child_key if review is not None else intent.conversation_key
         grant = await schedule(
             runtime,
             principal,
             providers,
             call.model,
             call.request_id,
-            conversation_key=intent.conversation_key,
+            conversation_key=key,
             continuation=intent.continuation,
+            parent_key=review.parent_key if review is not None else None,
         )
         call.take(grant)
         account = grant.account
@@ -165,7 +169,6 @@ async def _open(
             return _estimated_count(call, spec.protocol, upstream)
         body = upstream.body
         wanted = upstream_operation(adapter, operation, translated=adapter.protocol != spec.protocol)
-        key = intent.conversation_key
         bound = key is not None
 
         def build(credentials: Credentials) -> httpx.Request:
@@ -179,6 +182,7 @@ async def _open(
             cooldown = runtime.scheduler.cooldowns.blocking(account.id, call.model)
             if cooldown is not None or runtime.vault.needs_reauth(account.id):
                 raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+            runtime.scheduler.check_dispatch(account.id, call.model)  # RETRY-2: quota (QUOTA-7)
 
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     except (SubLaneError, UpstreamRefused) as error:
@@ -324,7 +328,7 @@ def stream_failure_reply(call: ModelCall, protocol: WireProtocol) -> JsonReply:
 
 _REFUSAL_CODES = {
     FailureKind.RATE_LIMITED: "upstream_rate_limited",
-    FailureKind.QUOTA_EXHAUSTED: "upstream_rate_limited",
+    FailureKind.QUOTA_EXHAUSTED: "quota_exhausted",
     FailureKind.MODEL_RATE_LIMITED: "model_rate_limited",
     FailureKind.FORBIDDEN: "upstream_forbidden",
     FailureKind.UNAUTHORIZED: "reauth_required",
@@ -354,5 +358,7 @@ def refusal_reply(
             sub.status = failure.status if failure.status in (502, 503, 504) else 502
         return sublane_error_reply(protocol, sub, call.request_id)
     assert isinstance(error, SubLaneError)
+    if call.routing is None:
+        call.routing = error.routing  # refused during routing: what routing decided (HIST-12)
     call.finish(Outcome.REJECTED if error.status in (403, 404, 429) else Outcome.ERROR, error.code)
     return sublane_error_reply(protocol, error, call.request_id)

@@ -1,10 +1,11 @@
 """Everything the request pipeline needs while it runs, created once per app.
 
 The runtime holds the provider adapters by name (from the registry), the scheduler with its
-eligibility, the credential vault and the model catalogue. It listens to the management signals
-that invalidate its caches; upstream outcomes reach the scheduler by direct calls on the lease
-(:class:`~sublane_scheduler.Grant`), and the runtime is the sender of the events it emits, so
-observers of one app never see another app's events.
+eligibility, the credential vault, the model catalogue and the quota observer (whose background
+reads it wires to the adapters' ``read_quota``, inside the workspace capacity). It listens to the
+management signals that invalidate its caches; upstream outcomes reach the scheduler by direct
+calls on the lease (:class:`~sublane_scheduler.Grant`), and the runtime is the sender of the
+events it emits, so observers of one app never see another app's events.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_history import TokenBudgets
 from sublane_providers import CredentialVault, ProviderAdapter, UpstreamClients, build_adapters
+from sublane_quota import QuotaObserver
 from sublane_scheduler import (
     AccountDirectory,
     Admission,
@@ -53,6 +55,7 @@ class ClientRuntime:
     catalog: ModelCatalog
     adapters: dict[str, ProviderAdapter]
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
+    quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)
@@ -61,6 +64,8 @@ class ClientRuntime:
         """Load persisted runtime state and listen to the signals (inside the app's event loop)."""
         self._loop = asyncio.get_running_loop()
         await self.cooldown_store.restore(self.scheduler.cooldowns)
+        if self.quota is not None:
+            await self.quota.start()  # QUOTA-8: observations survive a restart
         self.connect_signals()
 
     def _on_loop(self, callback: Callable[[], object]) -> None:
@@ -90,9 +95,13 @@ class ClientRuntime:
                     self.catalog.forget(payload.account_id)
                 if change in (Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
                     scheduler.cooldowns.clear_model_limits(payload.account_id)  # AGL-2
+                    if self.quota is not None:  # QUOTA-8: a new lifecycle; Clear cooldown is not one
+                        self.quota.invalidate(payload.account_id, payload.lifecycle_revision)
                 if change is Change.DELETED:
                     scheduler.cooldowns.forget(payload.account_id)
                     scheduler.affinity.forget_account(payload.account_id)
+                    if self.quota is not None:
+                        self.quota.forget(payload.account_id)
                 if change is Change.LIMITS:
                     task = asyncio.ensure_future(self._limits_changed(payload.account_id))
                     self._tasks.add(task)
@@ -110,6 +119,8 @@ class ClientRuntime:
         def on_rejected(_payload: signals.CredentialsRejected) -> None:
             self._on_loop(self.directory.invalidate)  # its stored auth state changed
 
+        if self.quota is not None:  # response headers and stream events (QUOTA-2)
+            self._disconnects.append(signals.quota_observed.connect(self.quota.observe, sender=self))
         self._disconnects += [
             signals.credentials_rejected.connect(on_rejected),
             signals.account_changed.connect(on_account),
@@ -126,6 +137,8 @@ class ClientRuntime:
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
+        if self.quota is not None:
+            await self.quota.close()  # running reads end; queued writes finish
         await self.http.aclose()
 
 
@@ -170,6 +183,18 @@ def build_runtime(
 
         return discover
 
+    async def read_quota(
+        account_id: int, provider: str
+    ) -> tuple[str | None, tuple[signals.QuotaWindow, ...]]:
+        # A metadata read: workspace capacity, never a model slot, never clears a cooldown (ADM-10).
+        ticket = admission.enter_metadata()
+        try:
+            credentials = await vault.get(account_id, provider)
+            return await adapters[provider].read_quota(credentials.bundle, clock.time())
+        finally:
+            ticket.close()
+
+    quota = QuotaObserver(engine, clock, read_quota) if settings.quota_enabled else None
     catalog = ModelCatalog(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
@@ -185,7 +210,7 @@ def build_runtime(
         admission=admission,
         room=WaitRoom(settings.wait_queue_max),
         wait_timeout_s=settings.wait_timeout_s,
-        eligibility=Eligibility(directory, catalog, vault),
+        eligibility=Eligibility(directory, catalog, vault, quota, weighted=settings.gateway_quota_weighted),
     )
     return ClientRuntime(
         settings=settings,
@@ -199,6 +224,7 @@ def build_runtime(
         vault=vault,
         catalog=catalog,
         adapters=adapters,
+        quota=quota,
     )
 
 

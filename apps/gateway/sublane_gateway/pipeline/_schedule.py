@@ -92,6 +92,7 @@ async def schedule(
     conversation_key: str | None,
     continuation: bool,
     wait: bool = True,
+    parent_key: str | None = None,
 ) -> Grant:
     """Admit the request and take a slot on an eligible account (waiting when needed).
 
@@ -118,5 +119,6 @@ async def schedule(
         rpm=principal.rpm if bound else 0,
         wait=wait,
         providers=providers,
+        parent_key=parent_key,
     )
     return await runtime.scheduler.route(request, recheck)

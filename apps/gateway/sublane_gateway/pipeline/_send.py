@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from sublane_core import SubLaneError, signals
+from sublane_gateway.pipeline._quota import record_exhaustion
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_providers import Credentials, FailureKind, UpstreamFailure
 from sublane_scheduler import Grant
@@ -89,6 +90,11 @@ async def send_with_recovery(
             await recheck()  # RETRY-2: access, policy and account health still hold
             continue
         failure = scoped_to_request(failure, grant.lease.model)
+        if failure.kind is FailureKind.QUOTA_EXHAUSTED:  # an observation, not a cooldown (QUOTA-7)
+            hint = await record_exhaustion(
+                runtime, adapter, account, response.headers, failure, grant.lease.model
+            )
+            failure = dataclasses.replace(failure, retry_after=hint)
         report_refusal(grant, failure, sender=runtime)
         raise UpstreamRefused(failure, account.id)
 
@@ -106,13 +112,18 @@ def report_refusal(
 ) -> None:
     """What a refusal means for the account (COOL, MCOOL, AGL), told to the scheduler, then to observers.
 
+    A subscription limit (``QUOTA_EXHAUSTED``) cools nothing: it was recorded as a quota
+    observation (QUOTA-7), and counts as no failure.
+
     ``model`` is the model a transient failure counts for (default: the lease's).
     """
     account_id = grant.account.id
     limited: str | None = None  # the model of a model-scoped limit; None: account-wide
+    if failure.kind is FailureKind.QUOTA_EXHAUSTED:
+        return  # the subscription limit: a quota observation (pipeline/_quota.py), no cooldown
     if failure.kind is FailureKind.MODEL_RATE_LIMITED and failure.model is not None:
         limited = failure.model
-    elif failure.kind not in (FailureKind.RATE_LIMITED, FailureKind.QUOTA_EXHAUSTED):
+    elif failure.kind is not FailureKind.RATE_LIMITED:
         if failure.kind is FailureKind.TRANSIENT:
             failed_model = grant.lease.model if model is None else model
             grant.report_failure(model=failed_model)

@@ -32,7 +32,9 @@ from sublane_gateway.pipeline import (
     Principal,
     check_policy,
     client_runtime,
+    observe_exhaustion,
     report_refusal,
+    review_link,
     schedule,
     serving_providers,
     split_model,
@@ -235,11 +237,18 @@ class ClientSocket:
         request_id = None if prewarm else call.request_id
         try:
             check_policy(principal, model)
+            review = review_link(self.headers, body)  # an auto-review child keys its own thread
             grant = await self._acquire(
-                call, providers, intent.conversation_key, intent.continuation, prewarm
+                call,
+                providers,
+                review.child_key if review is not None else intent.conversation_key,
+                intent.continuation,
+                prewarm,
+                parent_key=review.parent_key if review is not None else None,
             )
         except SubLaneError as error:
             if not prewarm:
+                call.routing = call.routing or error.routing  # HIST-12: refused during routing
                 call.finish(Outcome.REJECTED, error.code)
             await self._send_error(
                 _TurnError(error.status, error.code, error.message, error.retry_after, error.headers),
@@ -284,6 +293,8 @@ class ClientSocket:
         key: str | None,
         continuation: bool,
         prewarm: bool,
+        *,
+        parent_key: str | None = None,
     ) -> Grant | None:
         """The turn's slot; a prewarm never waits (no slot: it is answered locally)."""
         try:
@@ -296,6 +307,7 @@ class ClientSocket:
                 conversation_key=key,
                 continuation=continuation,
                 wait=not prewarm,
+                parent_key=parent_key,
             )
         except SubLaneError as error:
             if prewarm and error.code in ("account_wait_timeout", "account_queue_full"):
@@ -460,6 +472,8 @@ class ClientSocket:
             status, headers, json.dumps({"error": payload.get("error")}).encode(), self.runtime.clock.time()
         )
         if call.grant is not None:
+            if failure.kind is FailureKind.QUOTA_EXHAUSTED:  # an observation, not a cooldown (QUOTA-7)
+                observe_exhaustion(self.runtime, adapter, call.grant.account, headers, failure)
             report_refusal(call.grant, failure, sender=self.runtime, model=call.model)
         call.upstream_status = status
         call.state.outcome = Outcome.ERROR

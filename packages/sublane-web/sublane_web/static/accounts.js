@@ -19,19 +19,42 @@ export function stateText(run) {
   if (run.state === "cooling") return `${label} · ${formatLeft(run.cooldown_until)} left`;
   if (run.state === "model_limited") return `${label} · ${plural(run.limited_models.length, "model")}`;
   if (run.state === "refresh_backoff") return `${label} · retry in ${formatLeft(run.refresh_retry_at)}`;
+  if (run.state === "quota_exhausted" && run.quota_recheck_at) return `${label} · re-check in ${formatLeft(run.quota_recheck_at)}`;
   return label;
 }
 
-function quotaRows(quota) {
-  if (!quota.length) return h("p", {class: "muted"}, "No quota observed yet.");
-  return h("ul", {class: "quota"}, quota.map((row) => {
-    const used = row.used_percent === null ? DASH : `${Math.round(row.used_percent)}% used`;
-    const pace = row.pace_points === null || row.pace_points === undefined ? ""
-      : ` · ${row.pace_points > 0 ? "+" : ""}${Math.round(row.pace_points)} pts vs. even pace`;
+/** A window's name as people say it: the model (Antigravity) or its length (5 h, 7 d). */
+function windowLabel(row) {
+  const seconds = row.window_seconds;
+  const length = !seconds ? "" : seconds % 86400 === 0 ? `${seconds / 86400} d` : seconds % 3600 === 0 ? `${seconds / 3600} h` : `${Math.round(seconds / 60)} min`;
+  if (row.model) return row.model;
+  return length ? `${row.window} (${length})` : row.window;
+}
+
+/** QUOTA-10: the pace the server computed at the observation time (never at browser time). */
+function paceText(points) {
+  if (points === null || points === undefined) return "";
+  const rounded = Math.round(points);
+  if (rounded === 0) return " · on an even pace";
+  return ` · ${Math.abs(rounded)} pts ${rounded > 0 ? "ahead of" : "behind"} an even pace`;
+}
+
+function quotaRows(run) {
+  const quota = run.quota || [];
+  if (!quota.length) return h("p", {class: "muted quota-none"}, "No quota observed yet.");
+  const failing = run.quota_retry_at
+    ? h("p", {class: "muted quota-failing"}, `Last quota read failed; next try in ${formatLeft(run.quota_retry_at)}.`) : "";
+  return [failing, h("ul", {class: "quota"}, quota.map((row) => {
+    const reached = row.limit_reached || (row.used_percent !== null && row.used_percent >= 100);
+    const used = row.used_percent === null ? (reached ? "limit reached" : "usage unknown") : `${Math.round(row.used_percent)}% used`;
     const resets = row.resets_at ? ` · resets in ${formatLeft(row.resets_at)}` : "";
-    return h("li", {class: row.fresh ? "" : "stale"},
-      h("span", {class: "window"}, row.window), " ", used, pace, resets, row.fresh ? "" : " (stale)");
-  }));
+    const freshness = row.fresh ? `fresh, observed ${formatTime(row.observed_at)}` : `stale, observed ${formatTime(row.observed_at)}`;
+    const scope = row.main === false ? " · not used for selection" : "";
+    return h("li", {class: `quota-row ${row.fresh ? "fresh" : "stale"}${reached ? " reached" : ""}`, "data-window": row.window},
+      h("span", {class: "window"}, windowLabel(row)), " ", h("span", {class: "used"}, used),
+      h("span", {class: "pace"}, paceText(row.pace_points)), resets, scope,
+      h("span", {class: "freshness"}, ` (${freshness})`));
+  }))];
 }
 
 /** The part of a card that changes on every poll. */
@@ -53,7 +76,7 @@ function liveDetails(run) {
         : run.refresh_retry_at ? `refresh retry at ${formatTime(run.refresh_retry_at)}` : (run.auth_state || DASH)),
     ),
     h("h4", {}, "Quota"),
-    quotaRows(run.quota || []),
+    ...[quotaRows(run)].flat(),
   ];
 }
 

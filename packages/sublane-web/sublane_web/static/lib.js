@@ -72,12 +72,12 @@ export function formatCount(n) {
 /** Seconds from now until a Unix time → "1 h 5 min", "42 s". */
 export function formatLeft(until) {
   if (until === null || until === undefined) return DASH;
-  let left = Math.max(0, Math.round(until - Date.now() / 1000));
+  const left = Math.max(0, Math.round(until - Date.now() / 1000));
   if (left < 60) return `${left} s`;
-  const h = Math.floor(left / 3600);
-  left -= h * 3600;
-  const m = Math.ceil(left / 60);
-  return h ? `${h} h ${m} min` : `${m} min`;
+  const minutes = Math.ceil(left / 60);  // never "4 h 60 min"
+  const h = Math.floor(minutes / 60);
+  const m = minutes % 60;
+  return h ? (m ? `${h} h ${m} min` : `${h} h`) : `${m} min`;
 }
 
 /** Announce a short message in the live region. */

@@ -50,16 +50,28 @@ function detailsList(record, admin) {
   return h("dl", {class: "facts details"}, rows.map(([label, ...value]) => [h("dt", {}, label), h("dd", {}, value)]));
 }
 
+const RULES = {
+  kept_binding: "Kept binding", parent_preference: "Parent preference (auto-review)",
+  uniform_rotation: "Uniform rotation", quota_weighted_rotation: "Quota-weighted rotation",
+  model_switch_rotation: "Model switch", binding_released: "Binding released", none: "None (refused)",
+};
+const REASONS = {
+  model_support: "model support", policy: "policy", quota: "quota", cooldown: "cooldown",
+  capacity: "capacity", unavailable: "unavailable", refresh_backoff: "refresh backoff",
+};
+
 function routingBlock(routing) {
   if (!routing) return h("p", {class: "muted"}, "No routing explanation (older record, or rejected before routing).");
   const excluded = Object.entries(routing.excluded || {}).filter(([, n]) => n);
-  const known = new Set(["rule", "candidates", "excluded"]);
+  const known = new Set(["rule", "candidates", "excluded", "refused", "parent", "rotation"]);
   const rest = Object.entries(routing).filter(([name]) => !known.has(name));
   return h("dl", {class: "facts routing"},
-    h("dt", {}, "Rule"), h("dd", {}, routing.rule ?? DASH),
+    h("dt", {}, "Rule"), h("dd", {class: "rule", "data-rule": routing.rule ?? ""}, RULES[routing.rule] ?? routing.rule ?? DASH),
     h("dt", {}, "Candidates"), h("dd", {}, routing.candidates ?? DASH),
     h("dt", {}, "Excluded"), h("dd", {}, excluded.length
-      ? h("ul", {class: "plain-list"}, excluded.map(([reason, n]) => h("li", {}, `${reason}: ${n}`))) : "none"),
+      ? h("ul", {class: "plain-list excluded"}, excluded.map(([reason, n]) => h("li", {}, `${REASONS[reason] ?? reason}: ${n}`))) : "none"),
+    routing.refused ? [h("dt", {}, "Refused with"), h("dd", {class: "mono refused"}, routing.refused)] : [],
+    routing.parent ? [h("dt", {}, "Parent account"), h("dd", {class: "parent"}, routing.parent)] : [],
     rest.map(([name, value]) => [h("dt", {}, name),
       h("dd", {class: "mono"}, typeof value === "object" ? JSON.stringify(value) : String(value))]));
 }
