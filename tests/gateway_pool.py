@@ -39,6 +39,17 @@ class Pool:
         assert response.status_code == 201, response.text
         return user, response.json()["secret"]
 
+    def add_account(self, provider: str, name: str) -> int:
+        """Import one more simulator account of ``provider`` into the default group; its id."""
+        account = self.sim.create_account(provider)
+        body = {"provider": provider, "name": name, "credentials": account.credentials, "group_ids": [1]}
+        response = self.admin.post("/api/accounts/import", json=body)
+        assert response.status_code == 201, response.text
+        account_id: int = response.json()["id"]
+        self.sim_accounts.append(account)
+        self.account_ids.append(account_id)
+        return account_id
+
     def sim_account_of(self, account_id: int) -> SimAccount:
         return self.sim_accounts[self.account_ids.index(account_id)]
 

@@ -838,23 +838,12 @@ def test_team_5_everyone_can_change_their_own_password(
 # --- QUOTA-9, QUOTA-10, HIST-12 in the views ----------------------------------------------------
 
 
-def _import(pool: Pool, provider: str, name: str) -> int:
-    account = pool.sim.create_account(provider)
-    pool.sim_accounts.append(account)
-    body = {"provider": provider, "name": name, "credentials": account.credentials, "group_ids": [1]}
-    response = pool.admin.post("/api/accounts/import", json=body)
-    assert response.status_code == 201, response.text
-    account_id: int = response.json()["id"]
-    pool.account_ids.append(account_id)
-    return account_id
-
-
 def test_quota_9_and_quota_10_every_card_shows_quota_with_freshness_and_pace(
     make_pool: Callable[..., Pool], open_context: Any
 ) -> None:
     pool = make_pool()  # codex-1
-    _import(pool, "claude", "claude-1")
-    _import(pool, "antigravity", "antigravity-1")
+    pool.add_account("claude", "claude-1")
+    pool.add_account("antigravity", "antigravity-1")
     codex, claude, antigravity = (account.id for account in pool.sim_accounts)
     pool.sim.set_quota(codex, "primary", used_percent=100, reset_in_s=900)
     pool.sim.set_quota(codex, "secondary", used_percent=40, reset_in_s=302_400)  # half a week gone
