@@ -2,9 +2,9 @@
 
 One ``Connection`` is one keep-alive socket. ``Connection.call`` writes a prepared request and reads
 the answer: a ``Content-Length`` body, or a chunked one split into SSE frames at ``\\n\\n``; each
-frame that carries text (a Responses ``output_text.delta`` or a Chat Completions content delta) is
-timestamped with ``time.perf_counter()`` as it arrives. No HTTP library sits between the clock and
-the socket.
+frame that carries text (a Responses ``output_text.delta``, a Messages ``text_delta`` or a Chat
+Completions content delta) is timestamped with ``time.perf_counter()`` as it arrives. No HTTP
+library sits between the clock and the socket.
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ class Result:
 
 
 def _is_delta(frame: bytes) -> bool:
-    if b"output_text.delta" in frame:
+    if b"output_text.delta" in frame or b'"text_delta"' in frame:
         return True
     return b'"delta":{' in frame and b'"content":"' in frame and b'"content":""' not in frame
 
 
 def _is_terminal(frame: bytes) -> bool:
-    return b"response.completed" in frame or b"[DONE]" in frame
+    return b"response.completed" in frame or b"[DONE]" in frame or b"message_stop" in frame
 
 
 class Connection:

@@ -1,10 +1,13 @@
 """A lean upstream for the benchmarks: a bare ASGI app that answers with canned bytes.
 
-It speaks just enough of two protocols to be an upstream for the gateway and for LiteLLM:
+It speaks just enough of three protocols to be an upstream for the gateway and for LiteLLM:
 
 * Codex Responses at ``POST /backend-api/codex/responses``: the SSE sequence the simulator sends
   (``response.created`` … ``response.completed``) with its ``x-codex-*`` rate-limit headers, or one
-  JSON object when the body says ``"stream":false`` (the "direct, non-streaming" baseline);
+  JSON object when the body says ``"stream":false`` (the "direct, non-streaming" baseline); and the
+  account's model list at ``GET /backend-api/codex/models`` (the gateway's catalogue, CAT-1);
+* Anthropic Messages at ``POST /v1/messages`` (SSE, or JSON when the body says ``"stream":false``
+  or leaves it out), a Claude upstream for the translation pricing (no rate-limit headers);
 * OpenAI Chat Completions at ``POST /v1/chat/completions`` (JSON or SSE), LiteLLM's upstream.
 
 No authentication, no JSON parsing on the hot path: the shape of an answer comes from a marker in
@@ -192,6 +195,49 @@ def _chat_parts(deltas: int) -> tuple[bytes, bytes, bytes, bytes]:
     return prelude, delta, epilogue, json.dumps(whole, separators=(",", ":")).encode()
 
 
+def _messages_parts(deltas: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """(prelude, delta, epilogue, the non-streaming JSON) of Anthropic Messages."""
+    text = WORD * deltas
+    message = {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": CLAUDE_MODEL,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 20, "output_tokens": 1},
+    }
+    prelude = _frame("message_start", {"type": "message_start", "message": message})
+    prelude += _frame(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    delta = _frame(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": WORD}},
+    )
+    epilogue = _frame("content_block_stop", {"type": "content_block_stop", "index": 0})
+    epilogue += _frame(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": deltas},
+        },
+    )
+    epilogue += _frame("message_stop", {"type": "message_stop"})
+    whole = message | {
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 20, "output_tokens": deltas},
+    }
+    return prelude, delta, epilogue, json.dumps(whole, separators=(",", ":")).encode()
+
+
+CLAUDE_MODEL = "claude-sonnet-4-5"
+CODEX_MODELS = json.dumps({"models": [{"slug": "gpt-5-codex", "visibility": "list"}]}).encode()
+
 CODEX_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -216,7 +262,8 @@ _cache: dict[tuple[str, int], tuple[bytes, ...]] = {}
 def _parts(kind: str, deltas: int) -> tuple[bytes, ...]:
     key = (kind, deltas)
     if key not in _cache:
-        _cache[key] = _codex_parts(deltas) if kind == "codex" else _chat_parts(deltas)
+        build = {"codex": _codex_parts, "chat": _chat_parts, "messages": _messages_parts}[kind]
+        _cache[key] = build(deltas)
     return _cache[key]
 
 
@@ -285,6 +332,9 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
         stats = _stats | {"disconnects": list(_disconnects)}
         await _send_whole(send, JSON_HEADERS, json.dumps(stats).encode())
         return
+    if path.endswith("/codex/models"):
+        await _send_whole(send, JSON_HEADERS, CODEX_MODELS)
+        return
     body = await _read_body(receive)
     _stats["requests"] += 1
     match = MARKER.search(body)
@@ -296,6 +346,12 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
             return
         headers = PLAIN_CODEX_HEADERS if b"bench:noquota" in body else CODEX_HEADERS
         parts = _parts("codex", deltas)
+    elif path.endswith("/v1/messages"):
+        parts = _parts("messages", deltas)
+        if not (b'"stream":true' in body or b'"stream": true' in body):
+            await _send_whole(send, JSON_HEADERS, parts[3])
+            return
+        headers = SSE_HEADERS
     elif path.endswith("/chat/completions"):
         parts = _parts("chat", deltas)
         if not (b'"stream":true' in body or b'"stream": true' in body):

@@ -76,6 +76,27 @@ def render(report: dict[str, Any]) -> str:
                 [label] + [f"{c['p50_ms']['difference']} / {c['p99_ms']['difference']}" for c in cells]
             )
         out.append(table(["", *names], rows))
+    xlat = sc.get("S1_translation")
+    if xlat:
+        out += [
+            "",
+            "**S1, the price of translation: added p50 / p99 over the upstream called directly (ms)**",
+            "",
+        ]
+        cells = [
+            ("codex", "responses_on_codex", "Responses → Codex (pass-through)"),
+            ("codex", "messages_on_codex", "Messages → Codex (translated)"),
+            ("claude", "messages_on_claude", "Messages → Claude (pass-through)"),
+            ("claude", "responses_on_claude", "Responses → Claude (translated)"),
+        ]
+        rows = []
+        for label in ("non_streaming", "streaming_ttft"):
+            row: list[Any] = [label]
+            for upstream, name, _title in cells:
+                cmp = xlat[label][upstream][f"{name}_vs_direct"]
+                row.append(f"{cmp['p50_ms']['difference']} / {cmp['p99_ms']['difference']}")
+            rows.append(row)
+        out.append(table(["", *(title for _u, _n, title in cells)], rows))
     if chat:
         out += ["", "**S1, Chat Completions, with LiteLLM proxy (ms)**", ""]
         rows = s1_rows("chat non-streaming", chat["non_streaming"], chat["non_streaming"])

@@ -50,6 +50,8 @@ FEATURE_ROUNDS = int(os.environ.get("BENCH_FEATURE_ROUNDS", "0"))
 LITELLM_VENV = Path(os.environ.get("BENCH_LITELLM_VENV", ROOT / ".cache" / "bench-litellm-venv"))
 ADMIN = ("bench-admin", "bench-admin-password")
 MODEL = "gpt-5-codex"
+CLAUDE_MODEL = "claude-sonnet-4-5"  # an alias (CAT-2): what most people type
+ANTHROPIC_VERSION = {"anthropic-version": "2023-06-01"}
 LITELLM_KEY = "sk-bench-litellm-master-key-0123456789abcdef"  # a throwaway local proxy's key
 GATEWAY_CORE, DRIVER_CORE = "0", "1"
 
@@ -171,11 +173,24 @@ def mint_codex_credentials() -> dict[str, Any]:
         }
 
 
-def seed_gateway(url: str, credentials: dict[str, Any], *, budget: bool = True) -> tuple[str, int]:
+def mint_claude_credentials() -> dict[str, Any]:
+    """An importable ~/.claude/.credentials.json, minted by the simulator."""
+    with Simulator(seed=2) as sim:
+        return sim.create_account("claude", access_ttl_s=7 * 86400).credentials
+
+
+def seed_gateway(
+    url: str,
+    credentials: dict[str, Any],
+    *,
+    budget: bool = True,
+    claude_credentials: dict[str, Any] | None = None,
+) -> tuple[str, int]:
     """Create the member, its key and the account through the management API; (key, account id).
 
     ``budget``: the member gets a token budget (TEAM-4) too large to refuse anything, so every
-    request pays for the budget check, as a member with budgets does.
+    request pays for the budget check, as a member with budgets does. ``claude_credentials``: a
+    Claude account joins the group too (the translation pricing).
     """
     with httpx.Client(base_url=url, timeout=30) as admin:
 
@@ -194,6 +209,15 @@ def seed_gateway(url: str, credentials: dict[str, Any], *, budget: bool = True) 
         body = {"provider": "codex", "name": "bench-codex", "group_ids": [1], "credentials": credentials}
         account = ok(admin.post("/api/accounts/import", json=body))
         ok(admin.patch(f"/api/accounts/{account['id']}/limits", json={"max_concurrency": 1000}))
+        if claude_credentials is not None:
+            body = {
+                "provider": "claude",
+                "name": "bench-claude",
+                "group_ids": [1],
+                "credentials": claude_credentials,
+            }
+            claude = ok(admin.post("/api/accounts/import", json=body))
+            ok(admin.patch(f"/api/accounts/{claude['id']}/limits", json={"max_concurrency": 1000}))
         return key["secret"], account["id"]
 
 
@@ -230,17 +254,31 @@ def litellm_version() -> str:
 # ---------------------------------------------------------------------------------------- bodies
 
 
-def responses_body(*, stream: bool, deltas: int = 4, pacing_ms: int = 0, quota: bool = True) -> bytes:
+def responses_body(
+    *, stream: bool, deltas: int = 4, pacing_ms: int = 0, quota: bool = True, model: str = MODEL
+) -> bytes:
     """The Responses request every side gets (only ``stream`` differs between scenarios).
 
     ``quota=False`` asks the mock for no rate-limit headers (no quota signal for the gateway).
     """
     body = {
-        "model": MODEL,
+        "model": model,
         "instructions": f"bench:deltas={deltas},pacing={pacing_ms}" + ("" if quota else " bench:noquota"),
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
         "stream": stream,
         "store": False,
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def messages_body(*, stream: bool, model: str, deltas: int = 4) -> bytes:
+    """The Anthropic Messages request of the translation pricing (the marker in ``system``)."""
+    body = {
+        "model": model,
+        "max_tokens": 256,
+        "system": f"bench:deltas={deltas},pacing=0",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": stream,
     }
     return json.dumps(body, separators=(",", ":")).encode()
 
@@ -321,6 +359,54 @@ async def s1_latency(
             "p99_ms": compare(out["sides"][base]["p99_ms"], out["sides"][name]["p99_ms"]),
             "median_round_delta_ms": ms(median(deltas)),
         }
+    return out
+
+
+async def s1_translation(
+    procs: Processes,
+    tmp: Path,
+    mock_url: str,
+    codex: dict[str, Any],
+    direct_auth: dict[str, str],
+    rounds: int,
+) -> dict[str, Any]:
+    """The price of translation: a gateway with a Codex and a Claude account, each upstream called
+    directly, through its own protocol (pass-through) and through the other one (translated:
+    Messages → Codex, Responses → Claude), interleaved like S1."""
+    child, url = start_gateway(procs, tmp, mock_url, label="xlat")
+    key, _ = seed_gateway(url, codex["credentials"], claude_credentials=mint_claude_credentials())
+    mock_port, port = (int(u.rsplit(":", 1)[1]) for u in (mock_url, url))
+    member = {"Authorization": f"Bearer {key}"}
+    host = "127.0.0.1"
+    sides = {
+        "codex": {
+            "direct": Target("direct", host, mock_port, "/backend-api/codex/responses", direct_auth),
+            "responses_on_codex": Target("gateway", host, port, "/v1/responses", member),
+            "messages_on_codex": Target("gateway", host, port, "/v1/messages", member | ANTHROPIC_VERSION),
+        },
+        "claude": {
+            "direct": Target("direct", host, mock_port, "/v1/messages", ANTHROPIC_VERSION),
+            "messages_on_claude": Target("gateway", host, port, "/v1/messages", member | ANTHROPIC_VERSION),
+            "responses_on_claude": Target("gateway", host, port, "/v1/responses", member),
+        },
+    }
+    out: dict[str, Any] = {}
+    for label, stream in (("non_streaming", False), ("streaming_ttft", True)):
+        codex_bodies = {
+            "direct": responses_body(stream=stream),
+            "responses_on_codex": responses_body(stream=stream),
+            "messages_on_codex": messages_body(stream=stream, model=MODEL),
+        }
+        claude_bodies = {
+            "direct": messages_body(stream=stream, model=CLAUDE_MODEL),
+            "messages_on_claude": messages_body(stream=stream, model=CLAUDE_MODEL),
+            "responses_on_claude": responses_body(stream=stream, model=CLAUDE_MODEL),
+        }
+        out[label] = {
+            "codex": await s1_latency(sides["codex"], codex_bodies, streaming=stream, rounds=rounds),
+            "claude": await s1_latency(sides["claude"], claude_bodies, streaming=stream, rounds=rounds),
+        }
+    procs.stop(child)
     return out
 
 
@@ -553,8 +639,10 @@ def start_gateway(
     metrics: bool = True,
     team: bool = True,
     quota: bool = True,
+    label: str = "",
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """``sublane serve`` on core 0, its upstream URLs pointing at the mock.
+    """``sublane serve`` on core 0, its upstream URLs pointing at the mock (``label`` tells two
+    gateways of the same settings apart).
 
     ``history=False`` starts it through ``bench/serve_variant.py`` (recording off, so no usage
     summaries either); ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted
@@ -569,6 +657,7 @@ def start_gateway(
         + ("" if metrics else "-nometrics")
         + ("" if team else "-noteam")
         + ("" if quota else "-noquota")
+        + (f"-{label}" if label else "")
     )
     env = os.environ | {
         "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
@@ -739,6 +828,10 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
             variants, bodies, streaming=stream, rounds=FEATURE_ROUNDS or max(4, rounds // 2)
         )
     report["scenarios"]["S1_features"] = features
+    log("S1 translation: Messages → Codex and Responses → Claude beside the pass-through cells")
+    report["scenarios"]["S1_translation"] = await s1_translation(
+        procs, tmp, mock_url, creds, direct_auth, FEATURE_ROUNDS or max(4, rounds // 2)
+    )
     procs.stop(bare_proc)
     procs.stop(uncounted_proc)
     procs.stop(noteam_proc)
