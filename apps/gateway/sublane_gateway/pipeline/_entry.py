@@ -90,8 +90,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         return refusal_reply(runtime, call, listing.error, protocol)
     client_body = dict(spec.body, model=model)
     bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
-    if isinstance(bodies, TranslationRefused):
-        call.finish(Outcome.REJECTED, bodies.code)
+    if isinstance(bodies, TranslationRefused):  # a body validation failure: no record (HIST-1)
         return error_reply(
             protocol, 400, bodies.code, bodies.message, param=bodies.param, request_id=call.request_id
         )
