@@ -43,7 +43,7 @@ _ERROR_TYPES: Final = {
     "invalid_request": "invalid_request_error",
 }
 _CUT_SHORT: Final = "The upstream stream ended before the response was complete."
-_TOOL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
+_TOOL_ITEMS: Final = ("function_call", "custom_tool_call")  # a tuple: odd (unhashable) types compare too
 
 
 def message_id(response: Any) -> str:
@@ -234,7 +234,9 @@ class MessagesFrames:
             "name": str(item.get("name") or ""),
             "input": {},
         }
-        return self._block(("tool", item.get("id")), start, custom=item.get("type") == "custom_tool_call")
+        return self._block(
+            ("tool", _ref(item.get("id"))), start, custom=item.get("type") == "custom_tool_call"
+        )
 
     def _arguments_into(self, block: _Block, fragment: str) -> list[dict[str, Any]]:
         if not fragment and not (block.custom and not block.json_open):
@@ -258,39 +260,43 @@ class MessagesFrames:
     def _on_part_added(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         if get(event.get("part"), "type") not in ("output_text", "refusal"):
             return []
-        return self._text_into(("text", event.get("item_id"), event.get("content_index")), "")
+        return self._text_into(("text", _ref(event.get("item_id")), _ref(event.get("content_index"))), "")
 
     def _on_text(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        return self._text_into(("text", event.get("item_id"), event.get("content_index")), delta)
+        return self._text_into(("text", _ref(event.get("item_id")), _ref(event.get("content_index"))), delta)
 
     def _on_part_done(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Close the text block, with whatever of the part's text the deltas did not carry."""
-        key = ("text", event.get("item_id"), event.get("content_index"))
+        key = ("text", _ref(event.get("item_id")), _ref(event.get("content_index")))
         part = event.get("part")
-        text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
+        text = _part_text(part)
         block = self._blocks.get(key)
         events: list[dict[str, Any]] = []
-        if isinstance(text, str) and (block is None or (text.startswith(block.sent) and text != block.sent)):
+        if text is not None and (block is None or (text.startswith(block.sent) and text != block.sent)):
             events = self._text_into(key, text[len(block.sent) :] if block is not None else text)
         if self._open == key:
             events.extend(self._close())
         return events
 
     def _on_summary_part(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self._thinking_into(event.get("item_id"), "", event.get("summary_index"))
+        return self._thinking_into(_ref(event.get("item_id")), "", _ref(event.get("summary_index")))
 
     def _on_thinking(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        part = event.get("summary_index", ("content", event.get("content_index")))
-        return self._thinking_into(event.get("item_id"), delta, part)
+        part = (
+            _ref(event.get("summary_index"))
+            if "summary_index" in event
+            else ("content", _ref(event.get("content_index")))
+        )
+        return self._thinking_into(_ref(event.get("item_id")), delta, part)
 
     def _on_arguments(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        block = self._blocks.get(("tool", event.get("item_id")))
+        block = self._blocks.get(("tool", _ref(event.get("item_id"))))
         delta = event.get("delta")
         if block is None or not isinstance(delta, str) or not delta:
             return []
@@ -302,30 +308,28 @@ class MessagesFrames:
         if not isinstance(item, Mapping):
             return []
         kind = item.get("type")
-        item_id = item.get("id")
+        item_id = _ref(item.get("id"))
         if kind in _TOOL_ITEMS:
             return self._tool_done(item)
         events: list[dict[str, Any]] = []
         if kind == "reasoning":
             key: tuple[Any, ...] = ("thinking", item_id)
             if key not in self._blocks:
-                texts = [get(part, "text") for part in item.get("summary") or []]
-                text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
-                if text:
-                    events.extend(self._thinking_into(item_id, text))
+                summary = _summary_text(item)
+                if summary:
+                    events.extend(self._thinking_into(item_id, summary))
         elif kind == "message":
-            content = item.get("content")
-            for index, part in enumerate(content if isinstance(content, list) else []):
+            for index, part in enumerate(_listed(item.get("content"))):
                 key = ("text", item_id, index)
-                text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
-                if key not in self._blocks and isinstance(text, str) and text:
+                text = _part_text(part)
+                if key not in self._blocks and text:
                     events.extend(self._text_into(key, text))
         if self._open is not None and self._open[1] == item_id:
             events.extend(self._close())
         return events
 
     def _tool_done(self, item: Mapping[str, Any]) -> list[dict[str, Any]]:
-        key = ("tool", item.get("id"))
+        key = ("tool", _ref(item.get("id")))
         block = self._blocks.get(key)
         events: list[dict[str, Any]] = []
         if block is None:  # a stream that skipped output_item.added
@@ -367,6 +371,27 @@ class MessagesFrames:
         return [{"type": "error", "error": error_object(get(source, "code"), get(source, "message"))}]
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _summary_text(item: Mapping[str, Any]) -> str:
+    """A reasoning item's summary parts, one paragraph each."""
+    texts = [get(part, "text") for part in _listed(item.get("summary"))]
+    return "\n\n".join(text for text in texts if isinstance(text, str) and text)
+
+
+def _part_text(part: Any) -> str | None:
+    """The text of an ``output_text`` (or ``refusal``) part."""
+    text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
+    return text if isinstance(text, str) else None
+
+
+def _ref(value: Any) -> str | int | None:
+    """An item id or part index as a key (an odd, unhashable value still names one block)."""
+    return value if value is None or isinstance(value, str | int) else repr(value)
+
+
 def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
     return {"type": "content_block_delta", "index": index, "delta": delta}
 
@@ -385,18 +410,16 @@ def messages_answer(response: Mapping[str, Any], *, model: str) -> dict[str, Any
         raise ValueError(f"expected a completed or incomplete response, got status {status!r}")
     content: list[dict[str, Any]] = []
     called = False
-    output = response.get("output")
-    for item in output if isinstance(output, list) else []:
+    for item in _listed(response.get("output")):
         kind = get(item, "type")
         if kind == "reasoning":
-            texts = [get(part, "text") for part in item.get("summary") or []]
-            text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
-            if text:
-                content.append({"type": "thinking", "thinking": text, "signature": ""})
+            summary = _summary_text(item)
+            if summary:
+                content.append({"type": "thinking", "thinking": summary, "signature": ""})
         elif kind == "message":
-            for part in item.get("content") or []:
-                text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
-                if isinstance(text, str) and text:
+            for part in _listed(item.get("content")):
+                text = _part_text(part)
+                if text:
                     content.append({"type": "text", "text": text})
         elif kind in _TOOL_ITEMS:
             called = True

@@ -63,6 +63,7 @@ from sublane_protocols.messages._shape import (
     require_object,
     require_string,
     string_list,
+    text_field,
     unsupported,
 )
 
@@ -207,7 +208,7 @@ class _Conversation:
             self._read_item(require_object(item, f"input[{index}]"), f"input[{index}]")
 
     def _read_item(self, item: Mapping[str, Any], where: str) -> None:
-        kind = item.get("type", "message" if "role" in item else None)
+        kind = text_field(item, "type") if "type" in item else "message" if "role" in item else None
         if kind == "message":
             self._read_message(item, where)
         elif kind == "function_call":
@@ -261,7 +262,7 @@ def _parts(content: Any, param: str) -> list[tuple[Mapping[str, Any], str]]:
 def _system_texts(content: Any, param: str) -> list[str]:
     texts = []
     for part, where in _parts(content, param):
-        if part.get("type") not in _TEXT_PARTS:
+        if text_field(part, "type") not in _TEXT_PARTS:
             refuse("System and developer messages may only hold text.", f"{where}.type")
         texts.append(require_string(part.get("text"), f"{where}.text"))
     return texts
@@ -279,7 +280,7 @@ def _user_blocks(content: Any, param: str) -> list[dict[str, Any]]:
 def _assistant_blocks(content: Any, param: str) -> list[dict[str, Any]]:
     texts = []
     for part, where in _parts(content, param):
-        kind = part.get("type")
+        kind = text_field(part, "type")
         if kind in _TEXT_PARTS:
             texts.append(require_string(part.get("text"), f"{where}.text"))
         elif kind == "refusal":
@@ -291,7 +292,7 @@ def _assistant_blocks(content: Any, param: str) -> list[dict[str, Any]]:
 
 def _content_block(part: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     """A text, image or document block for a user (or tool output) part; ``None`` for empty text."""
-    kind = part.get("type")
+    kind = text_field(part, "type")
     if kind in _TEXT_PARTS:
         text = require_string(part.get("text"), f"{where}.text")
         return {"type": "text", "text": text} if text else None
@@ -478,6 +479,8 @@ def _thinking_budget(reasoning: Any) -> int | None:
     if reasoning is None:
         return None
     effort = require_object(reasoning, "reasoning").get("effort")
+    if effort is not None and not isinstance(effort, str):
+        refuse("'reasoning.effort' must be a string.", "reasoning.effort")
     if effort is None or effort == "none":
         return None
     if effort not in THINKING_BUDGETS:
