@@ -26,8 +26,10 @@ from protocol_fixtures import STREAMS, real_client_requests, stream_events
 from pydantic import TypeAdapter
 
 from sublane_protocols import ResponsesCollector, TranslationRefused
+from sublane_protocols._hub import HubTranslator
+from sublane_protocols.chat._over_responses import ChatClientSide
 from sublane_protocols.messages import MessagesClientSide, MessagesUpstreamSide
-from sublane_protocols.responses._client_side import ResponsesFrames
+from sublane_protocols.responses._client_side import ResponsesClientSide, ResponsesFrames
 
 MODEL = "claude-opus-4-8"
 CREATED = 1_796_115_600
@@ -536,10 +538,11 @@ def test_reasoning_effort_becomes_a_thinking_budget(effort: str, budget: int) ->
     assert request["max_tokens"] == 32000 > budget
 
 
-def test_no_thinking_without_effort_or_with_effort_none() -> None:
+def test_no_thinking_without_reasoning_or_with_effort_none() -> None:
     assert "thinking" not in to_claude(reasoning={"effort": "none"})
-    assert "thinking" not in to_claude(reasoning={"summary": "auto"})
     assert "thinking" not in to_claude()
+    # Codex CLI sends only {"summary": "auto"}: the Responses default effort, medium.
+    assert to_claude(reasoning={"summary": "auto"})["thinking"] == {"type": "enabled", "budget_tokens": 8192}
 
 
 def test_thinking_drops_temperature_and_top_p() -> None:
@@ -1671,6 +1674,48 @@ def test_done_items_fill_in_what_the_deltas_did_not_carry() -> None:
     assert message.content[1].input == {"cmd": "ls"}  # type: ignore[union-attr]
 
 
+def test_empty_parts_and_summaries_make_no_block() -> None:
+    message_item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [],
+    }
+    part = {"type": "output_text", "text": "", "annotations": []}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    events = [
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": reasoning},
+        {
+            "type": "response.reasoning_summary_part.added",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": 1, "item": message_item},
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "part": part,
+        },
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "part": part,
+        },
+        {"type": "response.output_item.done", "output_index": 1, "item": {**message_item, "content": [part]}},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": []}},
+    ]
+    kinds = [payload["type"] for payload in decode_sse(client_frames(events))]
+    assert kinds == ["message_start", "message_delta", "message_stop"]
+
+
 def test_usage_arithmetic_on_the_way_out() -> None:
     usage = {
         "input_tokens": 5000,
@@ -1846,3 +1891,59 @@ def test_claude_stream_through_the_hub_to_a_messages_client_keeps_the_answer() -
         message.usage.cache_read_input_tokens,
         message.usage.output_tokens,
     ) == (7, 100, 30)
+
+
+# --- composed cells (the lead's matrix builds them the same way) ---------------------------------------
+
+
+def _cell(client: Any) -> HubTranslator:
+    return HubTranslator(client, UPSTREAM, ResponsesClientSide())
+
+
+def test_responses_client_on_claude_cut_mid_way_gets_response_failed() -> None:
+    cell = _cell(None)
+    body = hub(stream=True)
+    assert cell.request(body)["system"] == [text(IDENTITY)]
+    stream = cell.new_stream(body, model=MODEL, created=CREATED)
+    content = b"".join(stream.feed(payload) for payload in [message_start(), *text_block(0, "Hal")[:2]])
+    assert not stream.finished
+    content += stream.trailer("upstream_timeout")
+    events = [json.loads(block.split("\ndata: ")[1]) for block in content.decode().split("\n\n")[:-1]]
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["error"]["code"] == "upstream_timeout"
+    for event in events[:-1]:
+        _HUB_EVENT.validate_python(event)
+
+
+def test_chat_client_on_claude_reads_text_and_tool_calls_through_the_openai_sdk() -> None:
+    cell = _cell(ChatClientSide())
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "shell", "parameters": SHELL["parameters"]}}],
+        "stream": True,
+    }
+    request = cell.request(body)
+    assert request["system"] == [text(IDENTITY), text("Be brief.")]
+    assert request["tools"][0]["name"] == "shell"
+    stream = cell.new_stream(body, model=MODEL, created=CREATED)
+    content = b"".join(stream.feed(payload) for payload in PARALLEL_TOOLS_STREAM) + stream.trailer(None)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=content)
+
+    client = openai.OpenAI(
+        api_key="sl_test",
+        base_url="http://sublane.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+    with client:
+        chunks = list(client.chat.completions.create(**body))
+    calls = [call for chunk in chunks for choice in chunk.choices for call in choice.delta.tool_calls or []]
+    assert [(c.id, c.function.name) for c in calls if c.id] == [
+        ("toolu_01A", "shell"),
+        ("toolu_01B", "read_file"),
+    ]
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "Two calls."
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"

@@ -12,12 +12,15 @@
 | `response.failed`, `error` | an `error` event |
 
 Blocks are numbered 0, 1, 2… in the order they open, and only one is open at a time, as Anthropic
-streams them. A thinking block starts with `signature: ""` (the field is required by the SDKs'
-`ThinkingBlock`) and never gets a `signature_delta`: no signature is made up, and one from another
-provider never crosses (XLAT-2). Stop reason: `tool_use` when a tool was called, `max_tokens` for
-an incomplete `max_output_tokens`, `refusal` for `content_filter`, else `end_turn`. Usage:
-`input_tokens` excludes cached and cache-written tokens (`input - cached - cache_write`),
-`cache_read_input_tokens` = cached, `cache_creation_input_tokens` = cache_write.
+streams them. A block opens with its first text, so an empty part or summary makes no block (Claude
+refuses empty text blocks when a client replays them). A thinking block starts with
+`signature: ""` (the field is required by the SDKs' `ThinkingBlock`) and never gets a
+`signature_delta`: no signature is made up, and one from another provider never crosses (XLAT-2).
+
+Stop reason: `tool_use` when a tool was called, `max_tokens` for an incomplete `max_output_tokens`,
+`refusal` for `content_filter`, else `end_turn`. Usage: `input_tokens` excludes cached and
+cache-written tokens (`input - cached - cache_write`), `cache_read_input_tokens` = cached,
+`cache_creation_input_tokens` = cache_write.
 """
 
 from __future__ import annotations
@@ -98,7 +101,6 @@ class _Block:
     custom: bool = False
     sent: str = ""  # the text (or JSON) streamed so far
     part: Any = None  # thinking: the summary part being streamed
-    separate: bool = False  # thinking: a new part began, the next text starts a paragraph
     json_open: bool = False  # custom tool: '{"input":"' has been sent
 
 
@@ -116,11 +118,9 @@ class MessagesFrames:
         self._handlers: dict[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]] = {
             "response.created": self._on_created,
             "response.output_item.added": self._on_item_added,
-            "response.content_part.added": self._on_part_added,
             "response.output_text.delta": self._on_text,
             "response.refusal.delta": self._on_text,
             "response.content_part.done": self._on_part_done,
-            "response.reasoning_summary_part.added": self._on_summary_part,
             "response.reasoning_summary_text.delta": self._on_thinking,
             "response.reasoning_text.delta": self._on_thinking,
             "response.function_call_arguments.delta": self._on_arguments,
@@ -206,24 +206,28 @@ class MessagesFrames:
         return events
 
     def _text_into(self, key: tuple[Any, ...], text: str) -> list[dict[str, Any]]:
+        """Text for the block of ``key``, opened with its first text (Claude refuses empty text
+        blocks when a client replays them)."""
+        if not text:
+            return []
         block, events = self._block(key, {"type": "text", "text": ""})
-        if text:
-            block.sent += text
-            events.append(_delta(block.index, {"type": "text_delta", "text": text}))
+        block.sent += text
+        events.append(_delta(block.index, {"type": "text_delta", "text": text}))
         return events
 
     def _thinking_into(self, item_id: Any, text: str, part: Any = None) -> list[dict[str, Any]]:
-        key = ("thinking", item_id)
-        block, events = self._block(key, {"type": "thinking", "thinking": "", "signature": ""})
+        """Reasoning text for the item's one thinking block; a new summary part starts a paragraph."""
+        if not text:
+            return []
+        block, events = self._block(
+            ("thinking", item_id), {"type": "thinking", "thinking": "", "signature": ""}
+        )
         if part is not None and part != block.part:
-            block.separate = block.separate or (block.part is not None and bool(block.sent))
-            block.part = part
-        if text:
-            if block.separate:  # a new summary part reads as a new paragraph
+            if block.part is not None and block.sent:
                 text = "\n\n" + text
-                block.separate = False
-            block.sent += text
-            events.append(_delta(block.index, {"type": "thinking_delta", "thinking": text}))
+            block.part = part
+        block.sent += text
+        events.append(_delta(block.index, {"type": "thinking_delta", "thinking": text}))
         return events
 
     def _tool_start(self, item: Mapping[str, Any]) -> tuple[_Block, list[dict[str, Any]]]:
@@ -257,11 +261,6 @@ class MessagesFrames:
         _, events = self._tool_start(item)
         return events
 
-    def _on_part_added(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        if get(event.get("part"), "type") not in ("output_text", "refusal"):
-            return []
-        return self._text_into(("text", _ref(event.get("item_id")), _ref(event.get("content_index"))), "")
-
     def _on_text(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         delta = event.get("delta")
         if not isinstance(delta, str):
@@ -275,14 +274,12 @@ class MessagesFrames:
         text = _part_text(part)
         block = self._blocks.get(key)
         events: list[dict[str, Any]] = []
-        if text is not None and (block is None or (text.startswith(block.sent) and text != block.sent)):
-            events = self._text_into(key, text[len(block.sent) :] if block is not None else text)
+        sent = block.sent if block is not None else ""
+        if text is not None and text.startswith(sent):
+            events = self._text_into(key, text[len(sent) :])
         if self._open == key:
             events.extend(self._close())
         return events
-
-    def _on_summary_part(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self._thinking_into(_ref(event.get("item_id")), "", _ref(event.get("summary_index")))
 
     def _on_thinking(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         delta = event.get("delta")

@@ -22,8 +22,9 @@
 | hub `stop` | `stop_sequences` |
 | `reasoning.effort` | `thinking: {"type":"enabled","budget_tokens":…}` (table below) |
 
-Thinking budgets: minimal 1024, low 4096, medium 8192, high 16384, xhigh 24576 tokens; `none` or
-no `reasoning` leaves thinking off. The budget must stay below `max_tokens`; when the client's
+Thinking budgets: minimal 1024, low 4096, medium 8192, high 16384, xhigh 24576 tokens; a
+`reasoning` object without `effort` is medium (the Responses default), `none` or no `reasoning`
+leaves thinking off. The budget must stay below `max_tokens`; when the client's
 `max_output_tokens` is not above it, `max_tokens` becomes budget + that cap (so the cap still bounds
 the visible answer). Thinking is turned OFF, whatever the effort:
 
@@ -479,9 +480,11 @@ def _thinking_budget(reasoning: Any) -> int | None:
     if reasoning is None:
         return None
     effort = require_object(reasoning, "reasoning").get("effort")
-    if effort is not None and not isinstance(effort, str):
+    if effort is None:
+        effort = "medium"  # the Responses API's default effort (Codex CLI sends only a summary setting)
+    if not isinstance(effort, str):
         refuse("'reasoning.effort' must be a string.", "reasoning.effort")
-    if effort is None or effort == "none":
+    if effort == "none":
         return None
     if effort not in THINKING_BUDGETS:
         refuse(
