@@ -12,12 +12,15 @@
 | `response.failed`, `error` | an `error` event |
 
 Blocks are numbered 0, 1, 2… in the order they open, and only one is open at a time, as Anthropic
-streams them. A thinking block starts with `signature: ""` (the field is required by the SDKs'
-`ThinkingBlock`) and never gets a `signature_delta`: no signature is made up, and one from another
-provider never crosses (XLAT-2). Stop reason: `tool_use` when a tool was called, `max_tokens` for
-an incomplete `max_output_tokens`, `refusal` for `content_filter`, else `end_turn`. Usage:
-`input_tokens` excludes cached and cache-written tokens (`input - cached - cache_write`),
-`cache_read_input_tokens` = cached, `cache_creation_input_tokens` = cache_write.
+streams them. A block opens with its first text, so an empty part or summary makes no block (Claude
+refuses empty text blocks when a client replays them). A thinking block starts with
+`signature: ""` (the field is required by the SDKs' `ThinkingBlock`) and never gets a
+`signature_delta`: no signature is made up, and one from another provider never crosses (XLAT-2).
+
+Stop reason: `tool_use` when a tool was called, `max_tokens` for an incomplete `max_output_tokens`,
+`refusal` for `content_filter`, else `end_turn`. Usage: `input_tokens` excludes cached and
+cache-written tokens (`input - cached - cache_write`), `cache_read_input_tokens` = cached,
+`cache_creation_input_tokens` = cache_write.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ _ERROR_TYPES: Final = {
     "invalid_request": "invalid_request_error",
 }
 _CUT_SHORT: Final = "The upstream stream ended before the response was complete."
-_TOOL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
+_TOOL_ITEMS: Final = ("function_call", "custom_tool_call")  # a tuple: odd (unhashable) types compare too
 
 
 def message_id(response: Any) -> str:
@@ -94,7 +97,6 @@ class _Block:
     custom: bool = False
     sent: str = ""  # the text (or JSON) streamed so far
     part: Any = None  # thinking: the summary part being streamed
-    separate: bool = False  # thinking: a new part began, the next text starts a paragraph
     json_open: bool = False  # custom tool: '{"input":"' has been sent
 
 
@@ -112,11 +114,9 @@ class MessagesFrames:
         self._handlers: dict[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]] = {
             "response.created": self._on_created,
             "response.output_item.added": self._on_item_added,
-            "response.content_part.added": self._on_part_added,
             "response.output_text.delta": self._on_text,
             "response.refusal.delta": self._on_text,
             "response.content_part.done": self._on_part_done,
-            "response.reasoning_summary_part.added": self._on_summary_part,
             "response.reasoning_summary_text.delta": self._on_thinking,
             "response.reasoning_text.delta": self._on_thinking,
             "response.function_call_arguments.delta": self._on_arguments,
@@ -202,24 +202,28 @@ class MessagesFrames:
         return events
 
     def _text_into(self, key: tuple[Any, ...], text: str) -> list[dict[str, Any]]:
+        """Text for the block of ``key``, opened with its first text (Claude refuses empty text
+        blocks when a client replays them)."""
+        if not text:
+            return []
         block, events = self._block(key, {"type": "text", "text": ""})
-        if text:
-            block.sent += text
-            events.append(_delta(block.index, {"type": "text_delta", "text": text}))
+        block.sent += text
+        events.append(_delta(block.index, {"type": "text_delta", "text": text}))
         return events
 
     def _thinking_into(self, item_id: Any, text: str, part: Any = None) -> list[dict[str, Any]]:
-        key = ("thinking", item_id)
-        block, events = self._block(key, {"type": "thinking", "thinking": "", "signature": ""})
+        """Reasoning text for the item's one thinking block; a new summary part starts a paragraph."""
+        if not text:
+            return []
+        block, events = self._block(
+            ("thinking", item_id), {"type": "thinking", "thinking": "", "signature": ""}
+        )
         if part is not None and part != block.part:
-            block.separate = block.separate or (block.part is not None and bool(block.sent))
-            block.part = part
-        if text:
-            if block.separate:  # a new summary part reads as a new paragraph
+            if block.part is not None and block.sent:
                 text = "\n\n" + text
-                block.separate = False
-            block.sent += text
-            events.append(_delta(block.index, {"type": "thinking_delta", "thinking": text}))
+            block.part = part
+        block.sent += text
+        events.append(_delta(block.index, {"type": "thinking_delta", "thinking": text}))
         return events
 
     def _tool_start(self, item: Mapping[str, Any]) -> tuple[_Block, list[dict[str, Any]]]:
@@ -230,7 +234,9 @@ class MessagesFrames:
             "name": str(item.get("name") or ""),
             "input": {},
         }
-        return self._block(("tool", item.get("id")), start, custom=item.get("type") == "custom_tool_call")
+        return self._block(
+            ("tool", _ref(item.get("id"))), start, custom=item.get("type") == "custom_tool_call"
+        )
 
     def _arguments_into(self, block: _Block, fragment: str) -> list[dict[str, Any]]:
         if not fragment and not (block.custom and not block.json_open):
@@ -251,42 +257,39 @@ class MessagesFrames:
         _, events = self._tool_start(item)
         return events
 
-    def _on_part_added(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        if get(event.get("part"), "type") not in ("output_text", "refusal"):
-            return []
-        return self._text_into(("text", event.get("item_id"), event.get("content_index")), "")
-
     def _on_text(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        return self._text_into(("text", event.get("item_id"), event.get("content_index")), delta)
+        return self._text_into(("text", _ref(event.get("item_id")), _ref(event.get("content_index"))), delta)
 
     def _on_part_done(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Close the text block, with whatever of the part's text the deltas did not carry."""
-        key = ("text", event.get("item_id"), event.get("content_index"))
+        key = ("text", _ref(event.get("item_id")), _ref(event.get("content_index")))
         part = event.get("part")
-        text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
+        text = _part_text(part)
         block = self._blocks.get(key)
         events: list[dict[str, Any]] = []
-        if isinstance(text, str) and (block is None or (text.startswith(block.sent) and text != block.sent)):
-            events = self._text_into(key, text[len(block.sent) :] if block is not None else text)
+        sent = block.sent if block is not None else ""
+        if text is not None and text.startswith(sent):
+            events = self._text_into(key, text[len(sent) :])
         if self._open == key:
             events.extend(self._close())
         return events
-
-    def _on_summary_part(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self._thinking_into(event.get("item_id"), "", event.get("summary_index"))
 
     def _on_thinking(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        part = event.get("summary_index", ("content", event.get("content_index")))
-        return self._thinking_into(event.get("item_id"), delta, part)
+        part = (
+            _ref(event.get("summary_index"))
+            if "summary_index" in event
+            else ("content", _ref(event.get("content_index")))
+        )
+        return self._thinking_into(_ref(event.get("item_id")), delta, part)
 
     def _on_arguments(self, event: Mapping[str, Any]) -> list[dict[str, Any]]:
-        block = self._blocks.get(("tool", event.get("item_id")))
+        block = self._blocks.get(("tool", _ref(event.get("item_id"))))
         delta = event.get("delta")
         if block is None or not isinstance(delta, str) or not delta:
             return []
@@ -298,30 +301,28 @@ class MessagesFrames:
         if not isinstance(item, Mapping):
             return []
         kind = item.get("type")
-        item_id = item.get("id")
+        item_id = _ref(item.get("id"))
         if kind in _TOOL_ITEMS:
             return self._tool_done(item)
         events: list[dict[str, Any]] = []
         if kind == "reasoning":
             key: tuple[Any, ...] = ("thinking", item_id)
             if key not in self._blocks:
-                texts = [get(part, "text") for part in item.get("summary") or []]
-                text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
-                if text:
-                    events.extend(self._thinking_into(item_id, text))
+                summary = _summary_text(item)
+                if summary:
+                    events.extend(self._thinking_into(item_id, summary))
         elif kind == "message":
-            content = item.get("content")
-            for index, part in enumerate(content if isinstance(content, list) else []):
+            for index, part in enumerate(_listed(item.get("content"))):
                 key = ("text", item_id, index)
-                text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
-                if key not in self._blocks and isinstance(text, str) and text:
+                text = _part_text(part)
+                if key not in self._blocks and text:
                     events.extend(self._text_into(key, text))
         if self._open is not None and self._open[1] == item_id:
             events.extend(self._close())
         return events
 
     def _tool_done(self, item: Mapping[str, Any]) -> list[dict[str, Any]]:
-        key = ("tool", item.get("id"))
+        key = ("tool", _ref(item.get("id")))
         block = self._blocks.get(key)
         events: list[dict[str, Any]] = []
         if block is None:  # a stream that skipped output_item.added
@@ -363,6 +364,27 @@ class MessagesFrames:
         return [{"type": "error", "error": error_object(get(source, "code"), get(source, "message"))}]
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _summary_text(item: Mapping[str, Any]) -> str:
+    """A reasoning item's summary parts, one paragraph each."""
+    texts = [get(part, "text") for part in _listed(item.get("summary"))]
+    return "\n\n".join(text for text in texts if isinstance(text, str) and text)
+
+
+def _part_text(part: Any) -> str | None:
+    """The text of an ``output_text`` (or ``refusal``) part."""
+    text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
+    return text if isinstance(text, str) else None
+
+
+def _ref(value: Any) -> str | int | None:
+    """An item id or part index as a key (an odd, unhashable value still names one block)."""
+    return value if value is None or isinstance(value, str | int) else repr(value)
+
+
 def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
     return {"type": "content_block_delta", "index": index, "delta": delta}
 
@@ -381,18 +403,16 @@ def messages_answer(response: Mapping[str, Any], *, model: str) -> dict[str, Any
         raise ValueError(f"expected a completed or incomplete response, got status {status!r}")
     content: list[dict[str, Any]] = []
     called = False
-    output = response.get("output")
-    for item in output if isinstance(output, list) else []:
+    for item in _listed(response.get("output")):
         kind = get(item, "type")
         if kind == "reasoning":
-            texts = [get(part, "text") for part in item.get("summary") or []]
-            text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
-            if text:
-                content.append({"type": "thinking", "thinking": text, "signature": ""})
+            summary = _summary_text(item)
+            if summary:
+                content.append({"type": "thinking", "thinking": summary, "signature": ""})
         elif kind == "message":
-            for part in item.get("content") or []:
-                text = get(part, "text") if get(part, "type") == "output_text" else get(part, "refusal")
-                if isinstance(text, str) and text:
+            for part in _listed(item.get("content")):
+                text = _part_text(part)
+                if text:
                     content.append({"type": "text", "text": text})
         elif kind in _TOOL_ITEMS:
             called = True

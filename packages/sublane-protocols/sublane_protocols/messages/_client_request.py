@@ -59,6 +59,7 @@ from sublane_protocols.messages._shape import (
     require_object,
     require_string,
     string_list,
+    text_field,
     unsupported,
 )
 
@@ -179,7 +180,7 @@ class _History:
     def _user(self, blocks: list[tuple[Mapping[str, Any], str]]) -> None:
         parts: list[dict[str, Any]] = []
         for block, where in blocks:
-            kind = block.get("type")
+            kind = text_field(block, "type")
             if kind == "tool_result":
                 self.items.append(self._tool_result(block, where))
             elif kind == "tool_use":
@@ -192,7 +193,7 @@ class _History:
     def _assistant(self, blocks: list[tuple[Mapping[str, Any], str]]) -> None:
         texts: list[dict[str, Any]] = []
         for block, where in blocks:
-            kind = block.get("type")
+            kind = text_field(block, "type")
             if kind == "text":
                 text = require_string(block.get("text"), f"{where}.text")
                 if text:
@@ -250,7 +251,7 @@ def _blocks(content: Any, param: str) -> list[tuple[Mapping[str, Any], str]]:
 
 def _user_parts(block: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
     """The hub parts of a user (or tool result) block: text, image or document."""
-    kind = block.get("type")
+    kind = text_field(block, "type")
     if kind == "text":
         text = require_string(block.get("text"), f"{where}.text")
         return [_input_text(text)] if text else []
@@ -404,7 +405,7 @@ def _reasoning(thinking: Any, output_config: Any) -> dict[str, Any] | None:
     effort = None
     if output_config is not None:
         effort = require_object(output_config, "output_config").get("effort")
-        if effort is not None and effort not in _EFFORTS:
+        if effort is not None and (not isinstance(effort, str) or effort not in _EFFORTS):
             refuse("'output_config.effort' must be low, medium, high, xhigh or max.", "output_config.effort")
     if kind == "disabled" or (kind is None and effort is None):
         return None

@@ -96,6 +96,12 @@ def field(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
+def text_field(value: Any, key: str) -> str | None:
+    """``value[key]`` when it is a string (so it can be looked up in sets and tables), else ``None``."""
+    found = field(value, key)
+    return found if isinstance(found, str) else None
+
+
 def data_url(url: str) -> tuple[str, str] | None:
     """``(media type, base64 data)`` of a ``data:<mime>;base64,…`` URL, else ``None``."""
     match = _DATA_URL.fullmatch(url)

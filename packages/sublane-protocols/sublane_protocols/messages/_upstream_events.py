@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from sublane_protocols._hub import custom_tool_names
-from sublane_protocols.messages._shape import count, dumps
+from sublane_protocols.messages._shape import count, dumps, text_field
 from sublane_protocols.messages._shape import field as get
 
 _INCOMPLETE: Final = {
@@ -82,6 +82,8 @@ class MessagesEvents:
         if self._finished:
             return []
         kind = payload.get("type")
+        if not isinstance(kind, str):
+            return []
         if kind == "message_start":
             return self._on_start(payload)
         if kind == "error":
@@ -94,7 +96,7 @@ class MessagesEvents:
         elif kind == "content_block_stop":
             events.extend(self._on_block_stop(payload.get("index")))
         elif kind == "message_delta":
-            self._stop_reason = get(payload.get("delta"), "stop_reason") or self._stop_reason
+            self._stop_reason = text_field(payload.get("delta"), "stop_reason") or self._stop_reason
             self._read_usage(payload.get("usage"))
         elif kind == "message_stop":
             events.extend(self._on_stop())
@@ -201,7 +203,8 @@ class MessagesEvents:
         return []  # redacted_thinking (XLAT-2) and server-tool blocks we never asked for
 
     def _on_block_delta(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-        state = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+        index = payload.get("index")
+        state = self._blocks.get(index) if isinstance(index, int) else None
         delta = payload.get("delta")
         kind = get(delta, "type")
         if state is None:

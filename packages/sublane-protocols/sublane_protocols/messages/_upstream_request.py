@@ -22,8 +22,9 @@
 | hub `stop` | `stop_sequences` |
 | `reasoning.effort` | `thinking: {"type":"enabled","budget_tokens":…}` (table below) |
 
-Thinking budgets: minimal 1024, low 4096, medium 8192, high 16384, xhigh 24576 tokens; `none` or
-no `reasoning` leaves thinking off. The budget must stay below `max_tokens`; when the client's
+Thinking budgets: minimal 1024, low 4096, medium 8192, high 16384, xhigh 24576 tokens; a
+`reasoning` object without `effort` is medium (the Responses default), `none` or no `reasoning`
+leaves thinking off. The budget must stay below `max_tokens`; when the client's
 `max_output_tokens` is not above it, `max_tokens` becomes budget + that cap (so the cap still bounds
 the visible answer). Thinking is turned OFF, whatever the effort:
 
@@ -63,6 +64,7 @@ from sublane_protocols.messages._shape import (
     require_object,
     require_string,
     string_list,
+    text_field,
     unsupported,
 )
 
@@ -195,7 +197,7 @@ class _Conversation:
             self._read_item(require_object(item, f"input[{index}]"), f"input[{index}]")
 
     def _read_item(self, item: Mapping[str, Any], where: str) -> None:
-        kind = item.get("type", "message" if "role" in item else None)
+        kind = text_field(item, "type") if "type" in item else "message" if "role" in item else None
         if kind == "message":
             self._read_message(item, where)
         elif kind == "function_call":
@@ -249,7 +251,7 @@ def _parts(content: Any, param: str) -> list[tuple[Mapping[str, Any], str]]:
 def _system_texts(content: Any, param: str) -> list[str]:
     texts = []
     for part, where in _parts(content, param):
-        if part.get("type") not in _TEXT_PARTS:
+        if text_field(part, "type") not in _TEXT_PARTS:
             refuse("System and developer messages may only hold text.", f"{where}.type")
         texts.append(require_string(part.get("text"), f"{where}.text"))
     return texts
@@ -267,7 +269,7 @@ def _user_blocks(content: Any, param: str) -> list[dict[str, Any]]:
 def _assistant_blocks(content: Any, param: str) -> list[dict[str, Any]]:
     texts = []
     for part, where in _parts(content, param):
-        kind = part.get("type")
+        kind = text_field(part, "type")
         if kind in _TEXT_PARTS:
             texts.append(require_string(part.get("text"), f"{where}.text"))
         elif kind == "refusal":
@@ -279,7 +281,7 @@ def _assistant_blocks(content: Any, param: str) -> list[dict[str, Any]]:
 
 def _content_block(part: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     """A text, image or document block for a user (or tool output) part; ``None`` for empty text."""
-    kind = part.get("type")
+    kind = text_field(part, "type")
     if kind in _TEXT_PARTS:
         text = require_string(part.get("text"), f"{where}.text")
         return {"type": "text", "text": text} if text else None
@@ -466,7 +468,11 @@ def _thinking_budget(reasoning: Any) -> int | None:
     if reasoning is None:
         return None
     effort = require_object(reasoning, "reasoning").get("effort")
-    if effort is None or effort == "none":
+    if effort is None:
+        effort = "medium"  # the Responses API's default effort (Codex CLI sends only a summary setting)
+    if not isinstance(effort, str):
+        refuse("'reasoning.effort' must be a string.", "reasoning.effort")
+    if effort == "none":
         return None
     if effort not in THINKING_BUDGETS:
         refuse(
