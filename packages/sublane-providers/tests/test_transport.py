@@ -1,0 +1,139 @@
+"""The model transport against real loopback sockets: what the pipeline relies on from it.
+
+httpx's types over aiohttp's connections (issue #19): a streamed body arrives chunk by chunk as the
+server writes it, keep-alive connections are reused, a refused connection is ``httpx.ConnectError``
+(the pipeline may try the provider's next host), a server that goes silent is a timeout, and one
+that closes mid-body is an ``httpx.HTTPError`` that is not a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from sublane_core import Settings
+from sublane_providers._transport import UpstreamClients
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}"
+
+
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return head + (await reader.readexactly(length) if length else b"")
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(ConnectionError):  # the client went first
+        await writer.wait_closed()
+
+
+@pytest.fixture
+async def clients() -> AsyncIterator[UpstreamClients]:
+    clients = UpstreamClients(Settings(header_timeout_s=1.0))
+    yield clients
+    await clients.aclose()
+
+
+async def test_a_streamed_body_arrives_as_written_and_the_connection_is_kept(
+    clients: UpstreamClients,
+) -> None:
+    connections = 0
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        for _ in range(2):
+            request = await _read_request(reader)
+            assert b"POST /v1/thing" in request and request.endswith(b'{"x":1}')
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            )
+            writer.write(b"6\r\nfirst\n\r\n")
+            await writer.drain()
+            await release.wait()
+            writer.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
+            await writer.drain()
+            release.clear()
+        await _close(writer)
+
+    server, url = await _serve(handler)
+    async with server:
+        for _ in range(2):
+            response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", json={"x": 1}))
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "text/event-stream"
+            chunks = response.aiter_raw()
+            assert await anext(chunks) == b"first\n"  # before the server wrote the rest
+            release.set()
+            assert b"".join([chunk async for chunk in chunks]) == b"second\n"
+            await response.aclose()
+    assert connections == 1
+
+
+async def test_a_refused_connection_is_a_connect_error(clients: UpstreamClients) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(httpx.ConnectError):
+        await clients.send(httpx.Request("POST", f"http://127.0.0.1:{port}/v1/thing", content=b"{}"))
+
+
+async def test_a_silent_server_is_a_timeout(clients: UpstreamClients) -> None:
+    answered = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        await answered.wait()  # no answer within the 1 s header timeout
+        await _close(writer)
+
+    server, url = await _serve(handler)
+    async with server:
+        with pytest.raises(httpx.TimeoutException):
+            await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+        answered.set()
+
+
+async def test_a_body_cut_mid_way_is_an_http_error_not_a_timeout(clients: UpstreamClients) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial")
+        await writer.drain()
+        await _close(writer)
+
+    server, url = await _serve(handler)
+    async with server:
+        response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+        with pytest.raises(httpx.HTTPError) as caught:
+            async for _chunk in response.aiter_raw():
+                pass
+        await response.aclose()
+    assert not isinstance(caught.value, httpx.TimeoutException)
+
+
+async def test_a_connection_closed_before_any_answer_is_not_a_timeout(clients: UpstreamClients) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        await _close(writer)
+
+    server, url = await _serve(handler)
+    async with server:
+        with pytest.raises(httpx.HTTPError) as caught:
+            await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+    assert not isinstance(caught.value, httpx.TimeoutException)
