@@ -23,15 +23,18 @@ class AntigravityPlan:
     success: str
 
 
-def _pick_function(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _pick_functions(request: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (name, args) pairs: the request's function declarations in turn (cycling)."""
+    offered: list[tuple[str, dict[str, Any]]] = []
     for tool in request.get("tools") or []:
         if not isinstance(tool, dict):
             continue
         for declaration in tool.get("functionDeclarations") or []:
             if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
                 schema = declaration.get("parameters") or declaration.get("parametersJsonSchema")
-                return declaration["name"], sample_arguments(schema)
-    return "sim_tool", {}
+                offered.append((declaration["name"], sample_arguments(schema)))
+    offered = offered or [("sim_tool", {})]
+    return [offered[index % len(offered)] for index in range(count)]
 
 
 def build_antigravity_plan(
@@ -77,13 +80,15 @@ def build_antigravity_plan(
     all_parts.append({"text": "".join(texts)})
     calls = 0
     if behaviour.tool_call:
-        name, arguments = _pick_function(request)
-        call = {
-            "functionCall": {"name": name, "args": arguments, "id": f"call_sim{rng.getrandbits(64):016x}"}
-        }
-        events.append(Event(chunk([call]), delta=True))
-        all_parts.append(call)
-        calls = 1
+        # parallel calls come as parts of one chunk, as Gemini sends them
+        parts: list[dict[str, Any]] = []
+        for name, arguments in _pick_functions(request, behaviour.tool_calls):
+            call_id = f"call_sim{rng.getrandbits(64):016x}"
+            parts.append({"functionCall": {"name": name, "args": arguments, "id": call_id}})
+            turn.record.tool_call_ids.append(call_id)
+        events.append(Event(chunk(parts), delta=True))
+        all_parts.extend(parts)
+        calls = len(parts)
     usage.reasoning_tokens = thought_deltas
     usage.output_tokens = behaviour.output_tokens or (len(texts) + calls)
     usage_json = {
