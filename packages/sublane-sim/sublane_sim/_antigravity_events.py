@@ -31,7 +31,12 @@ def _pick_functions(request: dict[str, Any], count: int) -> list[tuple[str, dict
             continue
         for declaration in tool.get("functionDeclarations") or []:
             if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
-                schema = declaration.get("parameters") or declaration.get("parametersJsonSchema")
+                # proto JSON: the field's original snake_case name is as valid as its camelCase one
+                schema = (
+                    declaration.get("parameters")
+                    or declaration.get("parametersJsonSchema")
+                    or declaration.get("parameters_json_schema")
+                )
                 offered.append((declaration["name"], sample_arguments(schema)))
     offered = offered or [("sim_tool", {})]
     return [offered[index % len(offered)] for index in range(count)]

@@ -87,3 +87,34 @@ def test_antigravity_two_function_call_parts_in_one_chunk(sim: Simulator, http: 
 def test_tool_calls_must_be_positive() -> None:
     with pytest.raises(ValueError, match="tool_calls"):
         Behaviour.ok(tool_call=True, tool_calls=0)
+
+
+@pytest.mark.parametrize(
+    ("field", "schema"),
+    [
+        ("parameters", {"type": "OBJECT", "properties": {"path": {"type": "STRING"}}, "required": ["path"]}),
+        ("parameters_json_schema", SCHEMA),  # proto JSON also takes a field's snake_case name
+    ],
+    ids=["gemini-upper-case-types", "snake-case-json-schema"],
+)
+def test_antigravity_arguments_follow_the_declared_schema(
+    sim: Simulator, http: httpx.Client, field: str, schema: dict[str, Any]
+) -> None:
+    account = sim.create_account("antigravity")
+    sim.script(account.id, Behaviour.ok(tool_call=True))
+    body = {
+        "project": account.project_id,
+        "model": "gemini-3-flash",
+        "requestId": "agent-1",
+        "request": {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": [{"name": "read_file", field: schema}]}],
+        },
+    }
+    response = http.post(
+        f"{sim.antigravity_base_url}/v1internal:generateContent",
+        json=body,
+        headers={"authorization": f"Bearer {account.access_token}"},
+    )
+    parts = response.json()["response"]["candidates"][0]["content"]["parts"]
+    assert [part["functionCall"]["args"] for part in parts if "functionCall" in part] == [{"path": "sim"}]
