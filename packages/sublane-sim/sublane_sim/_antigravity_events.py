@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,13 @@ def _pick_functions(request: dict[str, Any], count: int) -> list[tuple[str, dict
     return [offered[index % len(offered)] for index in range(count)]
 
 
+def _field(obj: dict[str, Any], camel: str) -> Any:
+    """A field by its JSON name or its proto (snake_case) name: Google's JSON accepts both."""
+    if camel in obj:
+        return obj[camel]
+    return obj.get("".join("_" + char.lower() if char.isupper() else char for char in camel))
+
+
 def build_antigravity_plan(
     turn: Turn, body: dict[str, Any], response_id: str, created: str
 ) -> AntigravityPlan:
@@ -51,9 +59,9 @@ def build_antigravity_plan(
     assert usage is not None
     request = body.get("request") if isinstance(body.get("request"), dict) else {}
     assert isinstance(request, dict)
-    config = request.get("generationConfig") or {}
-    thinking = config.get("thinkingConfig") if isinstance(config, dict) else None
-    wants_thoughts = isinstance(thinking, dict) and bool(thinking.get("includeThoughts"))
+    config = _field(request, "generationConfig") or {}
+    thinking = _field(config, "thinkingConfig") if isinstance(config, dict) else None
+    wants_thoughts = isinstance(thinking, dict) and bool(_field(thinking, "includeThoughts"))
     thought_deltas = behaviour.reasoning_deltas if behaviour.reasoning_deltas is not None else 0
     if behaviour.reasoning_deltas is None and wants_thoughts:
         thought_deltas = 2
@@ -71,7 +79,8 @@ def build_antigravity_plan(
     events: list[Event] = []
     all_parts: list[dict[str, Any]] = []
     thoughts = text_chunks(rng, thought_deltas) if thought_deltas else []
-    signature = f"CsSim{rng.getrandbits(160):040x}"
+    # thought signatures are proto bytes: base64 on the wire
+    signature = base64.b64encode(b"sim-thought-" + rng.getrandbits(192).to_bytes(24, "big")).decode("ascii")
     for index, piece in enumerate(thoughts):
         part: dict[str, Any] = {"text": piece, "thought": True}
         if index == len(thoughts) - 1:

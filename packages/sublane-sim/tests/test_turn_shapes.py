@@ -1,7 +1,9 @@
-"""Two tool calls in one turn (`Behaviour.tool_calls`), in each provider's shape, with their ids logged."""
+"""Turn shapes the contract suite needs: parallel tool calls with their ids logged, and Antigravity
+reading every spelling Google's JSON accepts (proto snake_case names, upper-case schema types)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -118,3 +120,22 @@ def test_antigravity_arguments_follow_the_declared_schema(
     )
     parts = response.json()["response"]["candidates"][0]["content"]["parts"]
     assert [part["functionCall"]["args"] for part in parts if "functionCall" in part] == [{"path": "sim"}]
+
+
+def test_antigravity_thinks_when_thoughts_are_asked_in_snake_case(sim: Simulator, http: httpx.Client) -> None:
+    account = sim.create_account("antigravity")
+    config = {"thinking_config": {"include_thoughts": True, "thinking_budget": 512}}
+    body = {
+        "project": account.project_id,
+        "model": "gemini-3-flash",
+        "requestId": "agent-1",
+        "request": {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generation_config": config},
+    }
+    response = http.post(
+        f"{sim.antigravity_base_url}/v1internal:generateContent",
+        json=body,
+        headers={"authorization": f"Bearer {account.access_token}"},
+    )
+    parts = response.json()["response"]["candidates"][0]["content"]["parts"]
+    assert parts[0]["thought"] is True
+    assert base64.b64decode(parts[0]["thoughtSignature"], validate=True).startswith(b"sim-thought-")
