@@ -26,7 +26,7 @@ from gateway_pool import Pool, settings_for, store_catalogue
 
 from sublane_core import Outcome, signals
 from sublane_gateway.testing import running_gateway
-from sublane_sim import Behaviour, RequestRecord, Simulator
+from sublane_sim import Behaviour, Provider, RequestRecord, Simulator
 
 genai = pytest.importorskip("google.genai", reason="google-genai is installed with sublane-sim[test]")
 from google.genai import errors as genai_errors  # noqa: E402
@@ -35,7 +35,8 @@ from google.genai import types as genai_types  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 CLIENTS = ("responses", "chat", "messages", "gemini")
-UPSTREAMS = ("codex", "claude", "antigravity")
+PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+UPSTREAMS: tuple[str, ...] = PROVIDERS
 #: A model only that provider's catalogue lists: it pins the cell's upstream.
 MODELS = {"codex": "gpt-5-codex", "claude": "claude-haiku-4-5-20251001", "antigravity": "gemini-3-flash"}
 RECORD_PROTOCOL = {
@@ -713,27 +714,17 @@ def contract(sublane_sim_server: Simulator, tmp_path_factory: pytest.TempPathFac
     data_dir: Path = tmp_path_factory.mktemp("xlat-contract")
     with running_gateway(settings_for(sim, data_dir)) as gateway:
         admin = gateway.admin()
-        sim_accounts = [sim.create_account(provider) for provider in UPSTREAMS]  # type: ignore[arg-type]
-        account_ids = []
-        for account in sim_accounts:
-            response = admin.post(
-                "/api/accounts/import",
-                json={"provider": account.provider, "name": account.provider,
-                      "credentials": account.credentials, "group_ids": [1]},
-            )  # fmt: skip
-            assert response.status_code == 201, response.text
-            account_ids.append(response.json()["id"])
-        for provider, account_id in zip(UPSTREAMS, account_ids, strict=True):
-            store_catalogue(gateway, [account_id], [MODELS[provider]])
         key = admin.post("/api/users/1/keys", json={"name": "contract", "group_id": 1}).json()["secret"]
-        pool = Pool(gateway, sim, admin, key, sim_accounts, account_ids)
+        pool = Pool(gateway, sim, admin, key, [], [])
+        for provider in PROVIDERS:
+            store_catalogue(gateway, [pool.add_account(provider, provider)], [MODELS[provider]])
         disconnect = signals.request_finished.connect(pool.finished.append, sender=pool.runtime)
         drivers = {client: DRIVERS[client](gateway.url, key) for client in CLIENTS}
         try:
             yield Contract(
                 pool,
-                dict(zip(UPSTREAMS, account_ids, strict=True)),
-                {account.provider: account.id for account in sim_accounts},
+                dict(zip(UPSTREAMS, pool.account_ids, strict=True)),
+                {account.provider: account.id for account in pool.sim_accounts},
                 drivers,
             )
         finally:
