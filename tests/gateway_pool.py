@@ -10,7 +10,7 @@ import httpx
 
 from sublane_core import Settings, signals
 from sublane_gateway.testing import Gateway, make_settings
-from sublane_sim import SimAccount, Simulator
+from sublane_sim import Provider, SimAccount, Simulator
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Pool:
         assert response.status_code == 201, response.text
         return user, response.json()["secret"]
 
-    def add_account(self, provider: str, name: str) -> int:
+    def add_account(self, provider: Provider, name: str) -> int:
         """Import one more simulator account of ``provider`` into the default group; its id."""
         account = self.sim.create_account(provider)
         body = {"provider": provider, "name": name, "credentials": account.credentials, "group_ids": [1]}

@@ -8,6 +8,7 @@ package imports them all.
 
 from sublane_protocols import chat, gemini, messages, responses
 from sublane_protocols._collect import Collector, new_collector
+from sublane_protocols._endings import cut_stream_ending
 from sublane_protocols._errors import ErrorAnswer, error_headers, render_error, request_id_headers
 from sublane_protocols._framing import ReframedStream
 from sublane_protocols._hub import (
@@ -55,6 +56,7 @@ __all__ = [
     "Collector",
     "new_collector",
     "ReframedStream",
+    "cut_stream_ending",
     "ResponsesCollector",
     "StreamTranslator",
     "TranslationRefused",

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -605,6 +606,37 @@ def test_xlat_2_system_instruction_as_string_or_content() -> None:
         == as_content["input"][0]
         == {"type": "message", "role": "developer", "content": [text("Be kind.")]}
     )
+
+
+def test_xlat_2_url_safe_base64_from_the_sdk_reaches_other_upstreams_in_the_standard_alphabet() -> None:
+    # Google's JSON takes bytes in either alphabet, padded or not; google-genai sends URL-safe
+    # base64, which neither Codex's data URLs nor Claude's base64 image sources accept.
+    png = bytes(range(248, 256)) * 4  # bytes whose base64 has "+" and "/" in the standard alphabet
+    part = types.Part.from_bytes(data=png, mime_type="image/png")
+    sent = json.loads(
+        types.Content(role="user", parts=[part]).model_dump_json(exclude_none=True, by_alias=True)
+    )
+    data = (sent["parts"][0].get("inlineData") or sent["parts"][0]["inline_data"])["data"]
+    standard = base64.b64encode(png).decode()
+    assert "+" in standard and data != standard and base64.urlsafe_b64decode(data) == png
+    unpadded = {
+        "inlineData": {
+            "mimeType": "text/plain",
+            "data": base64.urlsafe_b64encode(b"hi?>").decode().rstrip("="),
+        }
+    }
+    request = CLIENT.request_to_responses(
+        gemini(turn("user", {"inlineData": {"mimeType": "image/png", "data": data}}, unpadded))
+    )
+    assert request["input"][0]["content"] == [
+        {"type": "input_image", "image_url": f"data:image/png;base64,{standard}", "detail": "auto"},
+        text("hi?>"),
+    ]
+    with pytest.raises(TranslationRefused) as refused:
+        CLIENT.request_to_responses(
+            gemini(turn("user", {"inlineData": {"mimeType": "image/png", "data": "a*b"}}))
+        )
+    assert refused.value.param == "contents[0].parts[0].data"
 
 
 def test_xlat_2_multi_turn_with_images_files_and_thoughts() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,15 +24,30 @@ class AntigravityPlan:
     success: str
 
 
-def _pick_function(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _pick_functions(request: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (name, args) pairs: the request's function declarations in turn (cycling)."""
+    offered: list[tuple[str, dict[str, Any]]] = []
     for tool in request.get("tools") or []:
         if not isinstance(tool, dict):
             continue
         for declaration in tool.get("functionDeclarations") or []:
             if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
-                schema = declaration.get("parameters") or declaration.get("parametersJsonSchema")
-                return declaration["name"], sample_arguments(schema)
-    return "sim_tool", {}
+                # proto JSON: the field's original snake_case name is as valid as its camelCase one
+                schema = (
+                    declaration.get("parameters")
+                    or declaration.get("parametersJsonSchema")
+                    or declaration.get("parameters_json_schema")
+                )
+                offered.append((declaration["name"], sample_arguments(schema)))
+    offered = offered or [("sim_tool", {})]
+    return [offered[index % len(offered)] for index in range(count)]
+
+
+def _field(obj: dict[str, Any], camel: str) -> Any:
+    """A field by its JSON name or its proto (snake_case) name: Google's JSON accepts both."""
+    if camel in obj:
+        return obj[camel]
+    return obj.get("".join("_" + char.lower() if char.isupper() else char for char in camel))
 
 
 def build_antigravity_plan(
@@ -43,9 +59,9 @@ def build_antigravity_plan(
     assert usage is not None
     request = body.get("request") if isinstance(body.get("request"), dict) else {}
     assert isinstance(request, dict)
-    config = request.get("generationConfig") or {}
-    thinking = config.get("thinkingConfig") if isinstance(config, dict) else None
-    wants_thoughts = isinstance(thinking, dict) and bool(thinking.get("includeThoughts"))
+    config = _field(request, "generationConfig") or {}
+    thinking = _field(config, "thinkingConfig") if isinstance(config, dict) else None
+    wants_thoughts = isinstance(thinking, dict) and bool(_field(thinking, "includeThoughts"))
     thought_deltas = behaviour.reasoning_deltas if behaviour.reasoning_deltas is not None else 0
     if behaviour.reasoning_deltas is None and wants_thoughts:
         thought_deltas = 2
@@ -63,7 +79,8 @@ def build_antigravity_plan(
     events: list[Event] = []
     all_parts: list[dict[str, Any]] = []
     thoughts = text_chunks(rng, thought_deltas) if thought_deltas else []
-    signature = f"CsSim{rng.getrandbits(160):040x}"
+    # thought signatures are proto bytes: base64 on the wire
+    signature = base64.b64encode(b"sim-thought-" + rng.getrandbits(192).to_bytes(24, "big")).decode("ascii")
     for index, piece in enumerate(thoughts):
         part: dict[str, Any] = {"text": piece, "thought": True}
         if index == len(thoughts) - 1:
@@ -77,13 +94,15 @@ def build_antigravity_plan(
     all_parts.append({"text": "".join(texts)})
     calls = 0
     if behaviour.tool_call:
-        name, arguments = _pick_function(request)
-        call = {
-            "functionCall": {"name": name, "args": arguments, "id": f"call_sim{rng.getrandbits(64):016x}"}
-        }
-        events.append(Event(chunk([call]), delta=True))
-        all_parts.append(call)
-        calls = 1
+        # parallel calls come as parts of one chunk, as Gemini sends them
+        parts: list[dict[str, Any]] = []
+        for name, arguments in _pick_functions(request, behaviour.tool_calls):
+            call_id = f"call_sim{rng.getrandbits(64):016x}"
+            parts.append({"functionCall": {"name": name, "args": arguments, "id": call_id}})
+            turn.record.tool_call_ids.append(call_id)
+        events.append(Event(chunk(parts), delta=True))
+        all_parts.extend(parts)
+        calls = len(parts)
     usage.reasoning_tokens = thought_deltas
     usage.output_tokens = behaviour.output_tokens or (len(texts) + calls)
     usage_json = {

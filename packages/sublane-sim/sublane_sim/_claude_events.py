@@ -34,11 +34,14 @@ def _usage_json(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _pick_tool(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    for tool in body.get("tools") or []:
-        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and "input_schema" in tool:
-            return tool["name"], sample_arguments(tool.get("input_schema"))
-    return "sim_tool", {}
+def _pick_tools(body: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (name, input) pairs: the request's client tools in turn (cycling)."""
+    offered = [
+        (tool["name"], sample_arguments(tool.get("input_schema")))
+        for tool in body.get("tools") or []
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and "input_schema" in tool
+    ] or [("sim_tool", {})]
+    return [offered[index % len(offered)] for index in range(count)]
 
 
 def build_claude_plan(turn: Turn, body: dict[str, Any], message_id: str) -> ClaudePlan:
@@ -83,18 +86,19 @@ def build_claude_plan(turn: Turn, body: dict[str, Any], message_id: str) -> Clau
     blocks.append({"type": "text", "text": "".join(chunks)})
     tool_deltas = 0
     if behaviour.tool_call:
-        name, arguments = _pick_tool(body)
-        tool_id = f"toolu_sim{rng.getrandbits(96):024x}"
-        index = len(blocks)
-        add({"type": "content_block_start", "index": index,
-             "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}}})  # fmt: skip
-        pieces = split_evenly(json.dumps(arguments), 3)
-        tool_deltas = len(pieces)
-        for piece in pieces:
-            add({"type": "content_block_delta", "index": index,
-                 "delta": {"type": "input_json_delta", "partial_json": piece}}, delta=True)  # fmt: skip
-        add({"type": "content_block_stop", "index": index})
-        blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": arguments})
+        for name, arguments in _pick_tools(body, behaviour.tool_calls):
+            tool_id = f"toolu_sim{rng.getrandbits(96):024x}"
+            index = len(blocks)
+            block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+            add({"type": "content_block_start", "index": index, "content_block": block})
+            pieces = split_evenly(json.dumps(arguments), 3)
+            tool_deltas += len(pieces)
+            for piece in pieces:
+                add({"type": "content_block_delta", "index": index,
+                     "delta": {"type": "input_json_delta", "partial_json": piece}}, delta=True)  # fmt: skip
+            add({"type": "content_block_stop", "index": index})
+            blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": arguments})
+            turn.record.tool_call_ids.append(tool_id)
 
     usage.reasoning_tokens = thinking_deltas
     usage.output_tokens = behaviour.output_tokens or (len(chunks) + thinking_deltas + tool_deltas)

@@ -64,11 +64,14 @@ def _response_object(turn: Turn, body: dict[str, Any], response_id: str, created
     }
 
 
-def _pick_tool(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    for tool in body.get("tools") or []:
-        if isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("name"), str):
-            return tool["name"], sample_arguments(tool.get("parameters"))
-    return "sim_tool", {}
+def _pick_tools(body: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (name, arguments) pairs: the request's function tools in turn (cycling)."""
+    offered = [
+        (tool["name"], sample_arguments(tool.get("parameters")))
+        for tool in body.get("tools") or []
+        if isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("name"), str)
+    ] or [("sim_tool", {})]
+    return [offered[index % len(offered)] for index in range(count)]
 
 
 def build_codex_plan(
@@ -185,40 +188,41 @@ def build_codex_plan(
         output.append(done_message)
 
         if behaviour.tool_call:
-            name, arguments = _pick_tool(body)
-            arguments_text = json.dumps(arguments)
-            index = len(output)
-            fc_id = f"fc_{turn.account.id}_{rng.getrandbits(48):012x}"
-            call = {
-                "id": fc_id,
-                "type": "function_call",
-                "status": "in_progress",
-                "call_id": f"call_{rng.getrandbits(64):016x}",
-                "name": name,
-                "arguments": "",
-            }
-            events.append(_item_event("response.output_item.added", index, call))
-            pieces = split_evenly(arguments_text, 3)
-            argument_deltas = len(pieces)
-            for piece in pieces:
+            for name, arguments in _pick_tools(body, behaviour.tool_calls):
+                arguments_text = json.dumps(arguments)
+                index = len(output)
+                fc_id = f"fc_{turn.account.id}_{rng.getrandbits(48):012x}"
+                call = {
+                    "id": fc_id,
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "call_id": f"call_{rng.getrandbits(64):016x}",
+                    "name": name,
+                    "arguments": "",
+                }
+                events.append(_item_event("response.output_item.added", index, call))
+                pieces = split_evenly(arguments_text, 3)
+                argument_deltas += len(pieces)
+                for piece in pieces:
+                    events.append(
+                        Event(
+                            {"type": "response.function_call_arguments.delta", "item_id": fc_id,
+                             "output_index": index, "delta": piece},
+                            "response.function_call_arguments.delta",
+                            delta=True,
+                        )
+                    )  # fmt: skip
                 events.append(
                     Event(
-                        {"type": "response.function_call_arguments.delta", "item_id": fc_id,
-                         "output_index": index, "delta": piece},
-                        "response.function_call_arguments.delta",
-                        delta=True,
+                        {"type": "response.function_call_arguments.done", "item_id": fc_id,
+                         "output_index": index, "name": name, "arguments": arguments_text},
+                        "response.function_call_arguments.done",
                     )
                 )  # fmt: skip
-            events.append(
-                Event(
-                    {"type": "response.function_call_arguments.done", "item_id": fc_id,
-                     "output_index": index, "name": name, "arguments": arguments_text},
-                    "response.function_call_arguments.done",
-                )
-            )  # fmt: skip
-            done_call = dict(call, status="completed", arguments=arguments_text)
-            events.append(_item_event("response.output_item.done", index, done_call))
-            output.append(done_call)
+                done_call = dict(call, status="completed", arguments=arguments_text)
+                events.append(_item_event("response.output_item.done", index, done_call))
+                output.append(done_call)
+                turn.record.tool_call_ids.append(call["call_id"])
 
     usage = turn.usage
     assert usage is not None

@@ -28,7 +28,9 @@ def estimate_tokens(raw_body: bytes) -> int:
 
 
 def sample_arguments(schema: Any) -> dict[str, Any]:
-    """Plausible arguments for a JSON-schema object: a value for each required property."""
+    """Plausible arguments for a JSON-schema object: a value for each required property.
+
+    Types may be Gemini's upper-case `Type` names (`STRING`, `OBJECT`, …) as well as JSON Schema's."""
     if not isinstance(schema, dict):
         return {}
     properties = schema.get("properties")
@@ -40,7 +42,7 @@ def sample_arguments(schema: Any) -> dict[str, Any]:
     for name in required:
         spec = properties.get(name)
         kind = spec.get("type") if isinstance(spec, dict) else None
-        arguments[name] = samples.get(kind, {}) if isinstance(kind, str) else "sim"
+        arguments[name] = samples.get(kind.lower(), {}) if isinstance(kind, str) else "sim"
     return arguments
 
 

@@ -18,6 +18,7 @@ class RequestRecord:
     `antigravity.streamGenerateContent`, `openai.token`. `outcome` is `completed`, `incomplete`,
     `error` (HTTP error or in-stream failure), `cut`, `canceled` (client left before the terminal
     event), `rejected` (auth/validation) or `pending` while the response is still running.
+    `tool_call_ids` are the ids of the tool calls the simulator answered with, in order.
     """
 
     seq: int
@@ -42,6 +43,7 @@ class RequestRecord:
     output_tokens: int | None = None
     response_id: str | None = None
     events: int = 0
+    tool_call_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -44,6 +44,8 @@ class Behaviour:
     - `incomplete`: Codex `response.incomplete` (`max_output_tokens`), Claude `max_tokens`
       stop reason, Antigravity `MAX_TOKENS` finish reason.
 
+    `tool_call` ends a successful turn with `tool_calls` function calls in one turn (parallel
+    calls), the i-th for the i-th function tool of the request (cycling), each with its own id.
     `header_delay_ms` delays the response headers for every kind.
     """
 
@@ -55,6 +57,7 @@ class Behaviour:
     text: str | None = None
     reasoning_deltas: int | None = None
     tool_call: bool = False
+    tool_calls: int = 1
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
@@ -78,6 +81,8 @@ class Behaviour:
             raise ValueError(f"unknown cut_mode {self.cut_mode!r}")
         if self.deltas < 1 or self.after_deltas < 0:
             raise ValueError("deltas must be >= 1 and after_deltas >= 0")
+        if self.tool_calls < 1:
+            raise ValueError("tool_calls must be >= 1")
         if self.kind == "error" and not 400 <= self.status <= 599:
             raise ValueError("an error behaviour needs a 4xx/5xx status")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import httpx
@@ -39,6 +40,7 @@ from sublane_protocols import (
     ReframedStream,
     StreamTranslator,
     TranslationRefused,
+    cut_stream_ending,
     new_collector,
     read_intent,
     render_error,
@@ -250,8 +252,10 @@ async def _relay(
         elif adapter.wrapped_events or spec.json_array:
             frames = ReframedStream(adapter.unwrap_event, _stream_error(protocol), json_array=spec.json_array)
         else:
-            frames = None  # the diagonal: bytes untouched
-        reply = stream_reply(runtime, call, response, observer, frames)
+            frames = None  # the diagonal: bytes untouched (and the protocol's error ending if cut)
+        reply = stream_reply(
+            runtime, call, response, observer, frames, cut_ending=partial(cut_stream_ending, protocol)
+        )
         if spec.json_array:
             return dataclasses.replace(reply, media_type="application/json")
         return reply

@@ -237,11 +237,26 @@ def stream_reply(
     response: httpx.Response,
     observer: EventObserver,
     frames: StreamTranslator | None = None,
+    *,
+    cut_ending: Callable[[str, str | None], bytes] | None = None,
 ) -> StreamReply:
-    """Relay the upstream stream to the client — untouched, or through ``frames`` (another protocol)."""
+    """Relay the upstream stream to the client — untouched, or through ``frames`` (another protocol).
+
+    ``cut_ending(error_code, response_id)``: untouched, the frame that ends a stream the upstream
+    broke off before its terminal event (the protocol's error ending).
+    """
     settings = runtime.settings
     transform = trailer = None
-    if frames is not None:
+    if frames is None and cut_ending is not None:
+        ending = cut_ending
+
+        def trailer() -> bytes:
+            state = call.state
+            if state.finished:
+                return b""
+            return ending(state.error_code or "upstream_stream_error", state.response_id)
+
+    elif frames is not None:
         translator = frames
 
         def transform(blocks: list[bytes]) -> bytes:

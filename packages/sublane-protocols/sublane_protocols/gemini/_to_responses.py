@@ -130,18 +130,26 @@ def _inline(part: Mapping[str, Any], param: str) -> dict[str, Any]:
     if not isinstance(mime, str) or not isinstance(data, str):
         raise _refuse("'inlineData' needs 'mimeType' and base64 'data'.", param)
     mime = mime.lower()
-    if mime.startswith("image/"):
-        return {"type": "input_image", "image_url": f"data:{mime};base64,{data}", "detail": "auto"}
-    if mime == "application/pdf":
-        name = blob.get("displayName") if isinstance(blob.get("displayName"), str) else "document.pdf"
-        return {"type": "input_file", "file_data": f"data:{mime};base64,{data}", "filename": name}
+    raw = _decoded(data, f"{param}.data")
+    if mime.startswith("image/") or mime == "application/pdf":
+        url = f"data:{mime};base64,{base64.b64encode(raw).decode('ascii')}"  # the standard alphabet
+        if mime == "application/pdf":
+            name = blob.get("displayName") if isinstance(blob.get("displayName"), str) else "document.pdf"
+            return {"type": "input_file", "file_data": url, "filename": name}
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
     if mime.startswith("text/") or mime in ("application/json", "application/xml"):
-        try:
-            text = base64.b64decode(data, validate=True).decode("utf-8", "replace")
-        except (binascii.Error, ValueError):
-            raise _refuse("'inlineData.data' is not valid base64.", f"{param}.data") from None
-        return {"type": "input_text", "text": text}
+        return {"type": "input_text", "text": raw.decode("utf-8", "replace")}
     raise _refuse(f"Inline {mime} data is not supported by this provider.", param, unsupported=True)
+
+
+def _decoded(data: str, param: str) -> bytes:
+    """Google's ``bytes`` in JSON: standard or URL-safe base64, padded or not (the ``google-genai``
+    SDK sends URL-safe); other upstreams take only the standard alphabet."""
+    text = data.strip().replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise _refuse("'inlineData.data' is not valid base64.", param) from None
 
 
 def _file(part: Mapping[str, Any], param: str) -> dict[str, Any]:
