@@ -14,7 +14,7 @@ from sublane_core._crypto import (
 )
 from sublane_core._db import create_db_engine
 from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
-from sublane_core._ids import new_request_id, new_secret_token, sha256_hex
+from sublane_core._ids import new_request_id, new_secret_token, new_uuid, sha256_hex
 from sublane_core._logging import (
     RedactingFilter,
     RequestIdFilter,
@@ -121,6 +121,7 @@ __all__ = [
     "ShiftedClock",
     "SystemClock",
     "new_request_id",
+    "new_uuid",
     "new_secret_token",
     "sha256_hex",
     "ERROR_CATALOGUE",

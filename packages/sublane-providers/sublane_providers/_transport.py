@@ -1,25 +1,30 @@
 """The one transport module: every upstream HTTP request and WebSocket goes through here (STYLE.md),
 so the client libraries (httpx, aiohttp, websockets) can be swapped and benchmarked in one file.
 
-Model requests are httpx requests sent over aiohttp (httpx-aiohttp's transport): the pipeline keeps
+Model requests are httpx requests sent over aiohttp (:class:`AiohttpTransport`): the pipeline keeps
 httpx's request and response types, while connections, HTTP parsing and the pool are aiohttp's —
 a per-host queue of idle connections and a C parser, where httpcore scans every connection of its
 pool whenever a request starts or a connection closes and checks each reused socket with a
 ``select()``. Measured in BENCHMARKS.md (issue #19): about half the gateway's CPU per request.
 Metadata calls (token refresh, quota, model lists) are rare and stay on httpx's own transport.
+
+Why not the httpx-aiohttp package: it reports every aiohttp connection error as a connect
+*timeout* (the pipeline answers a timeout differently from an unreachable host, which may move to
+the provider's next host, GEM-4), and like aiohttp itself it drops what was buffered when the
+upstream cuts the stream; the 60 lines below do neither.
 """
 
 from __future__ import annotations
 
-import asyncio
+import collections
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+import urllib.request
+from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
 import httpx
 import websockets
-from httpx_aiohttp import AiohttpTransport
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
@@ -31,6 +36,7 @@ _log = logging.getLogger("sublane.transport")
 MODEL_CONNECTIONS = 1024
 METADATA_CONNECTIONS = 64
 KEEPALIVE_S = 30.0  # how long an idle upstream connection is kept for the next request
+READ_CHUNK = 64 * 1024
 
 
 def _timeout(settings: Settings) -> httpx.Timeout:
@@ -47,33 +53,114 @@ def _metadata_client(settings: Settings, tls: ssl.SSLContext) -> httpx.AsyncClie
     )
 
 
-class ModelTransport(AiohttpTransport):
-    """httpx-aiohttp's transport over our own session (environment proxies honoured, bodies left
-    encoded as they came), telling refused connections apart from timeouts: httpx-aiohttp maps
-    every aiohttp connection error to ``httpx.ConnectTimeout``, and the pipeline answers a timeout
-    differently from an unreachable host (which may move to the provider's next host, GEM-4)."""
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """httpx requests over one aiohttp session (made at the first request, inside the running loop;
+    bodies are left encoded as they came).
+
+    ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` are read once, at start: aiohttp's own
+    ``trust_env`` reads the environment and ``~/.netrc`` in a worker thread on every request.
+    """
 
     def __init__(self, tls: ssl.SSLContext, connections: int) -> None:
-        super().__init__(verify=tls, trust_env=True, client=self._session_factory(tls, connections))
+        self._tls = tls
+        self._connections = connections
+        self._session: aiohttp.ClientSession | None = None
+        self._proxies = urllib.request.getproxies_environment()
+        self._proxy_of_host: dict[tuple[str, str], str | None] = {}
 
-    @staticmethod
-    def _session_factory(tls: ssl.SSLContext, connections: int) -> Callable[[], aiohttp.ClientSession]:
-        def session() -> aiohttp.ClientSession:  # made at the first request, inside the running loop
-            connector = aiohttp.TCPConnector(limit=connections, ssl=tls, keepalive_timeout=KEEPALIVE_S)
-            return aiohttp.ClientSession(connector=connector, trust_env=True, auto_decompress=False)
+    def _open_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._connections, ssl=self._tls, keepalive_timeout=KEEPALIVE_S
+            )
+            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        return self._session
 
-        return session
+    def _proxy(self, url: httpx.URL) -> str | None:
+        """The environment's proxy for ``url``'s scheme and host (``None``: go direct)."""
+        if not self._proxies:
+            return None
+        key = (url.scheme, url.host)
+        if key not in self._proxy_of_host:
+            bypass = urllib.request.proxy_bypass(url.host)  # NO_PROXY; once per host
+            self._proxy_of_host[key] = None if bypass else self._proxies.get(url.scheme)
+        return self._proxy_of_host[key]
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeout = request.extensions.get("timeout", {})
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in request.headers.raw]
         try:
-            return await super().handle_async_request(request)
-        except httpx.TimeoutException as exc:
-            cause = exc.__cause__
-            if cause is None or isinstance(cause, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
-                raise
-            if isinstance(cause, aiohttp.ClientConnectorError):
-                raise httpx.ConnectError(str(exc), request=request) from cause
-            raise httpx.RemoteProtocolError(str(exc), request=request) from cause
+            answer = await self._open_session().request(
+                request.method,
+                str(request.url),
+                headers=headers,
+                data=await request.aread() or None,
+                allow_redirects=False,
+                compress=False,
+                proxy=self._proxy(request.url),
+                timeout=aiohttp.ClientTimeout(
+                    sock_connect=timeout.get("connect"), sock_read=timeout.get("read")
+                ),
+            )
+        except aiohttp.ClientProxyConnectionError as exc:
+            raise httpx.ProxyError(str(exc), request=request) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from exc
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise httpx.ConnectTimeout(str(exc), request=request) from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise httpx.ReadTimeout(str(exc), request=request) from exc
+        except aiohttp.ClientError as exc:  # closed before an answer, or a malformed one
+            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+        return httpx.Response(
+            answer.status,
+            headers=answer.raw_headers,
+            stream=_ResponseBody(answer, request),
+            request=request,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": (answer.reason or "").encode()},
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class _ResponseBody(httpx.AsyncByteStream):
+    """The body as it arrives; a cut gives what came before it, then ``httpx.ReadError``."""
+
+    def __init__(self, answer: aiohttp.ClientResponse, request: httpx.Request) -> None:
+        self._answer = answer
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        content = self._answer.content
+        try:
+            while chunk := await content.readany():
+                yield chunk
+        except aiohttp.ClientPayloadError as exc:
+            # aiohttp raises before handing over what it still holds: hand that over first.
+            leftover = _buffered(content)
+            if leftover:
+                yield leftover
+            raise httpx.ReadError(str(exc), request=self._request) from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise httpx.ReadTimeout(str(exc), request=self._request) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.ReadError(str(exc), request=self._request) from exc
+
+    async def aclose(self) -> None:
+        self._answer.release()  # an unfinished body closes its connection; a finished one is reused
+
+
+def _buffered(content: aiohttp.StreamReader) -> bytes:
+    """What the reader received before the cut and nobody read yet (aiohttp's reader has no public
+    way to get it once the error is set; tests/test_transport.py pins this for the version in
+    constraints.txt)."""
+    chunks: collections.deque[bytes] | None = getattr(content, "_buffer", None)
+    if not chunks:
+        return b""
+    data = b"".join(chunks)
+    return data[getattr(content, "_buffer_offset", 0) :]
 
 
 class UpstreamClients:
@@ -83,7 +170,7 @@ class UpstreamClients:
         tls = ssl.create_default_context()  # one TLS context for all pools (each costs megabytes)
         self.metadata = _metadata_client(settings, tls)
         self._models = httpx.AsyncClient(
-            transport=ModelTransport(tls, MODEL_CONNECTIONS),
+            transport=AiohttpTransport(tls, MODEL_CONNECTIONS),
             timeout=_timeout(settings),
             follow_redirects=False,
             trust_env=False,  # the session reads HTTPS_PROXY itself: httpx's proxy mounts would bypass it

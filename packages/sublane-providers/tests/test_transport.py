@@ -137,3 +137,64 @@ async def test_a_connection_closed_before_any_answer_is_not_a_timeout(clients: U
         with pytest.raises(httpx.HTTPError) as caught:
             await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
     assert not isinstance(caught.value, httpx.TimeoutException)
+
+
+async def test_what_arrived_before_a_cut_is_delivered_even_when_read_after_it(
+    clients: UpstreamClients,
+) -> None:
+    """aiohttp's reader raises before handing over its buffer; the transport hands it over first."""
+    cut = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        writer.write(b"6\r\nfirst\n\r\n7\r\nsecond\n\r\n")
+        await writer.drain()
+        writer.transport.abort()
+        cut.set()
+
+    server, url = await _serve(handler)
+    async with server:
+        response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+        await cut.wait()
+        await asyncio.sleep(0.1)  # the cut reaches the client before it reads anything
+        received: list[bytes] = []
+        with pytest.raises(httpx.ReadError):
+            await _read_into(response, received)
+        await response.aclose()
+    assert b"".join(received) == b"first\nsecond\n"
+
+
+async def _read_into(response: httpx.Response, received: list[bytes]) -> None:
+    async for chunk in response.aiter_raw():
+        received.append(chunk)
+
+
+async def test_model_requests_honour_http_proxy_and_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment's proxy is read once, at start, and applies per host (NO_PROXY bypasses it)."""
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await _read_request(reader)
+        seen.append(request.split(b"\r\n", 1)[0])
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        await _close(writer)
+
+    server, url = await _serve(proxy)
+    async with server:
+        monkeypatch.setenv("HTTP_PROXY", url)
+        monkeypatch.setenv("NO_PROXY", "direct.invalid")
+        clients = UpstreamClients(Settings(header_timeout_s=2.0))
+        try:
+            response = await clients.send(
+                httpx.Request("POST", "http://upstream.invalid/v1/thing", content=b"{}")
+            )
+            assert response.status_code == 200 and await response.aread() == b"ok"
+            with pytest.raises(httpx.ConnectError):  # bypassed: resolved directly, and it does not exist
+                await clients.send(httpx.Request("POST", "http://direct.invalid/v1/thing", content=b"{}"))
+        finally:
+            await clients.aclose()
+    assert seen == [b"POST http://upstream.invalid/v1/thing HTTP/1.1"]

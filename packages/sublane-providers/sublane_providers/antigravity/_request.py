@@ -9,9 +9,10 @@ one (stable across its turns), random otherwise (AFF-2).
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Mapping
 from typing import Any
+
+from sublane_core import new_uuid
 
 USER_AGENT = "antigravity/1.13.3 linux/amd64"
 API_CLIENT = "google-cloud-sdk vscode_cloudshelleditor/0.1"
@@ -23,7 +24,7 @@ _DROPPED = ("model", "safetySettings")
 def session_id(conversation_key: str | None) -> str:
     """A negative decimal id, as Antigravity clients send: stable per conversation key."""
     if conversation_key is None:
-        return "-" + str(uuid.uuid4().int % 10**19)
+        return "-" + str(int(new_uuid().replace("-", ""), 16) % 10**19)
     digest = hashlib.sha256(conversation_key.encode("utf-8", "surrogatepass")).digest()
     return "-" + str(int.from_bytes(digest[:8], "big") % 10**19)
 
@@ -39,7 +40,7 @@ def wrapped_body(
         "model": model,
         "userAgent": "antigravity",
         "requestType": "agent",
-        "requestId": f"agent-{uuid.uuid4()}",
+        "requestId": f"agent-{new_uuid()}",
         "request": request,
     }
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
+
+from sublane_core import new_uuid
 
 DEFAULT_ORIGINATOR = "codex_cli_rs"
 CONVERSATION_HEADERS = frozenset(
@@ -41,7 +42,7 @@ def upstream_headers(
             headers[name] = value
     headers.setdefault("originator", DEFAULT_ORIGINATOR)
     if not bound:
-        headers["x-client-request-id"] = str(uuid.uuid4())
+        headers["x-client-request-id"] = new_uuid()
     headers["authorization"] = f"Bearer {access_token}"
     if account_id:
         headers["chatgpt-account-id"] = account_id
