@@ -77,7 +77,11 @@ def test_the_registry_holds_exactly_the_known_translators() -> None:
     assert {pair: type(translator) for pair, translator in REGISTERED.items()} == TRANSLATED
 
 
-@pytest.mark.parametrize(("pair", "translator"), list(REGISTERED.items()), ids=str)
+@pytest.mark.parametrize(
+    ("pair", "translator"),
+    list(REGISTERED.items()),
+    ids=[f"{client.value}-on-{upstream.value}" for client, upstream in REGISTERED],
+)
 def test_every_registered_translator_is_keyed_by_its_own_client_and_upstream(
     pair: tuple[WireProtocol, WireProtocol], translator: Translator
 ) -> None:
