@@ -32,6 +32,7 @@ from sublane_gateway._key_check import verify_credentials_key
 from sublane_gateway._login_throttle import LoginThrottle
 from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
+from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._state import GatewayState
@@ -94,7 +95,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(
         MutationGuard, allowed_origins=settings.allowed_origins, trusted_proxies=settings.trusted_proxies
     )
-    app.add_middleware(BodyLimit, limit=settings.management_body_kb * 1024)  # OPS-1, outermost
+    app.add_middleware(BodyLimit, limit=settings.management_body_kb * 1024)  # OPS-1
+    app.add_middleware(ModelRoutes, routes=routes.MODEL_CALL_ROUTES)  # outermost: model calls go straight in
     return app
 
 

@@ -4,6 +4,7 @@ Each route reads its client protocol and hands the call to :mod:`sublane_gateway
 """
 
 from fastapi import APIRouter
+from fastapi.routing import APIRoute
 
 from sublane_gateway.routes import _chat, _gemini, _messages, _models, _responses, _responses_ws
 
@@ -11,4 +12,12 @@ router = APIRouter()
 for _module in (_responses, _responses_ws, _chat, _messages, _models, _gemini):
     router.include_router(_module.router)
 
-__all__ = ["router"]
+#: The model-call routes (every ``POST``), which ``ModelRoutes`` serves past FastAPI's routing.
+MODEL_CALL_ROUTES = [
+    route
+    for _module in (_responses, _chat, _messages, _gemini)
+    for route in _module.router.routes
+    if isinstance(route, APIRoute) and route.methods == {"POST"}
+]
+
+__all__ = ["MODEL_CALL_ROUTES", "router"]
