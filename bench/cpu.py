@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,11 @@ import uvloop
 from driver import Target, closed_loop
 from run import (
     DRIVER_CORE,
-    ROOT,
     Processes,
     cpu_seconds,
-    free_port,
     log,
-    mint_codex_credentials,
     responses_body,
-    seed_gateway,
-    start_gateway,
-    wait_http,
+    start_mock_and_gateway,
 )
 
 SECONDS = float(os.environ.get("BENCH_CPU_SECONDS", "10"))
@@ -56,16 +50,7 @@ async def per_request(pid: int, target: Target, raw: bytes) -> dict[str, Any]:
 
 
 async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
-    mock_port = free_port()
-    mock_url = f"http://127.0.0.1:{mock_port}"
-    mock_args = ["taskset", "-c", DRIVER_CORE, sys.executable, str(ROOT / "bench" / "mock.py")]
-    mock = procs.start([*mock_args, "--port", str(mock_port)], dict(os.environ), tmp / "mock.log")
-    wait_http(f"{mock_url}/_mock/stats", mock)
-    creds = mint_codex_credentials()
-    gateway_proc, gateway_url = start_gateway(procs, tmp, mock_url)
-    key, _ = seed_gateway(gateway_url, creds["credentials"])
-    port = int(gateway_url.rsplit(":", 1)[1])
-    gateway = Target("gateway", "127.0.0.1", port, "/v1/responses", {"Authorization": f"Bearer {key}"})
+    gateway_proc, gateway = start_mock_and_gateway(procs, tmp)
     out: dict[str, Any] = {"concurrency": CONCURRENCY, "seconds": SECONDS, "load_before": os.getloadavg()}
     for label, stream in (("non_streaming", False), ("streaming", True)):
         log(f"CPU per request: {label}")

@@ -19,20 +19,16 @@ import tempfile
 from pathlib import Path
 
 import uvloop
-from driver import Target, closed_loop
+from driver import closed_loop
 from run import (
     DRIVER_CORE,
     RESULTS,
     ROOT,
     Processes,
-    free_port,
     log,
-    mint_codex_credentials,
     paced_level,
     responses_body,
-    seed_gateway,
-    start_gateway,
-    wait_http,
+    start_mock_and_gateway,
 )
 
 PYSPY = Path(os.environ.get("BENCH_PYSPY", ROOT / ".cache" / "bench-prof-venv" / "bin" / "py-spy"))
@@ -88,16 +84,7 @@ async def profile(pyspy: Path, gateway_pid: int, name: str, load: object, second
 async def main_async(procs: Processes, tmp: Path) -> None:
     """Start mock and gateway, then profile the two loads."""
     pyspy = ensure_pyspy()
-    mock_port = free_port()
-    mock_url = f"http://127.0.0.1:{mock_port}"
-    mock_args = ["taskset", "-c", DRIVER_CORE, sys.executable, str(ROOT / "bench" / "mock.py")]
-    mock = procs.start([*mock_args, "--port", str(mock_port)], dict(os.environ), tmp / "mock.log")
-    wait_http(f"{mock_url}/_mock/stats", mock)
-    creds = mint_codex_credentials()
-    gateway_proc, gateway_url = start_gateway(procs, tmp, mock_url)
-    key, _ = seed_gateway(gateway_url, creds["credentials"])
-    port = int(gateway_url.rsplit(":", 1)[1])
-    gateway = Target("gateway", "127.0.0.1", port, "/v1/responses", {"Authorization": f"Bearer {key}"})
+    gateway_proc, gateway = start_mock_and_gateway(procs, tmp)
     plain = gateway.request(responses_body(stream=False))
     await closed_loop(gateway, plain, 4, 2.0)  # warm-up
     log("profiling: non-streaming, concurrency 16")

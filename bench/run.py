@@ -221,6 +221,23 @@ def seed_gateway(
         return key["secret"], account["id"]
 
 
+def start_mock_and_gateway(procs: Processes, tmp: Path) -> tuple[subprocess.Popen[bytes], Target]:
+    """The mock (core 1) and a seeded ``sublane serve`` (core 0) in front of it: the gateway's
+    process and its ``/v1/responses`` target with the bench member's key (profile.py, cpu.py)."""
+    mock_port = free_port()
+    mock_url = f"http://127.0.0.1:{mock_port}"
+    mock_args = ["taskset", "-c", DRIVER_CORE, sys.executable, str(ROOT / "bench" / "mock.py")]
+    mock = procs.start([*mock_args, "--port", str(mock_port)], dict(os.environ), tmp / "mock.log")
+    wait_http(f"{mock_url}/_mock/stats", mock)
+    creds = mint_codex_credentials()
+    gateway_proc, gateway_url = start_gateway(procs, tmp, mock_url)
+    key, _ = seed_gateway(gateway_url, creds["credentials"])
+    port = int(gateway_url.rsplit(":", 1)[1])
+    return gateway_proc, Target(
+        "gateway", "127.0.0.1", port, "/v1/responses", {"Authorization": f"Bearer {key}"}
+    )
+
+
 def set_account_concurrency(url: str, account_id: int, limit: int) -> None:
     """PATCH the account's ``max_concurrency``."""
     with httpx.Client(base_url=url, timeout=30) as admin:
