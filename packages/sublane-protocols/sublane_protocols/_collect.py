@@ -15,6 +15,10 @@ from sublane_core import WireProtocol
 class Collector(Protocol):
     """Fed decoded events; :meth:`result` is the whole answer, ``None`` when the stream never ended."""
 
+    def wants(self, name: str | None) -> bool:
+        """Whether an SSE event of this name (``None``: unnamed) must be decoded and fed."""
+        ...
+
     def feed(self, payload: Mapping[str, Any]) -> None: ...
 
     def result(self) -> dict[str, Any] | None: ...

@@ -268,6 +268,9 @@ class _HubCollector:
         self._events = events
         self._collector = collector
 
+    def wants(self, name: str | None) -> bool:
+        return True  # every upstream event may change the translated answer
+
     def feed(self, payload: Mapping[str, Any]) -> None:
         for event in self._events.feed(payload):
             self._collector.feed(event)

@@ -145,3 +145,15 @@ def test_the_responses_collector_is_registered_for_responses_streams() -> None:
         first.feed(event)
     assert first.result() == collect(stream_events("reasoning_summary_text"))
     assert second.result() is None  # a fresh collector per stream
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_fed_only_the_events_it_wants_the_collector_gives_the_same_answer(name: str) -> None:
+    """The gateway decodes only what the collector wants (issue #19): deltas are skipped."""
+    events = stream_events(name)
+    wanting = ResponsesCollector()
+    for event in events:
+        if wanting.wants(event["type"]):
+            wanting.feed(event)
+    assert wanting.result() == collect(events)
+    assert not wanting.wants("response.output_text.delta") and wanting.wants(None)

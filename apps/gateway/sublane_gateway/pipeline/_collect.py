@@ -10,9 +10,9 @@ import httpx
 
 from sublane_core import Outcome
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._relay import decoded, finish_call
+from sublane_gateway.pipeline._relay import finish_call, json_object
 from sublane_protocols import Collector
-from sublane_providers import SseFramer, StreamObserver
+from sublane_providers import SseFramer, StreamObserver, parse_event
 
 
 async def collect_stream(
@@ -33,8 +33,16 @@ async def collect_stream(
     try:
         async with asyncio.timeout(max(0.0, deadline - call.clock.monotonic())):
             async for chunk in response.aiter_raw():
-                for payload in decoded(framer.feed(chunk)):
-                    observer.observe_payload(payload)
+                for block in framer.feed(chunk):
+                    event = parse_event(block)
+                    payload = observer.observe(event.name, event.data)  # decoded if it wants it
+                    if payload is None:
+                        if event.data is None or not collector.wants(event.name):
+                            continue  # a delta the answer does not need: not decoded (issue #19)
+                        payload = json_object(event.data)
+                        if payload is None:
+                            continue
+                        observer.observe_payload(payload)
                     call.note_output()
                     collector.feed(payload if unwrap is None else unwrap(payload))
     except httpx.HTTPError:

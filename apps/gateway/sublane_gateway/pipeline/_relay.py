@@ -195,6 +195,15 @@ def finish_call(call: ModelCall) -> None:
     call.finish(outcome, error_code)
 
 
+def json_object(data: str) -> dict[str, Any] | None:
+    """The JSON object an event's data holds; ``None`` for anything else."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
 def decoded(blocks: list[bytes]) -> list[dict[str, Any]]:
     """The JSON objects carried by complete SSE event blocks (others skipped)."""
     payloads = []
@@ -202,11 +211,8 @@ def decoded(blocks: list[bytes]) -> list[dict[str, Any]]:
         event = parse_event(block)
         if event.data is None:
             continue
-        try:
-            payload = json.loads(event.data)
-        except ValueError:
-            continue
-        if isinstance(payload, dict):
+        payload = json_object(event.data)
+        if payload is not None:
             payloads.append(payload)
     return payloads
 

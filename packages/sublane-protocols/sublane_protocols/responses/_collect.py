@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_WANTED = _TERMINAL | {"response.output_item.done"}
 
 
 class ResponsesCollector:
@@ -20,6 +21,10 @@ class ResponsesCollector:
     def __init__(self) -> None:
         self._items: list[Any] = []
         self._final: dict[str, Any] | None = None
+
+    def wants(self, name: str | None) -> bool:
+        """Only the finished items and the terminal event matter: the deltas are not decoded."""
+        return name is None or name in _WANTED
 
     def feed(self, payload: Mapping[str, Any]) -> None:
         kind = payload.get("type")
