@@ -346,14 +346,8 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
             return
         headers = PLAIN_CODEX_HEADERS if b"bench:noquota" in body else CODEX_HEADERS
         parts = _parts("codex", deltas)
-    elif path.endswith("/v1/messages"):
-        parts = _parts("messages", deltas)
-        if not (b'"stream":true' in body or b'"stream": true' in body):
-            await _send_whole(send, JSON_HEADERS, parts[3])
-            return
-        headers = SSE_HEADERS
-    elif path.endswith("/chat/completions"):
-        parts = _parts("chat", deltas)
+    elif path.endswith(("/v1/messages", "/chat/completions")):  # streams only when asked to
+        parts = _parts("messages" if path.endswith("/v1/messages") else "chat", deltas)
         if not (b'"stream":true' in body or b'"stream": true' in body):
             await _send_whole(send, JSON_HEADERS, parts[3])
             return
