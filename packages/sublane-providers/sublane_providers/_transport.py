@@ -5,13 +5,13 @@ Model requests are httpx requests sent over aiohttp (:class:`AiohttpTransport`):
 httpx's request and response types, while connections, HTTP parsing and the pool are aiohttp's —
 a per-host queue of idle connections and a C parser, where httpcore scans every connection of its
 pool whenever a request starts or a connection closes and checks each reused socket with a
-``select()``. Measured in BENCHMARKS.md (issue #19): about half the gateway's CPU per request.
+``select()``. Measured in BENCHMARKS.md ("The hot path (issue #19)").
 Metadata calls (token refresh, quota, model lists) are rare and stay on httpx's own transport.
 
 Why not the httpx-aiohttp package: it reports every aiohttp connection error as a connect
 *timeout* (the pipeline answers a timeout differently from an unreachable host, which may move to
 the provider's next host, GEM-4), and like aiohttp itself it drops what was buffered when the
-upstream cuts the stream; the 60 lines below do neither.
+upstream cuts the stream; the adapter below does neither.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ _log = logging.getLogger("sublane.transport")
 MODEL_CONNECTIONS = 1024
 METADATA_CONNECTIONS = 64
 KEEPALIVE_S = 30.0  # how long an idle upstream connection is kept for the next request
-READ_CHUNK = 64 * 1024
 
 
 def _timeout(settings: Settings) -> httpx.Timeout:
@@ -154,8 +153,8 @@ class _ResponseBody(httpx.AsyncByteStream):
 
 def _buffered(content: aiohttp.StreamReader) -> bytes:
     """What the reader received before the cut and nobody read yet (aiohttp's reader has no public
-    way to get it once the error is set; tests/test_transport.py pins this for the version in
-    constraints.txt)."""
+    way to get it once the error is set; packages/sublane-providers/tests/test_transport.py pins
+    this for the version in constraints.txt)."""
     chunks: collections.deque[bytes] | None = getattr(content, "_buffer", None)
     if not chunks:
         return b""
