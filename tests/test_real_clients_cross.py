@@ -101,3 +101,13 @@ def test_xlat_1_gemini_cli_on_a_claude_account(make_pool: Callable[..., Pool], t
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert ANSWER in run.stdout
     _check_one_account_and_a_tool_round_trip(pool, ("gemini",))
+
+
+def test_xlat_1_claude_code_on_an_antigravity_account(make_pool: Callable[..., Pool], tmp_path: Path) -> None:
+    _client("claude")
+    pool = make_pool(provider="antigravity", account_options={"models": GEMINI_MODELS})
+    _script_tool_round_trip(pool)
+    run = _claude(pool, tmp_path, "-p", "--model", "gemini-3-flash", "say hi")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    _check_one_account_and_a_tool_round_trip(pool, ("messages",))
