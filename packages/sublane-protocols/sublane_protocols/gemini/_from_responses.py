@@ -160,24 +160,16 @@ def _content_part(part: Any, param: str) -> dict[str, Any] | None:
         return {"text": _text(part.get("text"), f"{param}.text")}
     if kind == "refusal":
         return {"text": _text(part.get("refusal"), f"{param}.refusal")}
+    if kind in ("input_image", "input_file") and part.get("file_id"):
+        raise refuse(
+            "Uploaded file ids are not available with this provider.", f"{param}.file_id", unsupported=True
+        )
     if kind == "input_image":
-        if part.get("file_id"):
-            raise refuse(
-                "Uploaded file ids are not available with this provider.",
-                f"{param}.file_id",
-                unsupported=True,
-            )
         url = part.get("image_url")
         if not isinstance(url, str) or not url:
             raise refuse("'image_url' must be a data URL or an https URL.", f"{param}.image_url")
         return _url_part(url, "image/jpeg", f"{param}.image_url")
     if kind == "input_file":
-        if part.get("file_id"):
-            raise refuse(
-                "Uploaded file ids are not available with this provider.",
-                f"{param}.file_id",
-                unsupported=True,
-            )
         data = part.get("file_data")
         if isinstance(data, str) and data:
             if not data.startswith("data:"):
