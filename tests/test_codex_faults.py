@@ -161,7 +161,7 @@ def test_adm_5_slots_never_exceed_max_concurrency_and_waiters_are_served(
 
 
 def test_wait_2_wait_timeout_and_full_queue_are_429s(make_pool: Callable[..., Pool]) -> None:
-    pool = make_pool(wait_timeout_s=0.3, wait_queue_max=1)
+    pool = make_pool(wait_timeout_s=1.0, wait_queue_max=1)  # the stream ahead runs 2 s
     pool.admin.patch(f"/api/accounts/{pool.account_ids[0]}/limits", json={"max_concurrency": 1})
     pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=20, pacing_ms=100))
     with concurrent.futures.ThreadPoolExecutor(3) as workers:

@@ -1,6 +1,6 @@
 """The model transport against real loopback sockets: what the pipeline relies on from it.
 
-httpx's types over aiohttp's connections (issue #19): a streamed body arrives chunk by chunk as the
+httpx's types over our HTTP/1.1 pool (``_http1.py``, issue #19): a streamed body arrives chunk by chunk as the
 server writes it, keep-alive connections are reused, a refused connection is ``httpx.ConnectError``
 (the pipeline may try the provider's next host), a server that goes silent is a timeout, and one
 that closes mid-body is an ``httpx.HTTPError`` that is not a timeout.
@@ -142,7 +142,7 @@ async def test_a_connection_closed_before_any_answer_is_not_a_timeout(clients: U
 async def test_what_arrived_before_a_cut_is_delivered_even_when_read_after_it(
     clients: UpstreamClients,
 ) -> None:
-    """aiohttp's reader raises before handing over its buffer; the transport hands it over first."""
+    """The bytes that came before a cut are handed over before the error, even when read late."""
     cut = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

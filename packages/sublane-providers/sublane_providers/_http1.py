@@ -1,0 +1,473 @@
+"""A lean HTTP/1.1 client for model requests: a keep-alive pool over asyncio protocols, parsed by
+httptools (llhttp — the parser uvicorn already runs for our own server).
+
+Why not a general client: a model request is one POST whose body is known in full, answered by a
+stream; it needs keep-alive, TLS, a forward proxy, timeouts, flow control and an answer cut
+mid-way delivered up to the cut. Measured on the bench machine (BENCHMARKS.md, "The hot path"),
+aiohttp's ``ClientSession`` costs about 0.3 ms of CPU per request and httpx's ``AsyncClient``
+another 0.15 ms over it; this path costs a fraction of that. httpx's request and response types
+are kept, so the pipeline and the adapters do not change.
+
+Timeouts (the pool's, like an httpx client's default): ``connect`` bounds opening a connection
+(and a proxy tunnel); ``read`` bounds every wait for the upstream's next bytes, the head included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Final, cast
+
+import httptools
+import httpx
+
+HIGH_WATER: Final = 1 << 20  # bytes held for a slow reader before the socket is paused
+LOW_WATER: Final = 1 << 18
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_TIMED_OUT: Final = "timed out"
+
+PoolKey = tuple[str, str, int, str | None]
+
+
+class _Connection(asyncio.Protocol):
+    """One upstream connection and the exchange in progress on it (httptools calls ``on_*``)."""
+
+    def __init__(self, key: PoolKey, loop: asyncio.AbstractEventLoop) -> None:
+        self.key = key
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.reused = False
+        self.idle_timer: asyncio.TimerHandle | None = None
+        # The exchange in progress.
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.error: str | None = None  # why the exchange ended early (_TIMED_OUT, a cut, bad bytes)
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._buffered = 0
+        self._paused = False
+        self._informational = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._read_timeout: float | None = None
+        self._last_activity = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio ---------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio subclasses
+
+    def data_received(self, data: bytes) -> None:
+        self._last_activity = self.loop.time()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._end("the upstream sent a malformed answer")
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+        if not self.complete and self.error is None:
+            if self.head_done and self._ends_at_close():
+                self.complete = True  # a body delimited by the connection's end (RFC 9112 §6.3)
+            else:
+                self.error = "the upstream closed the connection"
+        self._wake()
+
+    def pause_writing(self) -> None:  # the body is written whole; the kernel buffers the rest
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+    # -- httptools -------------------------------------------------------------------------------
+
+    def on_status(self, status: bytes) -> None:
+        self.reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:  # 100 Continue and friends: the real head follows
+            self._informational = True
+            self.headers = []
+            self.reason = b""
+            return
+        self.status = status
+        self.head_done = True
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        self._chunks.append(body)
+        self._buffered += len(body)
+        if self._buffered > HIGH_WATER and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+            return
+        self.complete = True
+        self.keep_alive = self.parser.should_keep_alive()  # read now: the parser resets after this
+        self._wake()
+
+    # -- the exchange ----------------------------------------------------------------------------
+
+    def start(self, payload: bytes, read_timeout: float | None) -> None:
+        """Send one request and get ready for its answer."""
+        self.status = 0
+        self.reason = b""
+        self.headers = []
+        self.head_done = self.complete = self.keep_alive = False
+        self.error = None
+        self._read_timeout = read_timeout
+        self._last_activity = self.loop.time()
+        assert self.transport is not None
+        self.transport.write(payload)
+
+    def take(self) -> bytes:
+        """Everything received and not read yet (``b""``: nothing)."""
+        chunks = self._chunks
+        if not chunks:
+            return b""
+        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._buffered = 0
+        if self._paused and self.transport is not None and not self.closed:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
+
+    async def wait(self) -> None:
+        """Until something happens: bytes, the head, the end, a cut or the read timeout."""
+        waiter = self.loop.create_future()
+        self._waiter = waiter
+        if self._read_timeout is not None and self._timer is None:
+            self._last_activity = max(self._last_activity, self.loop.time())
+            self._timer = self.loop.call_at(self._last_activity + self._read_timeout, self._check_timeout)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def _check_timeout(self) -> None:
+        self._timer = None
+        if self._waiter is None or self._read_timeout is None or self.complete or self.error:
+            return
+        deadline = self._last_activity + self._read_timeout
+        if self.loop.time() < deadline:
+            self._timer = self.loop.call_at(deadline, self._check_timeout)
+            return
+        self._end(_TIMED_OUT)
+        self.close()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _end(self, error: str) -> None:
+        if not self.complete and self.error is None:
+            self.error = error
+        self._wake()
+
+    def _ends_at_close(self) -> bool:
+        framing = (b"content-length", b"transfer-encoding")
+        return all(name.lower() not in framing for name, _ in self.headers)
+
+    @property
+    def reusable(self) -> bool:
+        return self.complete and self.keep_alive and not self.closed
+
+    def finish(self) -> None:
+        """The exchange is over (read or not): stop its timer."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._read_timeout = None
+
+    def close(self) -> None:
+        self.finish()
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+
+class _Tunnel(asyncio.Protocol):
+    """The proxy's answer to ``CONNECT``: its head, then the socket belongs to TLS."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.answer: asyncio.Future[bytes] = loop.create_future()
+        self._received = b""
+
+    def data_received(self, data: bytes) -> None:
+        self._received += data
+        if b"\r\n\r\n" in self._received and not self.answer.done():
+            self.answer.set_result(self._received)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(ConnectionError("the proxy closed the connection"))
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body as it arrives; a cut gives what came before it, then ``httpx.ReadError``."""
+
+    def __init__(self, connection: _Connection, request: httpx.Request, pool: Http1Pool) -> None:
+        self._connection = connection
+        self._request = request
+        self._pool = pool
+        self._released = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        connection = self._connection
+        while True:
+            data = connection.take()
+            if data:
+                yield data
+                continue
+            if connection.complete:
+                return
+            if connection.error is not None:
+                if connection.error == _TIMED_OUT:
+                    raise httpx.ReadTimeout("the upstream sent nothing in time", request=self._request)
+                raise httpx.ReadError(connection.error, request=self._request)
+            await connection.wait()
+
+    async def aclose(self) -> None:
+        if not self._released:
+            self._released = True
+            self._pool.release(self._connection)
+
+
+class Http1Pool:
+    """Keep-alive connections per (scheme, host, port, proxy), at most ``limit`` busy at once.
+
+    ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` are read once, at start. Bound to the event
+    loop of its first request; another loop (a second test app) starts from an empty pool.
+    """
+
+    def __init__(
+        self, tls: ssl.SSLContext, *, limit: int, keepalive_s: float, timeout: httpx.Timeout
+    ) -> None:
+        self._tls = tls
+        self._connect_timeout = timeout.connect
+        self._read_timeout = timeout.read
+        self._limit = limit
+        self._keepalive_s = keepalive_s
+        self._idle: dict[PoolKey, list[_Connection]] = {}
+        self._busy = 0
+        self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxies = urllib.request.getproxies_environment()
+        self._proxy_of_host: dict[tuple[str, str], str | None] = {}
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``; the answer's body is read from the response's stream."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop = loop
+            self._idle = {}
+            self._busy = 0
+            self._queue.clear()
+        url = request.url
+        proxy = self._proxy(url)
+        key: PoolKey = (url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme, 80), proxy)
+        payload = _head(request, absolute=proxy is not None and key[0] == "http", proxy=proxy)
+        payload += request.content if _is_read(request) else await request.aread()
+        await self._acquire_slot()
+        connection: _Connection | None = None
+        try:
+            connection = self._take_idle(key) or await self._connect(key, loop)
+            connection.start(payload, self._read_timeout)
+            while not connection.head_done:
+                if connection.error is not None:
+                    if connection.error == _TIMED_OUT:
+                        raise httpx.ReadTimeout("the upstream did not answer in time", request=request)
+                    raise httpx.RemoteProtocolError(connection.error, request=request)
+                await connection.wait()
+        except BaseException:
+            self._free_slot()
+            if connection is not None:
+                connection.close()
+            raise
+        return httpx.Response(
+            connection.status,
+            headers=connection.headers,
+            stream=_Body(connection, request, self),
+            request=request,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason.strip()},
+        )
+
+    def release(self, connection: _Connection) -> None:
+        """The exchange is over: keep the connection for the next request, or close it."""
+        connection.finish()
+        self._free_slot()
+        if not connection.reusable or connection.loop is not self._loop:
+            connection.close()
+            return
+        connection.reused = True
+        idle = self._idle.setdefault(connection.key, [])
+        idle.append(connection)
+        connection.idle_timer = connection.loop.call_later(self._keepalive_s, self._expire, connection)
+
+    async def aclose(self) -> None:
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.close()
+        self._idle = {}
+
+    # -- the pool --------------------------------------------------------------------------------
+
+    async def _acquire_slot(self) -> None:
+        if self._busy >= self._limit:
+            assert self._loop is not None
+            waiter = self._loop.create_future()
+            self._queue.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if not waiter.cancelled() and waiter.done():
+                    self._free_slot()  # handed a slot while being cancelled: pass it on
+                raise
+            return  # the slot was handed over by _free_slot
+        self._busy += 1
+
+    def _free_slot(self) -> None:
+        while self._queue:
+            waiter = self._queue.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot moves to the waiter; _busy stays
+                return
+        self._busy -= 1
+
+    def _take_idle(self, key: PoolKey) -> _Connection | None:
+        idle = self._idle.get(key)
+        while idle:
+            connection = idle.pop()
+            if connection.idle_timer is not None:
+                connection.idle_timer.cancel()
+                connection.idle_timer = None
+            if not connection.closed:
+                return connection
+        return None
+
+    def _expire(self, connection: _Connection) -> None:
+        connection.idle_timer = None
+        idle = self._idle.get(connection.key)
+        if idle and connection in idle:
+            idle.remove(connection)
+        connection.close()
+
+    async def _connect(self, key: PoolKey, loop: asyncio.AbstractEventLoop) -> _Connection:
+        scheme, host, port, proxy = key
+        factory: Callable[[], _Connection] = lambda: _Connection(key, loop)  # noqa: E731
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                if proxy is None:
+                    tls = self._tls if scheme == "https" else None
+                    _, connection = await loop.create_connection(
+                        factory, host, port, ssl=tls, server_hostname=host if tls else None
+                    )
+                    return connection
+                return await self._through_proxy(key, loop, factory)
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
+        except httpx.ProxyError:
+            raise
+        except (OSError, ssl.SSLError) as exc:
+            if proxy is not None:
+                raise httpx.ProxyError(f"proxy: {type(exc).__name__}: {exc}") from None
+            raise httpx.ConnectError(f"{type(exc).__name__}: {exc}") from None
+
+    async def _through_proxy(
+        self, key: PoolKey, loop: asyncio.AbstractEventLoop, factory: Callable[[], _Connection]
+    ) -> _Connection:
+        scheme, host, port, proxy = key
+        assert proxy is not None
+        parsed = urllib.parse.urlsplit(proxy)
+        proxy_port = parsed.port or _DEFAULT_PORTS.get(parsed.scheme, 80)
+        proxy_host = parsed.hostname or ""
+        if scheme == "http":  # absolute-form requests straight to the proxy
+            _, connection = await loop.create_connection(factory, proxy_host, proxy_port)
+            return connection
+        transport, tunnel = await loop.create_connection(lambda: _Tunnel(loop), proxy_host, proxy_port)
+        connect = f"CONNECT {host}:{port} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+        authorization = _proxy_authorization(proxy)
+        if authorization:
+            connect += f"proxy-authorization: {authorization}\r\n"
+        transport.write((connect + "\r\n").encode("latin-1"))
+        try:
+            answer = await tunnel.answer
+        except ConnectionError as exc:
+            transport.close()
+            raise httpx.ProxyError(str(exc)) from None
+        status_line = answer.split(b"\r\n", 1)[0].split()
+        if len(status_line) < 2 or not status_line[1].startswith(b"2"):
+            transport.close()
+            raise httpx.ProxyError(f"the proxy refused the tunnel: {answer[:64]!r}")
+        connection = factory()
+        tls_transport = await loop.start_tls(transport, connection, self._tls, server_hostname=host)
+        if tls_transport is None:
+            raise httpx.ProxyError("the proxy tunnel closed during the TLS handshake")
+        connection.connection_made(tls_transport)
+        return connection
+
+    def _proxy(self, url: httpx.URL) -> str | None:
+        """The environment's proxy for ``url``'s scheme and host (``None``: go direct)."""
+        if not self._proxies:
+            return None
+        key = (url.scheme, url.host)
+        if key not in self._proxy_of_host:
+            bypass = urllib.request.proxy_bypass(url.host)  # NO_PROXY; once per host
+            self._proxy_of_host[key] = None if bypass else self._proxies.get(url.scheme)
+        return self._proxy_of_host[key]
+
+
+def _head(request: httpx.Request, *, absolute: bool, proxy: str | None) -> bytes:
+    """The request line and headers (httpx's request already carries Host and Content-Length)."""
+    target = str(request.url).encode("ascii") if absolute else request.url.raw_path
+    parts = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:
+        parts += (name, b": ", value, b"\r\n")
+    if absolute and proxy is not None:
+        authorization = _proxy_authorization(proxy)
+        if authorization:
+            parts += (b"proxy-authorization: ", authorization.encode("latin-1"), b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _is_read(request: httpx.Request) -> bool:
+    try:
+        request.content  # noqa: B018  (raises while the body is an unread stream)
+    except httpx.RequestNotRead:
+        return False
+    return True
+
+
+def _proxy_authorization(proxy: str) -> str | None:
+    parsed = urllib.parse.urlsplit(proxy)
+    if parsed.username is None:
+        return None
+    pair = f"{urllib.parse.unquote(parsed.username)}:{urllib.parse.unquote(parsed.password or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")

@@ -1,0 +1,408 @@
+"""The model-request HTTP/1.1 pool (``_http1.py``) on real loopback sockets: what a general client
+would give the pipeline and the pool must not lose — TLS through a proxy tunnel, informational
+answers, bodies delimited by the connection's end, malformed answers, flow control for a slow
+reader, idle expiry, the busy limit — and, as a property, that no sequence of finished, cut,
+abandoned and cancelled exchanges leaks a busy slot or a connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import ipaddress
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import uvloop
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sublane_providers._http1 import HIGH_WATER, Http1Pool
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+TIMEOUT = httpx.Timeout(2.0)
+
+
+@contextlib.asynccontextmanager
+async def _serving(handler: Handler, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    """A loopback server on a free port; on exit every connection it accepted is closed and its
+    handler finished, so no socket outlives the test."""
+    tasks: set[asyncio.Task[None]] = set()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        tasks.add(task)
+        writers.append(writer)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            await handler(reader, writer)
+
+    server = await asyncio.start_server(tracked, "127.0.0.1", 0, ssl=tls)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in writers:
+            writer.transport.abort()
+        await server.wait_closed()
+        await asyncio.sleep(0)  # let the aborted transports finish closing
+
+
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return head + (await reader.readexactly(length) if length else b"")
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(ConnectionError, ssl.SSLError):
+        await writer.wait_closed()
+
+
+def _pool(tls: ssl.SSLContext | None = None, *, limit: int = 16, keepalive_s: float = 30.0) -> Http1Pool:
+    return Http1Pool(
+        tls or ssl.create_default_context(), limit=limit, keepalive_s=keepalive_s, timeout=TIMEOUT
+    )
+
+
+def _ok(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def _keep_answering(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+        while True:
+            await _read_request(reader)
+            writer.write(_ok(b"ok"))
+            await writer.drain()
+    await _close(writer)
+
+
+def test_a_round_trip_on_uvloop() -> None:
+    """``sublane serve`` runs on uvloop, whose transports are not asyncio's classes."""
+
+    async def main() -> tuple[int, bytes]:
+        pool = _pool()
+        async with _serving(_keep_answering) as port:
+            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+            body = await response.aread()
+            await pool.aclose()
+        return response.status_code, body
+
+    assert uvloop.run(main()) == (200, b"ok")
+
+
+def _certificate(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1: the server's context and a client that trusts it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "upstream.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("upstream.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert_file, key_file)
+    client = ssl.create_default_context(cafile=str(cert_file))
+    return server, client
+
+
+async def test_https_through_a_connect_tunnel_with_proxy_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTPS_PROXY``: a CONNECT tunnel (with the proxy's Basic credentials), TLS inside it with
+    the upstream's name checked, and the tunnel kept for the next request."""
+    server_tls, client_tls = _certificate(tmp_path)
+    tunnels: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        tunnels.append(head)
+        target_reader, target_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            await _close(sink)
+
+        try:
+            await asyncio.gather(pipe(reader, target_writer), pipe(target_reader, writer))
+        finally:
+            target_writer.transport.abort()
+
+    async with _serving(_keep_answering, server_tls) as upstream_port, _serving(proxy) as proxy_port:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://member:s%40cret@127.0.0.1:{proxy_port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        pool = _pool(client_tls)
+        for _ in range(2):
+            response = await pool.send(
+                httpx.Request("POST", f"https://127.0.0.1:{upstream_port}/v1/x", content=b"{}")
+            )
+            assert response.status_code == 200 and await response.aread() == b"ok"
+        await pool.aclose()
+    assert len(tunnels) == 1
+    assert tunnels[0].startswith(f"CONNECT 127.0.0.1:{upstream_port} HTTP/1.1\r\n".encode())
+    assert b"proxy-authorization: Basic bWVtYmVyOnNAY3JldA==" in tunnels[0]  # member:s@cret
+
+
+async def test_a_proxy_that_refuses_the_tunnel_is_a_proxy_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+        await writer.drain()
+        await _close(writer)
+
+    async with _serving(proxy) as proxy_port:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
+        pool = _pool()
+        with pytest.raises(httpx.ProxyError):
+            await pool.send(httpx.Request("POST", "https://upstream.invalid/v1/x", content=b"{}"))
+        await pool.aclose()
+
+
+async def test_an_informational_answer_is_skipped_for_the_real_one() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + _ok(b"real"))
+        await writer.drain()
+        await _close(writer)
+
+    async with _serving(handler) as port:
+        pool = _pool()
+        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert response.status_code == 200 and await response.aread() == b"real"
+        await pool.aclose()
+
+
+async def test_a_body_delimited_by_the_connection_end_is_complete_and_not_reused() -> None:
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil the end")
+        await writer.drain()
+        await _close(writer)
+
+    pool = _pool()
+    async with _serving(handler) as port:
+        for _ in range(2):
+            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+            assert await response.aread() == b"until the end"
+    assert connections == 2
+
+
+async def test_a_malformed_answer_is_a_protocol_error_not_a_timeout() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(1)
+        await _close(writer)
+
+    async with _serving(handler) as port:
+        pool = _pool()
+        with pytest.raises(httpx.RemoteProtocolError):
+            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        await pool.aclose()
+
+
+async def test_a_slow_reader_pauses_the_socket_instead_of_buffering_everything() -> None:
+    """Flow control: an upstream writing 16 MiB to a reader that has not started holds at most
+    about HIGH_WATER in the gateway; everything still arrives, in order."""
+    total = 16 << 20
+    block = bytes(range(256)) * 256  # 64 KiB
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % total)
+        with contextlib.suppress(ConnectionError):
+            for _ in range(total // len(block)):
+                writer.write(block)
+                await writer.drain()
+        await _close(writer)
+
+    async with _serving(handler) as port:
+        pool = _pool()
+        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        await asyncio.sleep(0.5)  # the upstream writes while nobody reads
+        stream = response.stream
+        held = stream._connection._buffered  # type: ignore[attr-defined]
+        assert held <= HIGH_WATER + 2 * len(block)
+        received = 0
+        async for chunk in response.aiter_raw():
+            assert chunk == block[received % len(block) :][: len(chunk)] or len(chunk) > len(block)
+            received += len(chunk)
+        assert received == total
+        await pool.aclose()
+
+
+async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await _keep_answering(reader, writer)
+
+    pool = _pool(keepalive_s=0.2)
+    async with _serving(handler) as port:
+        for pause in (0.0, 0.05, 0.5):
+            await asyncio.sleep(pause)
+            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+            await response.aread()
+        await pool.aclose()
+    assert connections == 2  # reused after 50 ms, a new one after 500 ms
+
+
+async def test_at_most_limit_exchanges_are_in_flight_and_the_rest_wait_in_order() -> None:
+    in_flight = 0
+    peak = 0
+    order: list[bytes] = []
+    gate = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal in_flight, peak
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                request = await _read_request(reader)
+                order.append(request.rsplit(b"\r\n\r\n", 1)[1])
+                in_flight += 1
+                peak = max(peak, in_flight)
+                await gate.wait()
+                in_flight -= 1
+                writer.write(_ok(b"ok"))
+                await writer.drain()
+        await _close(writer)
+
+    pool = _pool(limit=2)
+
+    async def call(number: int) -> bytes:
+        request = httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"%d" % number)
+        response = await pool.send(request)
+        return await response.aread()
+
+    async with _serving(handler) as port:
+        calls = []
+        for number in range(6):
+            calls.append(asyncio.create_task(call(number)))
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)
+        assert peak == 2 and order == [b"0", b"1"]
+        gate.set()
+        assert await asyncio.gather(*calls) == [b"ok"] * 6
+        await pool.aclose()
+    assert peak == 2 and order[2:] == [b"2", b"3", b"4", b"5"]
+
+
+# -- the invariant: no busy slot and no connection leaks, whatever becomes of the exchanges ------
+
+OUTCOMES = ("complete", "cut", "abandon", "cancel_head", "cancel_body", "silent")
+
+
+async def _upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answers by the outcome named in the request body."""
+    with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+        while True:
+            outcome = (await _read_request(reader)).rsplit(b"\r\n\r\n", 1)[1].decode()
+            if outcome in ("cancel_head", "silent"):
+                await asyncio.sleep(0.3 if outcome == "silent" else 0.05)
+                if outcome == "silent":
+                    break
+            writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nbody\r\n")
+            await writer.drain()
+            if outcome == "cut":
+                writer.transport.abort()
+                return
+            await asyncio.sleep(0.01)
+            writer.write(b"4\r\nmore\r\n0\r\n\r\n")
+            await writer.drain()
+    await _close(writer)
+
+
+async def _exchange(pool: Http1Pool, port: int, outcome: str) -> None:
+    request = httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=outcome.encode())
+    if outcome in ("cancel_head", "cancel_body"):
+        task = asyncio.create_task(
+            _exchange(pool, port, "complete" if outcome == "cancel_body" else "silent")
+        )
+        await asyncio.sleep(0.005 if outcome == "cancel_head" else 0.015)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+            await task
+        return
+    try:
+        response = await pool.send(request)
+    except httpx.HTTPError:
+        return
+    try:
+        if outcome == "abandon":
+            await anext(response.aiter_raw())
+        else:
+            await response.aread()
+    except httpx.HTTPError:
+        pass
+    finally:
+        await response.aclose()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=10), st.integers(1, 3))
+def test_no_sequence_of_exchanges_leaks_a_slot_or_a_connection(outcomes: list[str], limit: int) -> None:
+    async def main() -> None:
+        pool = Http1Pool(
+            ssl.create_default_context(), limit=limit, keepalive_s=30.0, timeout=httpx.Timeout(0.2)
+        )
+        async with _serving(_upstream) as port:
+            await asyncio.wait_for(asyncio.gather(*(_exchange(pool, port, o) for o in outcomes)), 10)
+            assert pool._busy == 0  # every slot came back
+            idle = [c for connections in pool._idle.values() for c in connections]
+            assert all(not c.closed and c.reusable for c in idle)  # only clean connections are kept
+            assert len(idle) <= limit
+            # …and the pool still works at its full limit afterwards.
+            await asyncio.gather(*(_exchange(pool, port, "complete") for _ in range(limit + 1)))
+            assert pool._busy == 0
+            await pool.aclose()
+
+    asyncio.run(main())
