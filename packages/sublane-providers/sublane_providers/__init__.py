@@ -14,7 +14,7 @@ from sublane_providers._registry import (
 )
 from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
 from sublane_providers._sse import SseEvent, SseFramer, encode_event, parse_event
-from sublane_providers._transport import UpstreamClients
+from sublane_providers._transport import ChunkReader, UpstreamClients
 from sublane_providers._types import (
     DeltaKind,
     FailureKind,
@@ -42,6 +42,7 @@ __all__ = [
     "SessionClosed",
     "SessionRefused",
     "UpstreamClients",
+    "ChunkReader",
     "UpstreamSession",
     "UpstreamUnreachable",
     # credentials

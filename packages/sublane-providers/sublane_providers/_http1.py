@@ -57,7 +57,7 @@ class _Connection(asyncio.Protocol):
         self._buffered = 0
         self._paused = False
         self._informational = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self._read_timeout: float | None = None
         self._last_activity = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -155,17 +155,21 @@ class _Connection(asyncio.Protocol):
             self.transport.resume_reading()
         return data
 
-    async def wait(self) -> None:
-        """Until something happens: bytes, the head, the end, a cut or the read timeout."""
-        waiter = self.loop.create_future()
+    async def wait(self, within: float | None = None) -> bool:
+        """Until something happens — bytes, the head, the end, a cut or the read timeout — (``True``)
+        or ``within`` seconds pass first (``False``; the exchange goes on)."""
+        waiter: asyncio.Future[bool] = self.loop.create_future()
         self._waiter = waiter
         if self._read_timeout is not None and self._timer is None:
             self._last_activity = max(self._last_activity, self.loop.time())
             self._timer = self.loop.call_at(self._last_activity + self._read_timeout, self._check_timeout)
+        bound = None if within is None else self.loop.call_later(within, _give_up, waiter)
         try:
-            await waiter
+            return await waiter
         finally:
             self._waiter = None
+            if bound is not None:
+                bound.cancel()
 
     def _check_timeout(self) -> None:
         self._timer = None
@@ -181,7 +185,7 @@ class _Connection(asyncio.Protocol):
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            waiter.set_result(True)
 
     def _end(self, error: str) -> None:
         if not self.complete and self.error is None:
@@ -227,7 +231,7 @@ class _Tunnel(asyncio.Protocol):
             self.answer.set_exception(ConnectionError("the proxy closed the connection"))
 
 
-class _Body(httpx.AsyncByteStream):
+class Http1Body(httpx.AsyncByteStream):
     """A response body as it arrives; a cut gives what came before it, then ``httpx.ReadError``."""
 
     def __init__(self, connection: _Connection, request: httpx.Request, pool: Http1Pool) -> None:
@@ -237,19 +241,25 @@ class _Body(httpx.AsyncByteStream):
         self._released = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        while data := await self.read():
+            yield data
+
+    async def read(self, within: float | None = None) -> bytes | None:
+        """The bytes received since the last read, waiting for some if none; ``b""`` at the end,
+        ``None`` when nothing came within ``within`` seconds (the body can still be read on)."""
         connection = self._connection
         while True:
             data = connection.take()
             if data:
-                yield data
-                continue
+                return data
             if connection.complete:
-                return
+                return b""
             if connection.error is not None:
                 if connection.error == _TIMED_OUT:
                     raise httpx.ReadTimeout("the upstream sent nothing in time", request=self._request)
                 raise httpx.ReadError(connection.error, request=self._request)
-            await connection.wait()
+            if not await connection.wait(within):
+                return None
 
     async def aclose(self) -> None:
         if not self._released:
@@ -313,7 +323,7 @@ class Http1Pool:
         return httpx.Response(
             connection.status,
             headers=connection.headers,
-            stream=_Body(connection, request, self),
+            stream=Http1Body(connection, request, self),
             request=request,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason.strip()},
         )
@@ -441,6 +451,11 @@ class Http1Pool:
             bypass = urllib.request.proxy_bypass(url.host)  # NO_PROXY; once per host
             self._proxy_of_host[key] = None if bypass else self._proxies.get(url.scheme)
         return self._proxy_of_host[key]
+
+
+def _give_up(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 def _head(request: httpx.Request, *, absolute: bool, proxy: str | None) -> bytes:

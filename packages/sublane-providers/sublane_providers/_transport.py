@@ -12,9 +12,10 @@ Metadata calls (token refresh, quota, model lists) are rare and stay on httpx's 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import httpx
 import websockets
@@ -22,7 +23,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from sublane_core import Settings
-from sublane_providers._http1 import Http1Pool
+from sublane_providers._http1 import Http1Body, Http1Pool
 from sublane_providers._session import SessionClosed, UpstreamUnreachable
 
 _log = logging.getLogger("sublane.transport")
@@ -44,6 +45,47 @@ def _metadata_client(settings: Settings, tls: ssl.SSLContext) -> httpx.AsyncClie
         follow_redirects=False,
         trust_env=True,  # honour HTTPS_PROXY for a corporate egress proxy
     )
+
+
+class ChunkReader:
+    """A model response's body read chunk by chunk with a bound on each wait that leaves the stream
+    intact: ``read(within)`` gives the next bytes, ``None`` when nothing came within ``within``
+    seconds (a heartbeat is due; read on), ``b""`` at the end; httpx errors as the body raises them.
+
+    On the pool's bodies a bounded wait is one timer; on any other httpx stream, one task per read
+    (a timed-out ``__anext__`` would end the stream).
+    """
+
+    __slots__ = ("_chunks", "_direct", "_pending")
+
+    def __init__(self, response: httpx.Response) -> None:
+        stream = response.stream
+        self._direct = stream.read if isinstance(stream, Http1Body) else None
+        self._chunks: AsyncIterator[bytes] | None = None
+        if self._direct is None:
+            self._chunks = response.aiter_raw().__aiter__()
+        self._pending: asyncio.Future[bytes] | None = None
+
+    async def read(self, within: float | None = None) -> bytes | None:
+        if self._direct is not None:
+            return await self._direct(within)
+        if self._pending is None:
+            assert self._chunks is not None
+            self._pending = asyncio.ensure_future(anext(self._chunks))
+        done, _ = await asyncio.wait((self._pending,), timeout=within)
+        if not done:
+            return None
+        task, self._pending = self._pending, None
+        try:
+            return task.result()
+        except StopAsyncIteration:
+            return b""
+
+    def cancel(self) -> None:
+        """Stop a read left waiting (the task of the fallback)."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
 
 
 class UpstreamClients:

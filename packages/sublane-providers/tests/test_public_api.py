@@ -10,7 +10,8 @@ import sublane_providers.codex
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names",
-    "SessionClosed", "SessionRefused", "UpstreamClients", "UpstreamSession", "UpstreamUnreachable",
+    "SessionClosed", "SessionRefused", "UpstreamClients", "ChunkReader", "UpstreamSession",
+    "UpstreamUnreachable",
     "AccountIdentity", "CredentialFormatError", "ImportedCredentials",
     "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed",
     "PastedCallbackError", "PkcePair", "code_from_pasted", "new_pkce_pair",

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from sublane_core import Settings
+from sublane_providers import ChunkReader
 from sublane_providers._transport import UpstreamClients
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -198,3 +199,49 @@ async def test_model_requests_honour_http_proxy_and_no_proxy(monkeypatch: pytest
         finally:
             await clients.aclose()
     assert seen == [b"POST http://upstream.invalid/v1/thing HTTP/1.1"]
+
+
+@pytest.mark.parametrize("pooled", [True, False], ids=["pool body", "any httpx stream"])
+async def test_a_chunk_reader_waits_within_a_bound_and_the_stream_goes_on(
+    clients: UpstreamClients, pooled: bool
+) -> None:
+    """A bounded wait that times out gives ``None`` (a heartbeat is due) and loses nothing: the
+    next read gets the bytes that came later, then ``b""`` at the end — on the pool's bodies and on
+    any other httpx stream."""
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
+        await writer.drain()
+        await _close(writer)
+
+    server, url = await _serve(handler)
+    async with server:
+        response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+        if not pooled:  # the same bytes behind httpx's own stream type
+            inner = response
+            response = httpx.Response(200, stream=_Relayed(inner))
+        reader = ChunkReader(response)
+        assert await reader.read(1.0) == b"first\n"
+        assert await reader.read(0.05) is None  # nothing yet: the caller sends a heartbeat
+        release.set()
+        assert await reader.read(1.0) == b"second\n"
+        assert await reader.read(1.0) == b""
+        reader.cancel()
+        await response.aclose()
+
+
+class _Relayed(httpx.AsyncByteStream):
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._response.aiter_raw():
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()

@@ -22,7 +22,7 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import StreamTranslator
-from sublane_providers import SseFramer, parse_event
+from sublane_providers import ChunkReader, SseFramer, parse_event
 
 _log = logging.getLogger("sublane.relay")
 
@@ -77,22 +77,24 @@ async def relay_sse(
     ``deadline`` (monotonic) ends the stream with ``request_timeout`` (ADM-9).
     """
     framer = SseFramer()
-    chunks = response.aiter_raw().__aiter__()
-    pending: asyncio.Future[bytes] | None = None
+    reader = ChunkReader(response)
     clock = call.clock
     last_event = clock.monotonic()
     ended = False
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(chunks.__anext__())
             wait = heartbeat_s
             if idle_timeout_s:
                 wait = max(0.0, min(wait, last_event + idle_timeout_s - clock.monotonic()))
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - clock.monotonic()))
-            done, _ = await asyncio.wait((pending,), timeout=wait)
-            if not done:
+            try:
+                chunk = await reader.read(wait)
+            except httpx.HTTPError as exc:
+                call.state.error_code = "upstream_stream_error"
+                _log.info("upstream stream of %s broke: %s", call.request_id, type(exc).__name__)
+                break
+            if chunk is None:
                 if deadline is not None and clock.monotonic() >= deadline:
                     call.state.outcome = Outcome.ERROR
                     call.state.error_code = "request_timeout"
@@ -103,14 +105,7 @@ async def relay_sse(
                     break
                 yield KEEPALIVE
                 continue
-            task, pending = pending, None
-            try:
-                chunk = task.result()
-            except StopAsyncIteration:
-                break
-            except httpx.HTTPError as exc:
-                call.state.error_code = "upstream_stream_error"
-                _log.info("upstream stream of %s broke: %s", call.request_id, type(exc).__name__)
+            if not chunk:
                 break
             blocks = framer.feed(chunk)
             if blocks:
@@ -138,18 +133,16 @@ async def relay_sse(
                 yield tail
     finally:
         if call.finished:  # ended at its terminal event; only the connection is left to close
-            if pending is not None:
-                pending.cancel()
+            reader.cancel()
             _in_background(response.aclose())  # may run in a cancelled scope: never await here
         elif ended:
-            if pending is not None:
-                pending.cancel()
+            reader.cancel()
             await response.aclose()
             on_end(call)
         else:
             # The client left (cancellation or generator close): finish in the background, where
             # no cancel scope of the dead request can interrupt the drain.
-            _in_background(_drain_after_cancel(call, response, chunks, pending, framer, observer, on_end))
+            _in_background(_drain_after_cancel(call, response, reader, framer, observer, on_end))
 
 
 def _in_background(work: Coroutine[Any, Any, None]) -> None:
@@ -161,8 +154,7 @@ def _in_background(work: Coroutine[Any, Any, None]) -> None:
 async def _drain_after_cancel(
     call: ModelCall,
     response: httpx.Response,
-    chunks: AsyncIterator[bytes],
-    pending: asyncio.Future[bytes] | None,
+    reader: ChunkReader,
     framer: SseFramer,
     observer: EventObserver,
     on_end: Callable[[ModelCall], None],
@@ -170,14 +162,14 @@ async def _drain_after_cancel(
     try:
         async with asyncio.timeout(POST_CANCEL_DRAIN_S):
             while not call.state.finished:
-                chunk = await (pending if pending is not None else chunks.__anext__())
-                pending = None
+                chunk = await reader.read()
+                if not chunk:
+                    break
                 observe_blocks(observer, framer.feed(chunk))
-    except (TimeoutError, StopAsyncIteration, httpx.HTTPError, asyncio.CancelledError):
+    except (TimeoutError, httpx.HTTPError, asyncio.CancelledError):
         pass
     finally:
-        if pending is not None:
-            pending.cancel()
+        reader.cancel()
         with contextlib.suppress(Exception):
             await response.aclose()
         call.state.outcome = Outcome.CANCELED
