@@ -28,6 +28,7 @@ from sublane_core import (
 )
 
 KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
+_KEY_HEADER_NAMES = frozenset(name.encode() for name in KEY_HEADERS)
 CACHE_TTL_S = 60.0
 MAX_CACHED_KEYS = 10_000
 
@@ -58,13 +59,17 @@ class Principal:
 def presented_secret(headers: Mapping[str, str]) -> str:
     """The key from ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key``; all sent must agree."""
     found: set[str] = set()
-    getlist = getattr(headers, "getlist", None)  # Starlette headers keep repeated fields
-    for name in KEY_HEADERS:
-        values: list[str] = getlist(name) if getlist is not None else []
-        if getlist is None and headers.get(name) is not None:
-            values = [headers[name]]
-        for value in values:  # OPS-4: a repeated header counts every copy; all must agree
-            _add_presented(found, name, value)
+    raw: list[tuple[bytes, bytes]] | None = getattr(headers, "raw", None)  # Starlette: every copy
+    if raw is not None:
+        for name, value in raw:  # one pass over the headers (OPS-4: every copy of a repeated one)
+            lowered = name.lower()
+            if lowered in _KEY_HEADER_NAMES:
+                _add_presented(found, lowered.decode("latin-1"), value.decode("latin-1"))
+    else:
+        for name in KEY_HEADERS:
+            value = headers.get(name)
+            if value is not None:
+                _add_presented(found, name, value)
     if not found:
         raise SubLaneError(
             "invalid_api_key", "Send your SubLane key as 'Authorization: Bearer <key>' or 'x-api-key'."
