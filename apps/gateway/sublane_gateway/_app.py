@@ -96,8 +96,12 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         MutationGuard, allowed_origins=settings.allowed_origins, trusted_proxies=settings.trusted_proxies
     )
     app.add_middleware(BodyLimit, limit=settings.management_body_kb * 1024)  # OPS-1
-    app.add_middleware(ModelRoutes, routes=routes.MODEL_CALL_ROUTES)  # outermost: model calls go straight in
     return app
+
+
+def asgi_app(app: FastAPI) -> ModelRoutes:
+    """What the server runs: model calls straight to their endpoints, the rest into ``app`` (#19)."""
+    return ModelRoutes(app, routes.MODEL_CALL_ROUTES)
 
 
 @asynccontextmanager

@@ -95,7 +95,7 @@ def _migrate(settings: Settings) -> None:
 def _serve(settings: Settings) -> None:
     import uvicorn
 
-    from sublane_gateway._app import create_app
+    from sublane_gateway._app import asgi_app, create_app
     from sublane_gateway._slow_clients import header_bounded_protocol
 
     configure_logging(settings.log_level, settings.log_format)
@@ -109,7 +109,7 @@ def _serve(settings: Settings) -> None:
     except CredentialKeyError as exc:
         raise SystemExit(f"sublane: {exc}") from None
     uvicorn.run(
-        app,
+        asgi_app(app),
         host=settings.host,
         port=settings.port,
         loop="uvloop",

@@ -1,10 +1,15 @@
-"""Model calls go straight to their endpoint, past FastAPI's routing and dependency layers (#19).
+"""Model calls go straight to their endpoint, past every FastAPI and Starlette layer (#19).
 
 The model endpoints stay ordinary FastAPI routes (OpenAPI lists them; they take the request and
-their path parameters as strings). This pure ASGI middleware finds a ``POST`` to one of them by its
-compiled path pattern and calls the endpoint itself: no walk over every management route, no
-dependency solving, no per-request exit stack. Exceptions get the app's own handlers, as they
-would inside FastAPI; anything without one goes on to the server-error handler as before.
+their path parameters as strings). ``ModelRoutes`` is the ASGI app uvicorn serves, outside FastAPI:
+it finds a ``POST`` to one of them by its compiled path pattern and calls the endpoint itself, so
+a model call passes no routing walk, dependency solving or exit stack, and none of the middleware
+FastAPI puts around every app (server errors, OpenTelemetry exception events — SubLane configures
+no OpenTelemetry —, an app-wide body limit it does not set). What those gave model calls is kept
+here: exceptions get the app's own handlers, and a bug becomes the app's 500 (logged by that
+handler, in the client's error shape) and is raised on to the server, as Starlette's
+``ServerErrorMiddleware`` does. Model bodies are bounded where they are read
+(``routes/_bodies.py``, ``SUBLANE_MAX_BODY_MB``). Everything else goes to the FastAPI app.
 Measured in BENCHMARKS.md.
 """
 
@@ -15,17 +20,19 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from fastapi.routing import APIRoute
+from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import Message, Receive, Scope, Send
 
 Endpoint = Callable[..., Awaitable[Response]]
+Handler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 class ModelRoutes:
-    """Serves ``POST`` model routes directly; everything else goes to ``app``."""
+    """Serves ``POST`` model routes directly; everything else (lifespan included) goes to ``app``."""
 
-    def __init__(self, app: ASGIApp, routes: Iterable[APIRoute]) -> None:
+    def __init__(self, app: Starlette, routes: Iterable[APIRoute]) -> None:
         self.app = app
         self._routes: list[tuple[re.Pattern[str], Endpoint, dict[str, Any]]] = [
             (route.path_regex, route.endpoint, route.param_convertors)
@@ -43,26 +50,51 @@ class ModelRoutes:
                         name: convertors[name].convert(value) for name, value in match.groupdict().items()
                     }
                     scope["path_params"] = params
+                    scope["app"] = self.app  # as Starlette sets it: request.app, its state
+                    root_path = getattr(self.app, "root_path", "")
+                    if root_path:  # as FastAPI sets it
+                        scope["root_path"] = root_path
                     await self._serve(scope, receive, send, endpoint, params)
                     return
         await self.app(scope, receive, send)
 
-    @staticmethod
     async def _serve(
-        scope: Scope, receive: Receive, send: Send, endpoint: Endpoint, params: dict[str, Any]
+        self, scope: Scope, receive: Receive, send: Send, endpoint: Endpoint, params: dict[str, Any]
     ) -> None:
         request = Request(scope, receive, send)
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
         try:
-            response = await endpoint(request, **params)
-        except Exception as exc:
-            handler = _handler_for(scope["app"], exc)
-            if handler is None:
-                raise  # the server-error handler renders and logs it
-            response = await handler(request, exc)
-        await response(scope, receive, send)
+            try:
+                response = await endpoint(request, **params)
+            except Exception as exc:
+                handler = _handler_for(self.app, exc)
+                if handler is None:
+                    raise
+                response = await handler(request, exc)
+            await response(scope, receive, sending)
+        except Exception as exc:  # as Starlette's ServerErrorMiddleware: the 500, then the server logs it
+            error = await self._server_error(request, exc)
+            if not started:
+                await error(scope, receive, send)
+            raise
+
+    async def _server_error(self, request: Request, exc: Exception) -> Response:
+        """The app's 500 for an exception no handler takes (its ``Exception`` handler logs it)."""
+        handlers = self.app.exception_handlers
+        handler = handlers.get(Exception) or handlers.get(500)
+        if handler is None:
+            return PlainTextResponse("Internal Server Error", status_code=500)
+        return await handler(request, exc)  # type: ignore[no-any-return]
 
 
-def _handler_for(app: Any, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:
+def _handler_for(app: Starlette, exc: Exception) -> Handler | None:
     """The app's exception handler for ``exc`` (the most specific class), except the catch-all."""
     handlers = app.exception_handlers
     for cls in type(exc).__mro__:

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp
 
 from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
-from sublane_gateway._app import create_app
+from sublane_gateway._app import asgi_app, create_app
 
 STARTUP_TIMEOUT_S = 15.0
 
@@ -144,7 +144,7 @@ def running_gateway(
     migrate(settings)
     clock = clock or ShiftedClock()
     app = create_app(settings, clock=clock)
-    with serve_in_thread(app, port=port) as url:
+    with serve_in_thread(asgi_app(app), port=port) as url:
         gateway = Gateway(url=url, settings=settings, app=app, clock=clock)
         try:
             yield gateway

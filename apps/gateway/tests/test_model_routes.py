@@ -1,13 +1,16 @@
-"""ModelRoutes: model calls reach their endpoint past FastAPI's routing, with the app's own error
-handling kept (issue #19)."""
+"""ModelRoutes: model calls reach their endpoint past FastAPI and its middleware (ModelRoutes is the
+outermost app), with the app's own error handling kept (issue #19)."""
 
 from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
 
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.testclient import TestClient
 
 from sublane_core import SubLaneError
@@ -26,7 +29,14 @@ async def do_thing(request: Request, name: str) -> Response:
         raise SubLaneError("model_not_found", "No such model.")
     if name == "broken":
         raise RuntimeError("a bug")
+    if name == "cut":
+        return StreamingResponse(_cut_stream(), media_type="text/event-stream")
     return JSONResponse({"name": name, "body": await request.json()})
+
+
+async def _cut_stream() -> AsyncIterator[bytes]:
+    yield b"data: 1\n\n"
+    raise RuntimeError("a bug mid-stream")
 
 
 @router.get("/v1/things/{name}:do", response_model=None)
@@ -34,15 +44,19 @@ async def look_at_thing(name: str) -> Response:
     return JSONResponse({"looked": name})
 
 
-@pytest.fixture
-def client() -> TestClient:
+def _served(raise_server_exceptions: bool = False) -> TestClient:
     app = FastAPI()
     install_error_handlers(app)
     app.include_router(router)
+    app.state.marker = "the app's state"
     posts = [route for route in router.routes if isinstance(route, APIRoute) and route.methods == {"POST"}]
-    app.add_middleware(ModelRoutes, routes=posts)
     served.clear()
-    return TestClient(app, raise_server_exceptions=False)
+    return TestClient(ModelRoutes(app, posts), raise_server_exceptions=raise_server_exceptions)
+
+
+@pytest.fixture
+def client() -> TestClient:
+    return _served()
 
 
 def test_a_model_post_reaches_its_endpoint_with_its_path_parameters(client: TestClient) -> None:
@@ -62,6 +76,40 @@ def test_errors_get_the_apps_own_handlers(client: TestClient) -> None:
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
     broken = client.post("/v1/things/broken:do", json={})
     assert broken.status_code == 500 and broken.json()["error"]["code"] == "internal_error"
+    assert broken.json()["error"]["type"] == "server_error"  # the client API's (OpenAI) shape
+
+
+def test_a_bug_is_logged_and_raised_on_to_the_server_as_behind_starlettes_error_middleware(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.ERROR, "sublane.gateway"), pytest.raises(RuntimeError, match="a bug"):
+        _served(raise_server_exceptions=True).post("/v1/things/broken:do", json={})
+    assert [record.getMessage() for record in caplog.records] == ["unhandled error: RuntimeError"]
+
+
+def test_a_bug_after_the_answer_started_ends_it_without_a_second_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.ERROR, "sublane.gateway"):
+        cut = _served().post("/v1/things/cut:do", json={})
+    assert cut.status_code == 200 and cut.content == b"data: 1\n\n"
+    assert [record.getMessage() for record in caplog.records] == ["unhandled error: RuntimeError"]
+
+
+def test_model_endpoints_see_the_app_as_starlette_would_show_it() -> None:
+    seen: list[str] = []
+
+    async def endpoint(request: Request) -> Response:
+        seen.append(request.app.state.marker)
+        return JSONResponse({})
+
+    app = FastAPI()
+    app.state.marker = "the app's state"
+    app.add_api_route("/v1/look", endpoint, methods=["POST"])
+    posts = [route for route in app.routes if isinstance(route, APIRoute) and route.path == "/v1/look"]
+    with TestClient(ModelRoutes(app, posts)) as client:  # the lifespan goes to the app
+        assert client.post("/v1/look", json={}).status_code == 200
+    assert seen == ["the app's state"]
 
 
 def test_the_gateway_serves_every_model_post_this_way() -> None:

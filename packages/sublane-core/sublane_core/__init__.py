@@ -15,6 +15,8 @@ from sublane_core._crypto import (
 from sublane_core._db import create_db_engine
 from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_request_id, new_secret_token, new_uuid, sha256_hex
+from sublane_core._json import dumps as json_dumps
+from sublane_core._json import loads as json_loads
 from sublane_core._logging import (
     RedactingFilter,
     RequestIdFilter,
@@ -137,4 +139,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "json_problem",
     "storable_text",
+    # JSON on the hot path: the stdlib's semantics, Rust's speed
+    "json_dumps",
+    "json_loads",
 ]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from typing import Any
 
+from sublane_core import json_loads
 from sublane_providers._types import StreamState
 
 
@@ -36,7 +36,7 @@ class JsonStreamObserver(ABC):
         if data is None or not self.wants(name):
             return None
         try:
-            payload = json.loads(data)
+            payload = json_loads(data)
         except ValueError:
             return None
         if not isinstance(payload, dict):

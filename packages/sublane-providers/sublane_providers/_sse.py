@@ -52,20 +52,30 @@ class SseEvent:
 
 
 def parse_event(block: bytes) -> SseEvent:
-    """The ``event:`` name and joined ``data:`` lines of a block; comments are ignored."""
+    """The ``event:`` name and joined ``data:`` lines of a block; comments are ignored.
+
+    Lines end at CR, LF or CRLF, as SSE says: not at the other line breaks ``str.splitlines`` knows
+    (U+2028, form feed, …), which a JSON string may hold unescaped. The usual one-name, one-data-line
+    block takes a path without a loop (issue #19).
+    """
+    if block.startswith(b"event: ") and block.endswith(b"\n\n") and b"\r" not in block:
+        head, found, value = block[7:-2].partition(b"\ndata: ")
+        if found and b"\n" not in head and b"\n" not in value:
+            return SseEvent(name=head.decode("utf-8", "replace"), data=value.decode("utf-8", "replace"))
     name: str | None = None
-    data: list[str] = []
-    for raw_line in block.decode("utf-8", errors="replace").splitlines():
-        if not raw_line or raw_line.startswith(":"):
+    data: list[bytes] = []
+    lines = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in block else block
+    for line in lines.split(b"\n"):
+        if not line or line.startswith(b":"):
             continue
-        field_name, _, value = raw_line.partition(":")
-        if value.startswith(" "):
+        field_name, _, value = line.partition(b":")
+        if value.startswith(b" "):
             value = value[1:]
-        if field_name == "event":
-            name = value
-        elif field_name == "data":
+        if field_name == b"event":
+            name = value.decode("utf-8", "replace")
+        elif field_name == b"data":
             data.append(value)
-    return SseEvent(name=name, data="\n".join(data) if data else None)
+    return SseEvent(name=name, data=b"\n".join(data).decode("utf-8", "replace") if data else None)
 
 
 def encode_event(data: str, name: str | None = None) -> bytes:

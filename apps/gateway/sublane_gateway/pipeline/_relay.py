@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 import httpx
 
-from sublane_core import Outcome, WireProtocol
+from sublane_core import Outcome, WireProtocol, json_dumps, json_loads
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
 from sublane_gateway.pipeline._runtime import ClientRuntime
@@ -190,7 +189,7 @@ def finish_call(call: ModelCall) -> None:
 def json_object(data: str) -> dict[str, Any] | None:
     """The JSON object an event's data holds; ``None`` for anything else."""
     try:
-        payload = json.loads(data)
+        payload = json_loads(data)
     except ValueError:
         return None
     return payload if isinstance(payload, dict) else None
@@ -325,14 +324,14 @@ async def relay_json(
     await response.aclose()
     if observe is not None or unwrap is not None:
         try:
-            payload = json.loads(content)
+            payload = json_loads(content)
         except ValueError:
             payload = None
         if isinstance(payload, dict):
             if observe is not None:
                 observe(payload)
             if unwrap is not None and response.status_code < 300:
-                content = json.dumps(unwrap(payload), separators=(",", ":"), ensure_ascii=False).encode()
+                content = json_dumps(unwrap(payload))
     outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
     call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
     return JsonReply(response.status_code, content, dict(headers))

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sublane_core import SubLaneError, WireProtocol
+from sublane_core import SubLaneError, WireProtocol, json_dumps
 from sublane_protocols import render_error
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -43,7 +43,7 @@ Reply = JsonReply | StreamReply
 def json_reply(
     payload: Mapping[str, Any], *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> JsonReply:
-    content = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    content = json_dumps(payload, allow_nan=False)
     return JsonReply(status, content, dict(headers or {}))
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from sublane_core import SubLaneError, json_problem
+from sublane_core import SubLaneError, json_loads, json_problem
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # OPS-1 default (SUBLANE_MAX_BODY_MB); long histories and images
 
@@ -45,7 +44,7 @@ async def read_json_object(request: Request) -> tuple[dict[str, Any], bytes]:
 def parse_json_object(raw: bytes | str) -> dict[str, Any]:
     """``raw`` as a JSON object that can be served: 400 for bad, too deep or non-Unicode JSON (OPS-1)."""
     try:
-        body = json.loads(raw)
+        body = json_loads(raw)
     except (ValueError, RecursionError):  # RecursionError: nested far beyond any real request
         raise SubLaneError("invalid_json") from None
     if not isinstance(body, dict):

@@ -10,7 +10,6 @@ a "no capacity" 503 or a connection failure before any output moves to the next 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol
+from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
 from sublane_providers._credentials import AccountIdentity, ImportedCredentials
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
@@ -157,9 +156,7 @@ class AntigravityAdapter(ProviderAdapter):
             payload = wrapped_body(
                 body, project=str(bundle.get("project_id") or ""), model=model, conversation_key=key
             )
-        content = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8", "surrogatepass"
-        )
+        content = json_dumps(payload, errors="surrogatepass")
         headers = upstream_headers(str(bundle["access_token"]), accept=accept)
         return self._http.build_request("POST", self.hosts[0] + path, content=content, headers=headers)
 

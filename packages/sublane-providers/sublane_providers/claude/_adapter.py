@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import time
@@ -12,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol
+from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
 from sublane_providers._credentials import (
     AccountIdentity,
@@ -169,7 +168,7 @@ class ClaudeAdapter(ProviderAdapter):
     ) -> httpx.Request:
         headers["content-type"] = "application/json"
         headers["accept"] = accept
-        content = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        content = json_dumps(payload)
         return self._http.build_request("POST", url, content=content, headers=headers)
 
     def build_request(

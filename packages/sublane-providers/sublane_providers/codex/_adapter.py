@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol
+from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
 from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._jwt import expiry_of
@@ -115,7 +114,7 @@ class CodexAdapter(ProviderAdapter):
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream"
         payload = responses_body(body, model=str(body["model"]))
-        content = json.dumps(payload, separators=(",", ":")).encode()
+        content = json_dumps(payload, ensure_ascii=True)
         return self._http.build_request("POST", self.responses_url, content=content, headers=headers)
 
     def compact_request(
@@ -130,7 +129,7 @@ class CodexAdapter(ProviderAdapter):
         token, account_id = self.access(bundle)
         headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
         headers["content-type"] = headers["accept"] = "application/json"
-        content = json.dumps(compact_body(body, model=str(body["model"])), separators=(",", ":")).encode()
+        content = json_dumps(compact_body(body, model=str(body["model"])), ensure_ascii=True)
         return self._http.build_request("POST", self.compact_url, content=content, headers=headers)
 
     async def open_session(

@@ -1,0 +1,57 @@
+"""parse_event: the SSE fields of one block, lines cut at CR, LF and CRLF only."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sublane_providers import SseEvent, parse_event
+
+_EXOTIC_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _reference(block: bytes) -> SseEvent:
+    """The parser as it was before its fast path (str.splitlines), for blocks without exotic breaks."""
+    name: str | None = None
+    data: list[str] = []
+    for raw_line in block.decode("utf-8", errors="replace").splitlines():
+        if not raw_line or raw_line.startswith(":"):
+            continue
+        field_name, _, value = raw_line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field_name == "event":
+            name = value
+        elif field_name == "data":
+            data.append(value)
+    return SseEvent(name=name, data="\n".join(data) if data else None)
+
+
+_PIECES = st.sampled_from(
+    ["event", "data", "id", ":", ": ", " ", "\n", "\r", "\r\n", "x", "é", '{"a":1}', "\n\n", "\U0001f600"]
+)
+_BLOCKS = st.lists(_PIECES, max_size=16).map("".join).map(str.encode) | st.binary(max_size=24)
+
+
+@settings(max_examples=500, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(_BLOCKS)
+def test_parse_event_reads_what_the_line_by_line_parser_reads(block: bytes) -> None:
+    text = block.decode("utf-8", "replace")
+    if not any(item in text for item in _EXOTIC_BREAKS):
+        assert parse_event(block) == _reference(block)
+
+
+def test_the_usual_block_and_its_variants() -> None:
+    assert parse_event(b'event: response.completed\ndata: {"a":1}\n\n') == SseEvent(
+        "response.completed", '{"a":1}'
+    )
+    assert parse_event(b"event:x\r\ndata:1\r\ndata: 2\r\n\r\n") == SseEvent("x", "1\n2")
+    assert parse_event(b"data: [DONE]\n\n") == SseEvent(None, "[DONE]")
+    assert parse_event(b": keep-alive\n\n") == SseEvent(None, None)
+    assert parse_event(b"event: a\nid: 7\ndata: b\n\n") == SseEvent("a", "b")
+
+
+def test_a_json_string_with_a_unicode_line_separator_stays_one_data_line() -> None:
+    data = '{"text":"one\u2028two\u2029three\x0cfour\x85five"}'
+    assert parse_event(f"event: delta\ndata: {data}\n\n".encode()) == SseEvent("delta", data)
+    assert parse_event(f"id: 1\ndata: {data}\n\n".encode()) == SseEvent(None, data)
