@@ -66,10 +66,10 @@ def presented_secret(headers: Mapping[str, str]) -> str:
             if lowered in _KEY_HEADER_NAMES:
                 _add_presented(found, lowered.decode("latin-1"), value.decode("latin-1"))
     else:
-        for name in KEY_HEADERS:
-            value = headers.get(name)
-            if value is not None:
-                _add_presented(found, name, value)
+        for key_header in KEY_HEADERS:
+            presented = headers.get(key_header)
+            if presented is not None:
+                _add_presented(found, key_header, presented)
     if not found:
         raise SubLaneError(
             "invalid_api_key", "Send your SubLane key as 'Authorization: Bearer <key>' or 'x-api-key'."
