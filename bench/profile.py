@@ -65,6 +65,70 @@ def summarize(collapsed: Path, top: int = 25) -> str:
     return "\n".join(lines)
 
 
+# Where a sample's time goes, by the innermost frame that names a step of a model call (issue #19
+# asks for this breakdown). The first rule that matches, walking from the leaf up, wins.
+STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("record: history writer thread", ("HistoryRecorder._run",)),
+    ("quota: writer thread", ("QuotaObserver._write", "QuotaObserver._write_pending")),
+    ("key auth", ("KeyAuthenticator.authenticate",)),
+    ("body parse", ("read_json_object",)),
+    ("credential read", ("CredentialVault.get",)),
+    (
+        "scheduling (admission, selection, lease)",
+        ("schedule (sublane_gateway/pipeline/_schedule.py", "Scheduler.", "providers_listing", "release"),
+    ),
+    ("quota: header observation", ("_observe_quota",)),
+    ("building the upstream request", ("build_request", "_open.<locals>.build")),
+    (
+        "upstream client (send, receive)",
+        (
+            "Http1Pool.",
+            "_Connection.",
+            "Http1Body.",
+            "ChunkReader.",
+            "UpstreamClients.send",
+            "send_with_recovery",
+        ),
+    ),
+    (
+        "collect / relay / reply",
+        ("collect_stream", "relay_sse", "json_reply", "_relay (", "stream_reply", "relay_json"),
+    ),
+    (
+        "call bookkeeping (finish, signals, record queue)",
+        ("ModelCall.", "finish_call", "TypedSignal.send", "HistoryRecorder.record"),
+    ),
+    (
+        "HTTP server and ASGI (uvicorn, Starlette)",
+        ("uvicorn/protocols", "starlette/", "fastapi/", "ModelRoutes", "asgi_app", "to_response"),
+    ),
+)
+
+
+def breakdown(collapsed: Path) -> str:
+    """Samples by step of a model call (``STEPS``); the rest is the event loop and other threads."""
+    steps: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        steps[_step(stack.split(";"))] += count
+    lines = ["by step of a model call:"]
+    lines += [f"  {100 * n / total:5.1f}%  {step}" for step, n in steps.most_common()]
+    return "\n".join(lines)
+
+
+def _step(frames: list[str]) -> str:
+    for frame in reversed(frames):
+        for step, markers in STEPS:
+            if any(marker in frame for marker in markers):
+                return step
+    return "event loop, sockets and the rest"
+
+
 async def profile(pyspy: Path, gateway_pid: int, name: str, load: object, seconds: int) -> None:
     """Sample the gateway while ``load`` (a coroutine) runs."""
     out = RESULTS / f"profile-{name}.txt"
@@ -78,7 +142,7 @@ async def profile(pyspy: Path, gateway_pid: int, name: str, load: object, second
         await load  # type: ignore[misc]
     finally:
         spy.wait(timeout=seconds + 30)
-    print(f"\n=== {name} ({out})\n{summarize(out)}", flush=True)
+    print(f"\n=== {name} ({out})\n{breakdown(out)}\n\n{summarize(out)}", flush=True)
 
 
 async def main_async(procs: Processes, tmp: Path) -> None:
@@ -100,7 +164,11 @@ async def main_async(procs: Processes, tmp: Path) -> None:
 
 
 def main() -> None:
-    """Run, always stopping every child."""
+    """Run, always stopping every child (``--summarize FILE``: only summarize a recorded profile)."""
+    if sys.argv[1:2] == ["--summarize"]:
+        for name in sys.argv[2:]:
+            print(f"=== {name}\n{breakdown(Path(name))}\n\n{summarize(Path(name))}")
+        return
     os.sched_setaffinity(0, {int(DRIVER_CORE)})
     RESULTS.mkdir(parents=True, exist_ok=True)
     procs = Processes()
