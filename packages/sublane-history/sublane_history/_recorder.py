@@ -12,6 +12,7 @@ summary holds exactly the attempts whose records were written. A failed write is
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import threading
@@ -25,6 +26,7 @@ from sqlalchemy.engine import Engine
 
 from sublane_core import Clock, signals, storable_text
 from sublane_history._retention import Retention, apply_retention
+from sublane_history._statements import DriverStatement
 from sublane_history._tables import RECORDS
 from sublane_history._usage import UsageWriter
 
@@ -113,30 +115,50 @@ def routing_explanation(value: object) -> dict[str, Any] | None:
     return explanation or None
 
 
-def record_row(payload: RequestFinished) -> dict[str, Any]:
-    """The ``request_records`` row of one attempt: the fields of HIST-2, bounded, and nothing else."""
+RECORD_COLUMNS: Final = (
+    "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
+    "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
+    "input_tokens", "output_tokens", "cached_tokens", "routing",
+)  # fmt: skip
+_INSERT: Final = DriverStatement(
+    sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
+)
+
+
+def record_values(payload: RequestFinished) -> tuple[Any, ...]:
+    """The ``request_records`` row of one attempt as the driver stores it, in :data:`RECORD_COLUMNS`
+    order: the fields of HIST-2, bounded, and nothing else; the routing explanation as JSON text
+    (what the ``JSON`` column type would write, ``null`` included)."""
     status = payload.upstream_status
-    return {
-        "request_id": _name(payload.request_id, 40),
-        "started_at": float(payload.started_at),
-        "duration_ms": _count(payload.duration_ms),
-        "first_token_ms": _count(payload.first_token_ms),
-        "user_id": payload.user_id,
-        "key_id": payload.key_id,
-        "group_id": payload.group_id,
-        "account_id": payload.account_id,
-        "provider": _text(payload.provider, 16),
-        "model": _name(payload.model, 128),
-        "protocol": _name(payload.protocol, 32),
-        "operation": _name(payload.operation, 32),
-        "outcome": payload.outcome if payload.outcome in OUTCOMES else "error",
-        "error_code": _error_code(payload.error_code),
-        "upstream_status": status if isinstance(status, int) and 100 <= status <= 599 else None,
-        "input_tokens": _count(payload.input_tokens),
-        "output_tokens": _count(payload.output_tokens),
-        "cached_tokens": _count(payload.cached_tokens),
-        "routing": routing_explanation(payload.routing),
-    }
+    outcome = payload.outcome
+    return (
+        _name(payload.request_id, 40),
+        float(payload.started_at),
+        _count(payload.duration_ms),
+        _count(payload.first_token_ms),
+        payload.user_id,
+        payload.key_id,
+        payload.group_id,
+        payload.account_id,
+        _text(payload.provider, 16),
+        _name(payload.model, 128),
+        _name(payload.protocol, 32),
+        _name(payload.operation, 32),
+        outcome if outcome in OUTCOMES else "error",
+        _error_code(payload.error_code),
+        status if isinstance(status, int) and 100 <= status <= 599 else None,
+        _count(payload.input_tokens),
+        _count(payload.output_tokens),
+        _count(payload.cached_tokens),
+        json.dumps(routing_explanation(payload.routing)),
+    )
+
+
+def record_row(payload: RequestFinished) -> dict[str, Any]:
+    """The ``request_records`` row of one attempt by column, with the routing explanation as a dict."""
+    row = dict(zip(RECORD_COLUMNS, record_values(payload), strict=True))
+    row["routing"] = routing_explanation(payload.routing)
+    return row
 
 
 class HistoryRecorder:
@@ -255,9 +277,8 @@ class HistoryRecorder:
         try:
             with self._engine.begin() as connection:
                 if self._records:
-                    rows = [record_row(payload) for payload in payloads]
-                    if rows:
-                        connection.execute(sa.insert(RECORDS), rows)
+                    if payloads:
+                        _INSERT.execute(connection, [record_values(payload) for payload in payloads])
                     apply_retention(connection, self.retention, now)
                 if self.usage is not None and payloads:
                     self.usage.add(connection, payloads, now)
