@@ -150,8 +150,29 @@ def record_values(payload: RequestFinished) -> tuple[Any, ...]:
         _count(payload.input_tokens),
         _count(payload.output_tokens),
         _count(payload.cached_tokens),
-        json.dumps(routing_explanation(payload.routing)),
+        _routing_text(routing_explanation(payload.routing)),
     )
+
+
+# The JSON of the explanations seen lately: a busy gateway repeats a handful of them, and encoding
+# cost more than building the rest of the row. Only the writer thread fills it; bounded.
+_ROUTING_TEXTS: dict[tuple[Any, ...], str] = {}
+_MAX_ROUTING_TEXTS: Final = 1024
+
+
+def _routing_text(explanation: dict[str, Any] | None) -> str:
+    """``json.dumps(explanation)`` (codes, counts and one dict of counts, in the order they came)."""
+    if explanation is None:
+        return "null"
+    key = tuple(
+        (name, tuple(part.items()) if isinstance(part, dict) else part) for name, part in explanation.items()
+    )
+    text = _ROUTING_TEXTS.get(key)
+    if text is None:
+        if len(_ROUTING_TEXTS) >= _MAX_ROUTING_TEXTS:
+            _ROUTING_TEXTS.clear()
+        text = _ROUTING_TEXTS[key] = json.dumps(explanation)
+    return text
 
 
 def record_row(payload: RequestFinished) -> dict[str, Any]:
@@ -269,13 +290,17 @@ class HistoryRecorder:
 
     def write(self, payloads: Sequence[RequestFinished]) -> None:
         """Insert ``payloads``, add them to the usage summaries and apply retention, in one
-        transaction (the writer thread's step).
+        transaction (the writer thread's step, on a connection of its own).
 
         Raises what the database raises; the writer thread logs it instead.
         """
+        with self._engine.connect() as connection:
+            self._write(connection, payloads)
+
+    def _write(self, connection: sa.Connection, payloads: Sequence[RequestFinished]) -> None:
         now = self._clock.time()
         try:
-            with self._engine.begin() as connection:
+            with connection.begin():
                 if self._records:
                     if payloads:
                         _INSERT.execute(connection, [record_values(payload) for payload in payloads])
@@ -289,34 +314,41 @@ class HistoryRecorder:
 
     def _run(self) -> None:
         pending = self._pending
-        while True:
-            if not pending:
-                self._wake.wait(WRITE_INTERVAL_S)
-                self._wake.clear()
-            items: list[_Item] = []
-            while pending and len(items) < self._batch_size:
-                items.append(pending.popleft())
-            if not items:
-                continue
-            batch = [item for item in items if isinstance(item, RequestFinished)]
-            if batch:
-                self._write_safely(batch)
-            stop = False
-            for item in items:
-                if isinstance(item, threading.Event):
-                    item.set()
-                elif isinstance(item, _Stop):
-                    stop = True
-            if stop:
-                return
+        held = _HeldConnection(self._engine)
+        try:
+            while True:
+                if not pending:
+                    self._wake.wait(WRITE_INTERVAL_S)
+                    self._wake.clear()
+                items: list[_Item] = []
+                while pending and len(items) < self._batch_size:
+                    items.append(pending.popleft())
+                if not items:
+                    continue
+                batch = [item for item in items if isinstance(item, RequestFinished)]
+                if batch:
+                    self._write_safely(batch, held)
+                stop = False
+                for item in items:
+                    if isinstance(item, threading.Event):
+                        item.set()
+                    elif isinstance(item, _Stop):
+                        stop = True
+                if stop:
+                    return
+        finally:
+            held.drop()
 
-    def _write_safely(self, batch: list[RequestFinished]) -> None:
-        """Write ``batch``: a busy database is waited out with backoff (OPS-2); a bad row costs itself."""
+    def _write_safely(self, batch: list[RequestFinished], held: _HeldConnection | None = None) -> None:
+        """Write ``batch``: a busy database is waited out with backoff (OPS-2); a bad row costs itself.
+
+        ``held``: the writer thread's connection (without it, each try checks one out of the pool).
+        """
         delay = RETRY_INITIAL_S
         attempts = 0
         while True:
             try:
-                self.write(batch)
+                self._write_once(batch, held)
                 return
             except sa.exc.OperationalError as exc:
                 if not _transient(exc):
@@ -345,13 +377,46 @@ class HistoryRecorder:
         reason = ""
         for payload in batch:
             try:
-                self.write([payload])
+                self._write_once([payload], held)
             except Exception as exc:
                 lost += 1
                 reason = type(exc).__name__
         if lost:
             self.failed += lost
             _log.error("could not store %d request record(s): %s", lost, reason)
+
+    def _write_once(self, batch: list[RequestFinished], held: _HeldConnection | None) -> None:
+        if held is None:
+            self.write(batch)
+            return
+        try:
+            self._write(held.connection(), batch)
+        except BaseException:
+            held.drop()  # whatever went wrong, the next try starts on a fresh connection
+            raise
+
+
+class _HeldConnection:
+    """The writer thread's connection, kept from one batch to the next: checking one out of the pool
+    and handing it back cost as much as inserting a small batch. Idle between batches, it holds no
+    transaction, so it keeps no snapshot and blocks no checkpoint."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: sa.Connection | None = None
+
+    def connection(self) -> sa.Connection:
+        if self._connection is None:
+            self._connection = self._engine.connect()
+        return self._connection
+
+    def drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.close()
+            except Exception as exc:  # a broken connection cannot stop the writer
+                _log.warning("could not close the history writer's connection: %s", type(exc).__name__)
 
 
 def _transient(exc: sa.exc.OperationalError) -> bool:
