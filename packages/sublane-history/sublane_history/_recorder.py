@@ -12,22 +12,19 @@ summary holds exactly the attempts whose records were written. A failed write is
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Sequence
+from typing import Final, TypeAlias
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sublane_core import Clock, signals, storable_text
+from sublane_core import Clock, signals
 from sublane_history._retention import Retention, apply_retention
-from sublane_history._statements import DriverStatement
-from sublane_history._tables import RECORDS
+from sublane_history._rows import INSERT_RECORDS, record_values
 from sublane_history._usage import UsageWriter
 
 _log = logging.getLogger("sublane.history")
@@ -37,16 +34,13 @@ BATCH_SIZE = 500
 # The writer wakes this often (or at once when a batch fills), so the request path never pays for
 # waking a thread: appending to a deque is all it does (profiled in BENCHMARKS.md).
 WRITE_INTERVAL_S = 0.05
-OUTCOMES: Final = ("success", "incomplete", "error", "canceled", "rejected")
 # HIST-1: a workspace admission rejection (ADM-2) is refused before scheduling and is not recorded.
 NOT_RECORDED_REJECTIONS: Final = frozenset({"workspace_busy"})
 
 RETRY_INITIAL_S = 0.05
 RETRY_MAX_S = 2.0
 RETRY_ON_CLOSE = 5  # attempts once close() was asked for, so shutting down stays bounded
-_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _DROP_LOG_EVERY = 1000
-_MAX_EXCLUSION_REASONS = 16
 
 
 class _Stop:
@@ -56,130 +50,6 @@ class _Stop:
 _STOP: Final = _Stop()
 RequestFinished = signals.RequestFinished
 _Item: TypeAlias = RequestFinished | threading.Event | _Stop
-
-
-def _count(value: object) -> int | None:
-    """A reported count as stored: a non-negative integer, else ``None`` (never a made-up 0)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
-
-
-def _text(value: object, limit: int) -> str | None:
-    return storable_text(value[:limit]) if isinstance(value, str) and value else None
-
-
-def _name(value: str, limit: int) -> str:
-    """A required text column: bounded and UTF-8 encodable, so one odd value cannot fail a batch."""
-    return storable_text(value[:limit])
-
-
-def _error_code(value: str | None) -> str | None:
-    """A sanitized, bounded code: anything that is not shaped like one becomes ``unknown_error``."""
-    if value is None:
-        return None
-    return value if _CODE.fullmatch(value) else "unknown_error"
-
-
-def routing_explanation(value: object) -> dict[str, Any] | None:
-    """The HIST-12 explanation as stored: the rule, the final candidate count, exclusions by reason,
-    and — as codes — what refused a request during routing (``refused``), what became of an
-    auto-review parent (``parent``) and the rotation used (``rotation``).
-
-    Only these parts are kept, as codes and counts, so no account identity, credential or body can
-    ride along in it.
-    """
-    if not isinstance(value, Mapping):
-        return None
-    explanation: dict[str, Any] = {}
-    rule = _text(value.get("rule"), 32)
-    if rule is not None:
-        explanation["rule"] = rule
-    candidates = _count(value.get("candidates"))
-    if candidates is not None:
-        explanation["candidates"] = candidates
-    excluded = value.get("excluded")
-    if isinstance(excluded, Mapping):
-        reasons: dict[str, int] = {}
-        for reason, number in excluded.items():
-            counted = _count(number)
-            if isinstance(reason, str) and reason and counted is not None:
-                reasons[storable_text(reason[:32])] = counted
-            if len(reasons) >= _MAX_EXCLUSION_REASONS:
-                break
-        explanation["excluded"] = reasons
-    for part in ("refused", "parent", "rotation"):  # an error code and fixed words, never an identity
-        word = value.get(part)
-        if isinstance(word, str) and _CODE.fullmatch(word):
-            explanation[part] = word
-    return explanation or None
-
-
-RECORD_COLUMNS: Final = (
-    "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
-    "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
-    "input_tokens", "output_tokens", "cached_tokens", "routing",
-)  # fmt: skip
-_INSERT: Final = DriverStatement(
-    sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
-)
-
-
-def record_values(payload: RequestFinished) -> tuple[Any, ...]:
-    """The ``request_records`` row of one attempt as the driver stores it, in :data:`RECORD_COLUMNS`
-    order: the fields of HIST-2, bounded, and nothing else; the routing explanation as JSON text
-    (what the ``JSON`` column type would write, ``null`` included)."""
-    status = payload.upstream_status
-    outcome = payload.outcome
-    return (
-        _name(payload.request_id, 40),
-        float(payload.started_at),
-        _count(payload.duration_ms),
-        _count(payload.first_token_ms),
-        payload.user_id,
-        payload.key_id,
-        payload.group_id,
-        payload.account_id,
-        _text(payload.provider, 16),
-        _name(payload.model, 128),
-        _name(payload.protocol, 32),
-        _name(payload.operation, 32),
-        outcome if outcome in OUTCOMES else "error",
-        _error_code(payload.error_code),
-        status if isinstance(status, int) and 100 <= status <= 599 else None,
-        _count(payload.input_tokens),
-        _count(payload.output_tokens),
-        _count(payload.cached_tokens),
-        _routing_text(routing_explanation(payload.routing)),
-    )
-
-
-# The JSON of the explanations seen lately: a busy gateway repeats a handful of them, and encoding
-# cost more than building the rest of the row. Only the writer thread fills it; bounded.
-_ROUTING_TEXTS: dict[tuple[Any, ...], str] = {}
-_MAX_ROUTING_TEXTS: Final = 1024
-
-
-def _routing_text(explanation: dict[str, Any] | None) -> str:
-    """``json.dumps(explanation)`` (codes, counts and one dict of counts, in the order they came)."""
-    if explanation is None:
-        return "null"
-    key = tuple(
-        (name, tuple(part.items()) if isinstance(part, dict) else part) for name, part in explanation.items()
-    )
-    text = _ROUTING_TEXTS.get(key)
-    if text is None:
-        if len(_ROUTING_TEXTS) >= _MAX_ROUTING_TEXTS:
-            _ROUTING_TEXTS.clear()
-        text = _ROUTING_TEXTS[key] = json.dumps(explanation)
-    return text
-
-
-def record_row(payload: RequestFinished) -> dict[str, Any]:
-    """The ``request_records`` row of one attempt by column, with the routing explanation as a dict."""
-    row = dict(zip(RECORD_COLUMNS, record_values(payload), strict=True))
-    row["routing"] = routing_explanation(payload.routing)
-    return row
 
 
 class HistoryRecorder:
@@ -303,7 +173,7 @@ class HistoryRecorder:
             with connection.begin():
                 if self._records:
                     if payloads:
-                        _INSERT.execute(connection, [record_values(payload) for payload in payloads])
+                        INSERT_RECORDS.execute(connection, [record_values(payload) for payload in payloads])
                     apply_retention(connection, self.retention, now)
                 if self.usage is not None and payloads:
                     self.usage.add(connection, payloads, now)

@@ -23,14 +23,14 @@ class DriverStatement:
     def __init__(self, statement: sa.ClauseElement, names: Sequence[str]) -> None:
         self._statement = statement
         self.names = tuple(names)
-        # dialect name → (SQL text, positions of the values in the driver's order or None for named)
-        self._compiled: dict[str, tuple[str, tuple[int, ...] | None]] = {}
+        # (dialect, paramstyle) → (SQL text, positions of the values in the driver's order; None: named)
+        self._compiled: dict[tuple[str, str], tuple[str, tuple[int, ...] | None]] = {}
         self._in_order = tuple(range(len(self.names)))
 
     def execute(self, connection: sa.Connection, rows: Sequence[tuple[Any, ...]]) -> CursorResult[Any]:
         """Run the statement once per row (``executemany`` for several rows); ``rows`` not empty."""
         dialect = connection.dialect
-        sql, order = self._compiled.get(dialect.name) or self._compile(dialect)
+        sql, order = self._compiled.get((dialect.name, dialect.paramstyle)) or self._compile(dialect)
         params: list[Any]
         if order is None:  # a named paramstyle
             params = [dict(zip(self.names, row, strict=True)) for row in rows]
@@ -46,5 +46,5 @@ class DriverStatement:
         order = None  # a named paramstyle: the values go by name
         if compiled.positional:
             order = tuple(self.names.index(name) for name in compiled.positiontup or ())
-        self._compiled[dialect.name] = (compiled.string, order)
+        self._compiled[dialect.name, dialect.paramstyle] = (compiled.string, order)
         return compiled.string, order

@@ -179,24 +179,27 @@ class UsageWriter:
             usage = AttemptUsage.of(payload)
             started = float(payload.started_at)
             day = utc_day(started)
-            model = self._label(connection, payload.user_id, day, payload.model[:128])
+            user_id = payload.user_id
             key = (
                 day,
-                payload.user_id,
+                user_id,
                 payload.group_id if payload.group_id is not None else NO_GROUP,
                 (payload.provider or NO_PROVIDER)[:16],
-                model,
+                self._label(connection, user_id, day, payload.model[:128]),
             )
-            bucket = days.setdefault(key, _Day())
+            bucket = days.get(key)
+            if bucket is None:
+                bucket = days[key] = _Day()
             bucket.requests += 1
             setattr(bucket, usage.outcome, getattr(bucket, usage.outcome) + 1)
             bucket.input_tokens = add_known(bucket.input_tokens, usage.input_tokens)
             bucket.output_tokens = add_known(bucket.output_tokens, usage.output_tokens)
             bucket.cached_tokens = add_known(bucket.cached_tokens, usage.cached_tokens)
             bucket.unknown_usage_requests += usage.unknown
-            hour = hours.setdefault(
-                (day, min(23, math.floor((started - day) / 3600)), payload.user_id), _Hour()
-            )
+            hour_key = (day, min(23, math.floor((started - day) / 3600)), user_id)
+            hour = hours.get(hour_key)
+            if hour is None:
+                hour = hours[hour_key] = _Hour()
             hour.requests += 1
             hour.tokens = add_known(hour.tokens, usage.tokens)
         if days:
