@@ -258,6 +258,7 @@ class HistoryRecorder:
             _log.error("could not store %d request record(s): %s", lost, reason)
 
     def _write_once(self, batch: list[RequestFinished], held: _HeldConnection | None) -> None:
+        """One try at :meth:`write`, on ``held`` when given (dropped if the try fails)."""
         if held is None:
             self.write(batch)
             return

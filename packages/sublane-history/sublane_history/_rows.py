@@ -117,7 +117,7 @@ def record_values(payload: RequestFinished) -> tuple[Any, ...]:
 
 
 # The JSON of the explanations seen lately: a busy gateway repeats a handful of them, and encoding
-# cost more than building the rest of the row. Only the writer thread fills it; bounded.
+# cost more than building the rest of the row. Bounded; a plain dict is safe under the GIL.
 _ROUTING_TEXTS: dict[tuple[Any, ...], str] = {}
 _MAX_ROUTING_TEXTS: Final = 1024
 
