@@ -5,7 +5,7 @@ What is promised, and checked here: the database passes ``PRAGMA integrity_check
 cooldowns and re-authorization state survive (quota observations are not stored by the gateway
 yet: there is nothing of them to survive); no lease is stuck (slots are
 process memory and start empty); every request that was answered 200 more than one writer interval
-(50 ms) before the kill has its record. What can be lost is bounded: the records of calls that
+(100 ms) before the kill has its record. What can be lost is bounded: the records of calls that
 ended within that last interval, and the call that was running (it never finished).
 """
 

@@ -29,14 +29,9 @@ from sublane_history._queries import (
     HistoryReader,
     RecordRow,
 )
-from sublane_history._recorder import (
-    NOT_RECORDED_REJECTIONS,
-    OUTCOMES,
-    HistoryRecorder,
-    record_row,
-    routing_explanation,
-)
+from sublane_history._recorder import NOT_RECORDED_REJECTIONS, HistoryRecorder
 from sublane_history._retention import Retention, apply_retention
+from sublane_history._rows import OUTCOMES, record_row, routing_explanation
 from sublane_history._usage import (
     KEPT_DAYS,
     MAX_MODEL_LABELS,

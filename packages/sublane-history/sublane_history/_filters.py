@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sublane_history._recorder import OUTCOMES
+from sublane_history._rows import OUTCOMES
 
 MAX_ID = 2**63 - 1
 

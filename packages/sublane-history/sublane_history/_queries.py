@@ -16,8 +16,8 @@ from sqlalchemy.engine import Engine
 
 from sublane_core import Clock
 from sublane_history._filters import HistoryFilter
-from sublane_history._recorder import OUTCOMES
 from sublane_history._retention import Retention, apply_retention
+from sublane_history._rows import OUTCOMES
 from sublane_history._tables import ACCOUNTS, KEYS, RECORDS, USERS
 
 PAGE_SIZE = 50

@@ -8,11 +8,12 @@ deleting the newest rows never lets an ID come back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 import sqlalchemy as sa
 
 from sublane_core import Settings
-from sublane_history._tables import RECORDS
+from sublane_history._statements import DriverStatement
 
 DAY_S = 86_400.0
 
@@ -38,16 +39,30 @@ class Retention:
         return now - self.days * DAY_S
 
 
+# Both run for every batch the writer stores: compiled once, and cheap when there is nothing to do.
+# The surplus is counted (``count(*)`` reads the smallest index page by page) and the oldest rows by
+# ID are deleted, so SQLite walks only the rows that go; an ``OFFSET 5000`` from the newest walked all
+# 5,000 kept rows every time. IDs only grow, so "oldest" is by ID.
+_AGED: Final = DriverStatement(
+    sa.text("DELETE FROM request_records WHERE started_at < :cutoff"),
+    ("cutoff",),
+)
+_SURPLUS: Final = DriverStatement(
+    sa.text(
+        "DELETE FROM request_records WHERE id IN (SELECT id FROM request_records ORDER BY id LIMIT "
+        "CASE WHEN (SELECT count(*) FROM request_records) > :kept "
+        "THEN (SELECT count(*) FROM request_records) - :kept ELSE 0 END)"
+    ),
+    ("kept",),
+)
+
+
 def apply_retention(connection: sa.Connection, retention: Retention, now: float) -> int:
-    """Delete what ``retention`` no longer keeps, in the caller's transaction; the number deleted."""
-    aged = connection.execute(sa.delete(RECORDS).where(RECORDS.c.started_at < retention.cutoff(now)))
-    # The newest record beyond the limit and everything older (IDs only grow, so "newest" is by ID).
-    boundary = (
-        sa.select(RECORDS.c.id)
-        .order_by(RECORDS.c.id.desc())
-        .limit(1)
-        .offset(retention.max_records)
-        .scalar_subquery()
-    )
-    surplus = connection.execute(sa.delete(RECORDS).where(RECORDS.c.id <= boundary))
+    """Delete what ``retention`` no longer keeps, in the caller's transaction; the number deleted.
+
+    Aged records go first, so the count is of what they leave (and the transaction holds SQLite's
+    write lock before it counts).
+    """
+    aged = _AGED.execute(connection, [(retention.cutoff(now),)])
+    surplus = _SURPLUS.execute(connection, [(retention.max_records,)])
     return int(aged.rowcount or 0) + int(surplus.rowcount or 0)

@@ -23,6 +23,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from sublane_core import NO_GROUP, NO_PROVIDER, signals
+from sublane_history._statements import DriverStatement
 from sublane_history._tables import USAGE_DAYS, USAGE_HOURS
 
 DAY_S: Final = 86_400
@@ -117,17 +118,20 @@ def reported_tokens(payload: signals.RequestFinished) -> int | None:
     return add_known(_count(payload.input_tokens), _count(payload.output_tokens))
 
 
-def _upsert_sql(table: sa.Table) -> sa.TextClause:
-    """``INSERT … ON CONFLICT (key) DO UPDATE`` adding a row to the bucket with the same key.
+def _upsert_sql(table: sa.Table, names: tuple[str, ...]) -> DriverStatement:
+    """``INSERT … ON CONFLICT (key) DO UPDATE`` adding a row (values for every column, in the order
+    of ``names``) to the bucket with the same key.
 
-    Written out once as text (SQLite and PostgreSQL both speak it): the writer runs it for every
-    batch, and building and compiling an expression each time cost more than the write itself.
-    A nullable column is a sum of known values: an unknown (``NULL``) addend leaves it as it is.
+    Written out once as text (SQLite and PostgreSQL both speak it) and run with tuples: the writer
+    runs it for every batch, and building and compiling an expression each time cost more than the
+    write itself. A nullable column is a sum of known values: an unknown (``NULL``) addend leaves it
+    as it is.
     """
+    if sorted(names) != sorted(column.name for column in table.columns):
+        raise ValueError(f"{table.name}: the upsert needs every column once")
     keys = [column.name for column in table.primary_key.columns]
-    names = [column.name for column in table.columns]
     updates = []
-    for column in table.columns:
+    for column in (table.c[name] for name in names):
         if column.name in keys:
             continue
         name, new = column.name, f"excluded.{column.name}"
@@ -140,11 +144,14 @@ def _upsert_sql(table: sa.Table) -> sa.TextClause:
             updates.append(f"{name} = {table.name}.{name} + {new}")
     # Only names from our own schema go into the text; every value is a bound parameter.
     insert = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})"  # noqa: S608
-    return sa.text(f"{insert} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(updates)}")
+    text = sa.text(f"{insert} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(updates)}")
+    return DriverStatement(text, names)
 
 
-_UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS)
-_UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS)
+_DAY_KEY: Final = ("day", "user_id", "group_id", "provider", "model")
+_DAY_COUNTS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests")
+_UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS, (*_DAY_KEY, *_DAY_COUNTS))
+_UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS, ("day", "hour", "user_id", "requests", "tokens"))
 
 
 class UsageWriter:
@@ -172,39 +179,33 @@ class UsageWriter:
             usage = AttemptUsage.of(payload)
             started = float(payload.started_at)
             day = utc_day(started)
-            model = self._label(connection, payload.user_id, day, payload.model[:128])
+            user_id = payload.user_id
             key = (
                 day,
-                payload.user_id,
+                user_id,
                 payload.group_id if payload.group_id is not None else NO_GROUP,
                 (payload.provider or NO_PROVIDER)[:16],
-                model,
+                self._label(connection, user_id, day, payload.model[:128]),
             )
-            bucket = days.setdefault(key, _Day())
+            bucket = days.get(key)
+            if bucket is None:
+                bucket = days[key] = _Day()
             bucket.requests += 1
             setattr(bucket, usage.outcome, getattr(bucket, usage.outcome) + 1)
             bucket.input_tokens = add_known(bucket.input_tokens, usage.input_tokens)
             bucket.output_tokens = add_known(bucket.output_tokens, usage.output_tokens)
             bucket.cached_tokens = add_known(bucket.cached_tokens, usage.cached_tokens)
             bucket.unknown_usage_requests += usage.unknown
-            hour = hours.setdefault(
-                (day, min(23, math.floor((started - day) / 3600)), payload.user_id), _Hour()
-            )
+            hour_key = (day, min(23, math.floor((started - day) / 3600)), user_id)
+            hour = hours.get(hour_key)
+            if hour is None:
+                hour = hours[hour_key] = _Hour()
             hour.requests += 1
             hour.tokens = add_known(hour.tokens, usage.tokens)
         if days:
-            connection.execute(_UPSERT_DAYS, [_day_row(key, bucket) for key, bucket in days.items()])
-            hour_rows = [
-                {
-                    "day": day,
-                    "hour": hour,
-                    "user_id": user_id,
-                    "requests": cell.requests,
-                    "tokens": cell.tokens,
-                }
-                for (day, hour, user_id), cell in hours.items()
-            ]
-            connection.execute(_UPSERT_HOURS, hour_rows)
+            _UPSERT_DAYS.execute(connection, [_day_row(key, bucket) for key, bucket in days.items()])
+            hour_rows = [(*key, cell.requests, cell.tokens) for key, cell in hours.items()]
+            _UPSERT_HOURS.execute(connection, hour_rows)
         self._expire(connection, now)
 
     def _label(self, connection: sa.Connection, user_id: int, day: int, model: str) -> str:
@@ -239,15 +240,6 @@ class UsageWriter:
             del self._labels[key]
 
 
-def _day_row(key: tuple[int, int, int, str, str], bucket: _Day) -> dict[str, Any]:
-    day, user_id, group_id, provider, model = key
-    row: dict[str, Any] = {
-        "day": day,
-        "user_id": user_id,
-        "group_id": group_id,
-        "provider": provider,
-        "model": model,
-    }
-    for name in ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests"):
-        row[name] = getattr(bucket, name)
-    return row
+def _day_row(key: tuple[int, int, int, str, str], bucket: _Day) -> tuple[Any, ...]:
+    """The values of a ``usage_days`` upsert: the key, then what the batch adds (``_UPSERT_DAYS``)."""
+    return (*key, *(getattr(bucket, name) for name in _DAY_COUNTS))

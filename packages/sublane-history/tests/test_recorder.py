@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,8 @@ from history_harness import HistoryDb
 
 from sublane_core import create_db_engine, signals
 from sublane_history import HistoryRecorder, Retention, record_row
+from sublane_history._rows import _MAX_ROUTING_TEXTS, _ROUTING_TEXTS, RECORD_COLUMNS, record_values
+from sublane_history._tables import RECORDS
 
 Payload = Callable[..., signals.RequestFinished]
 DAY = 86_400.0
@@ -289,3 +292,88 @@ def _count_rows(path: Path) -> int:
             return int(connection.execute("SELECT count(*) FROM request_records").fetchone()[0])
         except sqlite3.OperationalError:
             return 0
+
+
+def test_hist_2_rows_are_stored_as_the_core_insert_and_the_json_type_store_them(
+    history_db: HistoryDb, make_payload: Payload, migrated_template: Path, tmp_path: Path
+) -> None:
+    # The writer runs a statement compiled once with plain tuples (JSON encoded by itself): the
+    # stored values and types must be what `insert(request_records)` with the JSON type writes.
+    payloads = [
+        make_payload(),
+        make_payload(routing=None, account_id=None, provider=None, outcome="rejected", error_code="capacity"),
+        make_payload(routing={"rule": "règle ✓", "candidates": 0, "excluded": {"quota ✗": 2, "policy": 0}}),
+        make_payload(routing={"rule": "none", "refused": "quota_exhausted", "parent": "unknown", "x": [1]}),
+        make_payload(routing={"excluded": {}}, model="gpt-\ud800", upstream_status=None, first_token_ms=None),
+        make_payload(routing="not a mapping", input_tokens=True, output_tokens=-1, cached_tokens=None),
+    ]
+    _recorder(history_db).write(payloads)
+    core_path = tmp_path / "core.db"
+    core_path.write_bytes(migrated_template.read_bytes())
+    core = create_db_engine(f"sqlite:///{core_path}")
+    try:
+        with core.begin() as connection:
+            connection.execute(sa.insert(RECORDS), [record_row(payload) for payload in payloads])
+        types = "typeof(started_at), typeof(routing), typeof(duration_ms)"
+        query = f"SELECT *, {types} FROM request_records ORDER BY id"  # noqa: S608
+        with core.connect() as connection:
+            expected = [tuple(row) for row in connection.exec_driver_sql(query)]
+        with history_db.engine.connect() as connection:
+            stored = [tuple(row) for row in connection.exec_driver_sql(query)]
+    finally:
+        core.dispose()
+    assert stored == expected and len(stored) == len(payloads)
+    assert stored[1][-3:] == ("real", "text", "integer") and stored[1][19] == "null"
+
+
+def test_hist_2_routing_json_is_remembered_within_a_bound(make_payload: Payload) -> None:
+    for candidates in range(3000):
+        routing = {"rule": "uniform_rotation", "candidates": candidates, "excluded": {"cooldown": 1}}
+        values = dict(zip(RECORD_COLUMNS, record_values(make_payload(routing=routing)), strict=True))
+        assert values["routing"] == json.dumps(routing)
+    assert 0 < len(_ROUTING_TEXTS) <= _MAX_ROUTING_TEXTS
+    # The same explanation with its exclusions in another order is another text, as json.dumps makes it.
+    a = {"rule": "r", "excluded": {"a": 1, "b": 2}}
+    b = {"rule": "r", "excluded": {"b": 2, "a": 1}}
+    assert record_row(make_payload(routing=a))["routing"] == a
+    texts = [record_values(make_payload(routing=routing))[-1] for routing in (a, b, a)]
+    assert texts == [json.dumps(a), json.dumps(b), json.dumps(a)]
+
+
+def test_hist_6_the_newest_records_are_kept_when_aged_ones_leave_gaps(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    clock = history_db.clock
+    recorder = _recorder(history_db, retention=Retention(max_records=3, days=1))
+    old_start = clock.time() - DAY + 10  # ages out 10 s from now
+    recorder.write([make_payload(), make_payload(), make_payload(started_at=old_start), make_payload()])
+    assert _ids(history_db) == [2, 3, 4]
+    clock.advance(11)
+    recorder.write([make_payload(started_at=clock.time()), make_payload(started_at=clock.time())])
+    # Record 3 aged out (a gap in the IDs); of 2, 4, 5 and 6 the newest three stay.
+    assert _ids(history_db) == [4, 5, 6]
+
+
+def test_hist_6_the_writer_keeps_exactly_the_limit_batch_after_batch(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    recorder = _recorder(history_db, retention=Retention(max_records=50, days=1))
+    for size in (1, 49, 1, 7, 60, 3, 0, 100):
+        recorder.write([make_payload() for _ in range(size)])
+        ids = _ids(history_db)
+        assert len(ids) == min(50, ids[-1]) and ids == list(range(ids[-1] - len(ids) + 1, ids[-1] + 1))
+
+
+def test_ops_2_the_writer_thread_holds_one_connection_and_lets_it_go(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    recorder = _recorder(history_db, batch_size=5)
+    recorder.start()
+    for _ in range(3):
+        for _ in range(12):
+            recorder.record(make_payload())
+        assert recorder.flush()
+    pool: Any = history_db.engine.pool
+    assert pool.checkedout() == 1  # kept from batch to batch, idle between them
+    recorder.close()
+    assert pool.checkedout() == 0 and len(_rows(history_db)) == 36
