@@ -222,6 +222,9 @@ async def test_gem_4_the_next_host_is_tried_after_a_connection_failure_or_no_cap
     moved = adapter.next_host(first, None)
     assert moved is not None and str(moved.url).startswith(sim.antigravity_base_url + "/v1internal:")
     assert moved.content == first.content
+    assert moved.headers["host"] == moved.url.netloc.decode()  # the new host's name, not the old one
+    assert moved.headers.get_list("content-length") == [str(len(first.content))]
+    assert moved.headers["authorization"] == first.headers["authorization"]
     assert adapter.next_host(moved, None) is None  # the last host: nothing left to try
     no_capacity = classify_failure(503, {}, b'{"error":{"code":503,"message":"No capacity available"}}', 0.0)
     assert adapter.next_host(first, no_capacity) is not None

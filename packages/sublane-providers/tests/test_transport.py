@@ -18,7 +18,7 @@ import pytest
 
 from sublane_core import Settings
 from sublane_providers import ChunkReader
-from sublane_providers._transport import UpstreamClients
+from sublane_providers._transport import RequestBuilder, UpstreamClients
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -245,3 +245,23 @@ class _Relayed(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._response.aclose()
+
+
+async def test_the_request_builder_builds_what_the_client_would() -> None:
+    """The model path's cheaper ``build_request``: the same URL, headers in the same order,
+    content and timeout as httpx's; while the client holds cookies, the client's own (with them)."""
+    client = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0))
+    builder = RequestBuilder(client)
+    headers = {"originator": "codex_cli_rs", "authorization": "Bearer t", "accept": "text/event-stream"}
+    for url in ("https://chatgpt.com/backend-api/codex/responses", "http://127.0.0.1:8/v1/x?alt=sse") * 2:
+        ours = builder.build("POST", url, content=b'{"a":1}', headers=headers)
+        theirs = client.build_request("POST", url, content=b'{"a":1}', headers=headers)
+        assert (ours.method, ours.url, ours.headers.raw, ours.content, ours.extensions) == (
+            theirs.method, theirs.url, theirs.headers.raw, theirs.content, theirs.extensions
+        )  # fmt: skip
+    client.cookies.set("__cf_bm", "x", domain="chatgpt.com")
+    with_cookie = builder.build(
+        "POST", "https://chatgpt.com/backend-api/codex/responses", content=b"{}", headers={}
+    )
+    assert with_cookie.headers["cookie"] == "__cf_bm=x"
+    await client.aclose()

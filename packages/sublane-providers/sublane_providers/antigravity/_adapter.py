@@ -21,7 +21,7 @@ from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
 from sublane_providers._credentials import AccountIdentity, ImportedCredentials
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
-from sublane_providers._transport import UpstreamClients
+from sublane_providers._transport import RequestBuilder, UpstreamClients
 from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers.antigravity._credentials import parse_credentials
 from sublane_providers.antigravity._failures import classify_failure, no_capacity
@@ -34,6 +34,7 @@ from sublane_providers.antigravity._stream import AntigravityStreamObserver, unw
 
 _log = logging.getLogger("sublane.providers.antigravity")
 
+_PER_HOST_HEADERS = frozenset({"host", "content-length"})  # not carried to the next host (GEM-4)
 # What Antigravity accounts are known to serve (PROTOCOLS §3.9); stands in while discovery fails.
 KNOWN_MODELS = frozenset(
     {
@@ -77,6 +78,7 @@ class AntigravityAdapter(ProviderAdapter):
     ) -> None:
         self.hosts = hosts_of(base_url)
         self._http = http
+        self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._oauth = oauth
         self._authorize_url = authorize_url
         self._metadata_timeout = metadata_timeout
@@ -158,7 +160,7 @@ class AntigravityAdapter(ProviderAdapter):
             )
         content = json_dumps(payload, errors="surrogatepass")
         headers = upstream_headers(str(bundle["access_token"]), accept=accept)
-        return self._http.build_request("POST", self.hosts[0] + path, content=content, headers=headers)
+        return self._requests.build("POST", self.hosts[0] + path, content=content, headers=headers)
 
     def next_host(self, request: httpx.Request, failure: UpstreamFailure | None) -> httpx.Request | None:
         """The same request on the next configured host, after a connection failure (``failure``
@@ -169,9 +171,9 @@ class AntigravityAdapter(ProviderAdapter):
         for position, host in enumerate(self.hosts[:-1]):
             if url.startswith(host + "/"):
                 moved = self.hosts[position + 1] + url[len(host) :]
-                return self._http.build_request(
-                    "POST", moved, content=request.content, headers=request.headers
-                )
+                # Host and Content-Length are the request's own: the new host gets its name.
+                headers = {k: v for k, v in request.headers.items() if k not in _PER_HOST_HEADERS}
+                return self._requests.build("POST", moved, content=request.content, headers=headers)
         return None
 
     def new_observer(self, state: StreamState | None = None) -> AntigravityStreamObserver:

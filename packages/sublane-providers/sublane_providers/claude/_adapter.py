@@ -19,7 +19,7 @@ from sublane_providers._credentials import (
     optional_text,
 )
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
-from sublane_providers._transport import UpstreamClients
+from sublane_providers._transport import RequestBuilder, UpstreamClients
 from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers.claude._credentials import parse_credentials
 from sublane_providers.claude._failures import classify_failure
@@ -139,6 +139,7 @@ class ClaudeAdapter(ProviderAdapter):
         self.auth_url = auth_url.rstrip("/")
         self.authorize_url = authorize_url
         self._http = http
+        self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._metadata_timeout = metadata_timeout
         self._models = tuple(models)
         self._clock = clock
@@ -169,7 +170,7 @@ class ClaudeAdapter(ProviderAdapter):
         headers["content-type"] = "application/json"
         headers["accept"] = accept
         content = json_dumps(payload)
-        return self._http.build_request("POST", url, content=content, headers=headers)
+        return self._requests.build("POST", url, content=content, headers=headers)
 
     def build_request(
         self,

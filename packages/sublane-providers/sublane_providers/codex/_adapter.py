@@ -14,7 +14,7 @@ from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._jwt import expiry_of
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
 from sublane_providers._session import UpstreamSession
-from sublane_providers._transport import UpstreamClients
+from sublane_providers._transport import RequestBuilder, UpstreamClients
 from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers.codex._credentials import parse_credentials
 from sublane_providers.codex._errors import error_code
@@ -71,6 +71,7 @@ class CodexAdapter(ProviderAdapter):
         self.base_url = base_url.rstrip("/")
         self.auth_url = auth_url.rstrip("/")
         self._http = http
+        self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._metadata_timeout = metadata_timeout
         self._login = CodexLogin(auth_url=self.auth_url, http=http, timeout=metadata_timeout)
 
@@ -115,7 +116,7 @@ class CodexAdapter(ProviderAdapter):
         headers["accept"] = "text/event-stream"
         payload = responses_body(body, model=str(body["model"]))
         content = json_dumps(payload, ensure_ascii=True)
-        return self._http.build_request("POST", self.responses_url, content=content, headers=headers)
+        return self._requests.build("POST", self.responses_url, content=content, headers=headers)
 
     def compact_request(
         self,
@@ -130,7 +131,7 @@ class CodexAdapter(ProviderAdapter):
         headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
         headers["content-type"] = headers["accept"] = "application/json"
         content = json_dumps(compact_body(body, model=str(body["model"])), ensure_ascii=True)
-        return self._http.build_request("POST", self.compact_url, content=content, headers=headers)
+        return self._requests.build("POST", self.compact_url, content=content, headers=headers)
 
     async def open_session(
         self, bundle: Mapping[str, Any], client_headers: Mapping[str, str], *, open_timeout: float
