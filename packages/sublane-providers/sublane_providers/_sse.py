@@ -22,6 +22,9 @@ class SseFramer:
     def feed(self, chunk: bytes) -> list[bytes]:
         """Complete events now available; a partial event waits for the next chunk."""
         buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" not in buffer:  # the usual stream, lines ending in LF: one separator to look for
+            *complete, self._buffer = buffer.split(b"\n\n")
+            return [event + b"\n\n" for event in complete]
         events: list[bytes] = []
         start = 0
         while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sublane_providers import SseEvent, parse_event
+from sublane_providers import SseEvent, SseFramer, parse_event
 
 _EXOTIC_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
@@ -55,3 +55,38 @@ def test_a_json_string_with_a_unicode_line_separator_stays_one_data_line() -> No
     data = '{"text":"one\u2028two\u2029three\x0cfour\x85five"}'
     assert parse_event(f"event: delta\ndata: {data}\n\n".encode()) == SseEvent("delta", data)
     assert parse_event(f"id: 1\ndata: {data}\n\n".encode()) == SseEvent(None, data)
+
+
+def _framed_by_every_separator(chunks: list[bytes]) -> list[bytes]:
+    """The framer as it was before its LF-only fast path: every separator looked for everywhere."""
+    separators = (b"\n\n", b"\r\n\r\n", b"\r\r")
+    buffer = b""
+    events: list[bytes] = []
+    for chunk in chunks:
+        buffer += chunk
+        start = 0
+        while True:
+            found = [(buffer.find(s, start), len(s)) for s in separators]
+            hits = [(index, cut) for index, cut in found if index != -1]
+            if not hits:
+                break
+            end, cut = min(hits)
+            events.append(buffer[start : end + cut])
+            start = end + cut
+        buffer = buffer[start:]
+    return [*events, buffer]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.binary(max_size=12).map(lambda b: bytes(c for c in b if c in b"a:\n\r ") or b"\n"), max_size=12
+    )
+)
+def test_the_framer_cuts_every_chunking_where_the_full_search_does(chunks: list[bytes]) -> None:
+    """LF-only buffers take a split; any CR goes the full search: the events are the same."""
+    framer = SseFramer()
+    events: list[bytes] = []
+    for chunk in chunks:
+        events += framer.feed(chunk)
+    assert [*events, framer.rest()] == _framed_by_every_separator(chunks)
