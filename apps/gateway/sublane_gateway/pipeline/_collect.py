@@ -10,7 +10,7 @@ import httpx
 
 from sublane_core import Outcome
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._relay import finish_call, json_object
+from sublane_gateway.pipeline._relay import event_name, finish_call, json_object
 from sublane_protocols import Collector
 from sublane_providers import SseFramer, StreamObserver, parse_event
 
@@ -34,6 +34,10 @@ async def collect_stream(
         async with asyncio.timeout(max(0.0, deadline - call.clock.monotonic())):
             async for chunk in response.aiter_raw():
                 for block in framer.feed(chunk):
+                    name = event_name(block)
+                    if name is not None and not observer.wants(name) and not collector.wants(name):
+                        observer.observe(name, None)  # counted; nobody needs it decoded (issue #19)
+                        continue
                     event = parse_event(block)
                     payload = observer.observe(event.name, event.data)  # decoded if it wants it
                     if payload is None:
