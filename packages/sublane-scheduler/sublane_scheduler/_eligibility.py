@@ -112,7 +112,11 @@ class Eligibility:
                 accounts.append(account)
             else:
                 excluded["model_support"] = excluded.get("model_support", 0) + 1
-        if isinstance(providers, tuple | list) and len(providers) > 1:
+        if (
+            isinstance(providers, (tuple, list))
+            and len(providers) > 1
+            and len({account.provider for account in accounts}) > 1  # else the order stands
+        ):
             # AFF-6: the providers come in preference order (the client protocol's native one
             # first); the rotation walks the candidates in this order, so ties go to it.
             rank = {name: index for index, name in enumerate(providers)}
