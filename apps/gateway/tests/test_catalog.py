@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
-from sublane_core import FakeClock, SubLaneError
-from sublane_gateway.pipeline._catalog import MAX_DISCOVERIES, RETRY_S, ModelCatalog
+from sqlmodel import Session
+
+from sublane_core import (
+    Account,
+    AccountModels,
+    FakeClock,
+    SubLaneError,
+    create_db_engine,
+    upgrade_database,
+)
+from sublane_gateway.pipeline._catalog import FRESH_S, MAX_AGE_S, MAX_DISCOVERIES, RETRY_S, ModelCatalog
 
 
 class CountingDiscoverer:
@@ -90,3 +100,45 @@ async def test_cat_4_an_accounts_own_failure_is_its_answer_and_asked_again_at_on
     discover.models = ["gpt-5"]
     assert await catalog.lookup(1, "codex") == frozenset({"gpt-5"})
     assert discover.calls == [1, 1] and catalog.failure(1) is None
+
+
+async def test_cat_1_ready_answers_a_warm_catalogue_at_once_and_defers_the_rest() -> None:
+    """The ready path (no task, no await) follows :meth:`ModelCatalog.entry`'s rules: fresh is
+    served; stale is served while a background refresh runs (single-flight); unknown and over-age
+    answer ``None``, so the caller takes the discovery path."""
+    clock = FakeClock()
+    discover = CountingDiscoverer(["gpt-5"])
+    discover.release.set()
+    catalog = ModelCatalog(clock, {"codex": discover})
+    assert catalog.ready(1, "codex") is None  # unknown: nothing started by ready itself
+    assert discover.calls == []
+    assert await catalog.lookup(1, "codex") == frozenset({"gpt-5"})
+    assert catalog.ready(1, "codex") == frozenset({"gpt-5"})
+    assert discover.calls == [1]  # fresh: no discovery
+    clock.advance(FRESH_S)
+    discover.release.clear()
+    discover.models = ["gpt-5", "gpt-5-mini"]
+    assert catalog.ready(1, "codex") == frozenset({"gpt-5"})  # stale: served
+    assert catalog.ready(1, "codex") == frozenset({"gpt-5"})
+    await _until(lambda: discover.running == 1)
+    assert discover.calls == [1, 1]  # one background refresh for both reads
+    discover.release.set()
+    await _until(lambda: catalog.ready(1, "codex") == frozenset({"gpt-5", "gpt-5-mini"}))
+    clock.advance(MAX_AGE_S)
+    assert catalog.ready(1, "codex") is None  # over-age: not used for routing
+
+
+async def test_cat_1_ready_waits_for_the_stored_catalogues_to_load(tmp_path: Path) -> None:
+    """Before the stored catalogues are read (first call after a start), ready says ``None``."""
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'sublane.db'}")
+    upgrade_database(engine)
+    clock = FakeClock()
+    with Session(engine) as db:
+        db.add(Account(id=1, provider="codex", name="a", credentials=b"x", created_at=0, updated_at=0))
+        db.add(AccountModels(account_id=1, models=["gpt-5"], served=["gpt-5"], discovered_at=clock.time()))
+        db.commit()
+    catalog = ModelCatalog(clock, {"codex": CountingDiscoverer([])}, engine=engine)
+    assert catalog.ready(1, "codex") is None
+    assert await catalog.lookup(1, "codex") == frozenset({"gpt-5"})
+    assert catalog.ready(1, "codex") == frozenset({"gpt-5"})
+    engine.dispose()

@@ -19,6 +19,11 @@ from sublane_scheduler._directory import AccountDirectory, AccountInfo
 class ModelSupport(Protocol):
     """The models an account serves."""
 
+    def ready(self, account_id: int, provider: str) -> frozenset[str] | None:
+        """The models, when known without waiting; ``None``: ask :meth:`models_of` (a discovery
+        may be due). Asked first, so a warm catalogue costs no task and no await."""
+        ...
+
     async def models_of(self, account_id: int, provider: str) -> frozenset[str]: ...
 
 
@@ -100,14 +105,18 @@ class Eligibility:
                 excluded["unavailable"] = excluded.get("unavailable", 0) + 1
                 continue
             usable.append(account)
-        supported = await asyncio.gather(*(self._models.models_of(a.id, a.provider) for a in usable))
+        supported = await self._supported(usable)
         accounts = []
         for account, models in zip(usable, supported, strict=True):
-            if model in models:
+            if models is not None and model in models:
                 accounts.append(account)
             else:
                 excluded["model_support"] = excluded.get("model_support", 0) + 1
-        if isinstance(providers, tuple | list) and len(providers) > 1:
+        if (
+            isinstance(providers, (tuple, list))
+            and len(providers) > 1
+            and len({account.provider for account in accounts}) > 1  # else the order stands
+        ):
             # AFF-6: the providers come in preference order (the client protocol's native one
             # first); the rotation walks the candidates in this order, so ties go to it.
             rank = {name: index for index, name in enumerate(providers)}
@@ -130,3 +139,16 @@ class Eligibility:
                 if fraction is not None:
                     remaining[account.id] = fraction
         return Candidates(accounts, excluded, backing_off, exhausted, remaining)
+
+    async def _supported(self, accounts: list[AccountInfo]) -> list[frozenset[str] | None]:
+        """The models of each account: the ready ones at once, the others discovered concurrently."""
+        models = self._models
+        supported = [models.ready(account.id, account.provider) for account in accounts]
+        missing = [index for index, found in enumerate(supported) if found is None]
+        if missing:
+            found = await asyncio.gather(
+                *(models.models_of(accounts[index].id, accounts[index].provider) for index in missing)
+            )
+            for index, names in zip(missing, found, strict=True):
+                supported[index] = names
+        return supported

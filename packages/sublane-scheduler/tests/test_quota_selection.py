@@ -173,6 +173,9 @@ class _Models:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
+    def ready(self, account_id: int, provider: str) -> frozenset[str] | None:
+        return frozenset(self.workspace.models.get(account_id, ()))
+
     async def models_of(self, account_id: int, provider: str) -> frozenset[str]:
         return frozenset(self.workspace.models.get(account_id, ()))
 

@@ -72,6 +72,25 @@ class ModelCatalog:
         entry = await self.entry(account_id, provider)
         return entry.served if entry is not None else None
 
+    def ready(self, account_id: int, provider: str) -> frozenset[str] | None:
+        """The names the account serves when they are known without waiting: a fresh catalogue,
+        or a stale one (a refresh then starts in the background, as :meth:`entry` does). ``None``
+        when only :meth:`lookup` can tell (not loaded yet, unknown, over-age: a discovery is due).
+
+        The ready path of a model call: a dictionary read, no task, no await."""
+        if not self._loaded:
+            return None
+        entry = self._entries.get(account_id)
+        if entry is None:
+            return None
+        age = self._clock.time() - entry.discovered_at
+        if age < FRESH_S:
+            return entry.served
+        if age < MAX_AGE_S:
+            self._start(account_id, provider)  # CAT-1: stale is served while refreshed
+            return entry.served
+        return None
+
     async def models_of(self, account_id: int, provider: str) -> frozenset[str]:
         """For eligibility (``ModelSupport``): an unknown catalogue serves nothing."""
         return await self.lookup(account_id, provider) or frozenset()

@@ -61,7 +61,15 @@ async def providers_listing(
         for account in runtime.directory.of_group(principal.group_id)
         if account.provider in providers and account.enabled and account.auth_ok
     ]
-    lists = await asyncio.gather(*(runtime.catalog.lookup(a.id, a.provider) for a in accounts))
+    catalog = runtime.catalog
+    lists = [catalog.ready(account.id, account.provider) for account in accounts]  # warm: no task
+    missing = [index for index, found in enumerate(lists) if found is None]
+    if missing:  # unknown or over-age catalogues: discovered now, concurrently (CAT-4)
+        found = await asyncio.gather(
+            *(catalog.lookup(accounts[index].id, accounts[index].provider) for index in missing)
+        )
+        for index, entry in zip(missing, found, strict=True):
+            lists[index] = entry
     listed: set[str] = set()
     unknown = False
     failure: ListingFailure | None = None

@@ -15,6 +15,7 @@ from typing import Any
 
 from sublane_core import signals
 from sublane_providers._credentials import parse_timestamp
+from sublane_providers._quota_headers import headers_with_prefix
 
 QuotaWindow = signals.QuotaWindow
 
@@ -74,10 +75,7 @@ def windows_from_headers(
     """
     families: dict[str, dict[str, str]] = {}
     overall: dict[str, str] = {}
-    for raw_name, value in headers.items():
-        name = raw_name.lower()
-        if not name.startswith(HEADER_PREFIX):
-            continue
+    for name, value in headers_with_prefix(headers, HEADER_PREFIX).items():
         rest = name[len(HEADER_PREFIX) :]
         if rest in ("status", "reset", "representative-claim"):
             overall[rest] = value.strip()

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import signals
+from sublane_providers._quota_headers import headers_with_prefix
 
 QuotaWindow = signals.QuotaWindow
 
@@ -29,21 +30,48 @@ def _float(value: Any) -> float | None:
     return None
 
 
+def _number(value: str | None) -> float | None:
+    """A header's number (``float`` ignores surrounding whitespace); ``None`` when it is not one."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+_FIELDS = ("used-percent", "window-minutes", "reset-at", "reset-after-seconds")
+
+
+def _window_keys(family: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(window, its four header names)`` of a limit family, for both windows."""
+    return tuple((name, tuple(f"x-{family}-{name}-{field}" for field in _FIELDS)) for name in _WINDOWS)
+
+
+_CODEX_KEYS = _window_keys("codex")
+_PRIMARY_USED = "-primary-used-percent"
+
+
 def windows_from_headers(
     headers: Mapping[str, str], now: float
 ) -> tuple[str | None, tuple[QuotaWindow, ...]]:
-    """``(plan, windows)`` from a Codex response's ``x-codex-*`` headers (lower-case names)."""
-    lowered = {key.lower(): value for key, value in headers.items() if key.lower().startswith("x-")}
+    """``(plan, windows)`` from a Codex response's ``x-codex-*`` headers (lower-case names).
+
+    Read on every answer: only the ``x-*`` headers are decoded, and an answer without any builds
+    nothing."""
+    lowered = headers_with_prefix(headers, "x-")
+    if not lowered:
+        return None, ()
     plan = lowered.get("x-codex-plan-type")
     windows: list[QuotaWindow] = []
     for family, main in _families(lowered):
-        for name in _WINDOWS:
-            prefix = f"x-{family}-{name}-"
-            used = _float(lowered.get(prefix + "used-percent"))
-            minutes = _float(lowered.get(prefix + "window-minutes"))
-            reset_at = _float(lowered.get(prefix + "reset-at"))
+        keys = _CODEX_KEYS if main else _window_keys(family)
+        for name, (used_key, minutes_key, reset_key, after_key) in keys:
+            used = _number(lowered.get(used_key))
+            minutes = _number(lowered.get(minutes_key))
+            reset_at = _number(lowered.get(reset_key))
             if reset_at is None:
-                after = _float(lowered.get(prefix + "reset-after-seconds"))
+                after = _number(lowered.get(after_key))
                 reset_at = now + after if after is not None else None
             if not (used or minutes or reset_at):  # a window counts only when it says something
                 continue
@@ -63,8 +91,8 @@ def windows_from_headers(
 def _families(headers: Mapping[str, str]) -> list[tuple[str, bool]]:
     families = [("codex", True)]
     for key in headers:
-        if key.endswith("-primary-used-percent") and key.startswith("x-"):
-            family = key[2 : -len("-primary-used-percent")]
+        if key.endswith(_PRIMARY_USED):
+            family = key[2 : -len(_PRIMARY_USED)]
             if family != "codex":
                 families.append((family, False))
     return families
