@@ -139,8 +139,14 @@ class _Connection(asyncio.Protocol):
         self.error = None
         self._read_timeout = read_timeout
         self._last_activity = self.loop.time()
-        assert self.transport is not None
-        self.transport.write(payload)
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self.error = "the upstream closed the connection"
+            return
+        try:
+            transport.write(payload)
+        except (OSError, RuntimeError) as exc:  # a socket that died under us
+            self.error = f"the request could not be sent: {type(exc).__name__}"
 
     def take(self) -> bytes:
         """Everything received and not read yet (``b""``: nothing)."""
@@ -301,7 +307,8 @@ class Http1Pool:
             self._queue.clear()
         url = request.url
         proxy = self._proxy(url)
-        key: PoolKey = (url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme, 80), proxy)
+        host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, TLS (SNI) and Host use
+        key: PoolKey = (url.scheme, host, url.port or _DEFAULT_PORTS.get(url.scheme, 80), proxy)
         payload = _head(request, absolute=proxy is not None and key[0] == "http", proxy=proxy)
         payload += request.content if _is_read(request) else await request.aread()
         await self._acquire_slot()
@@ -377,8 +384,10 @@ class Http1Pool:
             if connection.idle_timer is not None:
                 connection.idle_timer.cancel()
                 connection.idle_timer = None
-            if not connection.closed:
-                return connection
+            if not connection.closed and connection.transport is not None:
+                if not connection.transport.is_closing():
+                    return connection
+                connection.close()  # closing already (its end not seen yet): never reused
         return None
 
     def _expire(self, connection: _Connection) -> None:
@@ -404,7 +413,7 @@ class Http1Pool:
             raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
         except httpx.ProxyError:
             raise
-        except (OSError, ssl.SSLError) as exc:
+        except (OSError, ssl.SSLError, ValueError) as exc:  # ValueError: a host asyncio refuses
             if proxy is not None:
                 raise httpx.ProxyError(f"proxy: {type(exc).__name__}: {exc}") from None
             raise httpx.ConnectError(f"{type(exc).__name__}: {exc}") from None

@@ -406,3 +406,25 @@ def test_no_sequence_of_exchanges_leaks_a_slot_or_a_connection(outcomes: list[st
             await pool.aclose()
 
     asyncio.run(main())
+
+
+async def test_an_idle_connection_already_closing_is_not_reused() -> None:
+    """A kept connection whose end the loop has not seen yet is passed over for a new one."""
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await _keep_answering(reader, writer)
+
+    pool = _pool()
+    async with _serving(handler) as port:
+        first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        await first.aread()
+        (kept,) = [c for idle in pool._idle.values() for c in idle]
+        assert kept.transport is not None
+        kept.transport.close()  # closing, connection_lost not delivered yet
+        second = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert second.status_code == 200 and await second.aread() == b"ok"
+        await pool.aclose()
+    assert connections == 2
