@@ -55,7 +55,8 @@ async def _serving(handler: Handler, tls: ssl.SSLContext | None = None) -> Async
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for writer in writers:
-            writer.transport.abort()
+            if not writer.transport.is_closing():  # a closed one has let go of its loop already
+                writer.transport.abort()
         await server.wait_closed()
         await asyncio.sleep(0)  # let the aborted transports finish closing
 
