@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvloop
@@ -43,17 +44,20 @@ def ensure_pyspy() -> Path:
     return PYSPY
 
 
+def _samples(collapsed: Path) -> Iterator[tuple[list[str], int]]:
+    """The stacks of a py-spy raw file (root first) with their sample counts."""
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if stack:
+            yield stack.split(";"), int(count_text)
+
+
 def summarize(collapsed: Path, top: int = 25) -> str:
     """The frames with the most samples, by own time and by inclusive time."""
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
-        count = int(count_text)
-        frames = stack.split(";")
+    for frames, count in _samples(collapsed):
         total += count
         own[frames[-1]] += count
         for frame in set(frames):
@@ -109,13 +113,9 @@ def breakdown(collapsed: Path) -> str:
     """Samples by step of a model call (``STEPS``); the rest is the event loop and other threads."""
     steps: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
-        count = int(count_text)
+    for frames, count in _samples(collapsed):
         total += count
-        steps[_step(stack.split(";"))] += count
+        steps[_step(frames)] += count
     lines = ["by step of a model call:"]
     lines += [f"  {100 * n / total:5.1f}%  {step}" for step, n in steps.most_common()]
     return "\n".join(lines)

@@ -9,6 +9,9 @@ and model catalogues can be read. A new adapter passes the kit or is not done (S
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ssl
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -189,3 +192,23 @@ class AdapterContract(ABC):
     async def test_contract_lists_models(self, adapter: ProviderAdapter, bundle: dict[str, Any]) -> None:
         models = await adapter.list_models(bundle)
         assert self.model in models
+
+
+# -- loopback HTTP, for the transport's tests ----------------------------------------------------
+
+
+async def read_http_request(reader: asyncio.StreamReader) -> bytes:
+    """One HTTP/1.1 request as a loopback server reads it: the head and its Content-Length body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return head + (await reader.readexactly(length) if length else b"")
+
+
+async def close_quietly(writer: asyncio.StreamWriter) -> None:
+    """Close a loopback server's side of a connection; the client may have gone first."""
+    writer.close()
+    with contextlib.suppress(ConnectionError, ssl.SSLError):
+        await writer.wait_closed()

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sublane_providers._http1 import HIGH_WATER, Http1Pool
+from sublane_providers.testing import close_quietly, read_http_request
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 TIMEOUT = httpx.Timeout(2.0)
@@ -61,21 +62,6 @@ async def _serving(handler: Handler, tls: ssl.SSLContext | None = None) -> Async
         await asyncio.sleep(0)  # let the aborted transports finish closing
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":", 1)[1])
-    return head + (await reader.readexactly(length) if length else b"")
-
-
-async def _close(writer: asyncio.StreamWriter) -> None:
-    writer.close()
-    with contextlib.suppress(ConnectionError, ssl.SSLError):
-        await writer.wait_closed()
-
-
 def _pool(tls: ssl.SSLContext | None = None, *, limit: int = 16, keepalive_s: float = 30.0) -> Http1Pool:
     return Http1Pool(
         tls or ssl.create_default_context(), limit=limit, keepalive_s=keepalive_s, timeout=TIMEOUT
@@ -89,10 +75,10 @@ def _ok(body: bytes) -> bytes:
 async def _keep_answering(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
         while True:
-            await _read_request(reader)
+            await read_http_request(reader)
             writer.write(_ok(b"ok"))
             await writer.drain()
-    await _close(writer)
+    await close_quietly(writer)
 
 
 def test_a_round_trip_on_uvloop() -> None:
@@ -163,7 +149,7 @@ async def test_https_through_a_connect_tunnel_with_proxy_credentials(
                 while data := await source.read(65536):
                     sink.write(data)
                     await sink.drain()
-            await _close(sink)
+            await close_quietly(sink)
 
         try:
             await asyncio.gather(pipe(reader, target_writer), pipe(target_reader, writer))
@@ -191,7 +177,7 @@ async def test_a_proxy_that_refuses_the_tunnel_is_a_proxy_error(monkeypatch: pyt
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
         await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     async with _serving(proxy) as proxy_port:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
@@ -203,10 +189,10 @@ async def test_a_proxy_that_refuses_the_tunnel_is_a_proxy_error(monkeypatch: pyt
 
 async def test_an_informational_answer_is_skipped_for_the_real_one() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + _ok(b"real"))
         await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     async with _serving(handler) as port:
         pool = _pool()
@@ -221,10 +207,10 @@ async def test_a_body_delimited_by_the_connection_end_is_complete_and_not_reused
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal connections
         connections += 1
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil the end")
         await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     pool = _pool()
     async with _serving(handler) as port:
@@ -236,11 +222,11 @@ async def test_a_body_delimited_by_the_connection_end_is_complete_and_not_reused
 
 async def test_a_malformed_answer_is_a_protocol_error_not_a_timeout() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(b"NOT HTTP AT ALL\r\n\r\n")
         await writer.drain()
         await asyncio.sleep(1)
-        await _close(writer)
+        await close_quietly(writer)
 
     async with _serving(handler) as port:
         pool = _pool()
@@ -256,13 +242,13 @@ async def test_a_slow_reader_pauses_the_socket_instead_of_buffering_everything()
     block = bytes(range(256)) * 256  # 64 KiB
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % total)
         with contextlib.suppress(ConnectionError):
             for _ in range(total // len(block)):
                 writer.write(block)
                 await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     async with _serving(handler) as port:
         pool = _pool()
@@ -307,7 +293,7 @@ async def test_at_most_limit_exchanges_are_in_flight_and_the_rest_wait_in_order(
         nonlocal in_flight, peak
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
             while True:
-                request = await _read_request(reader)
+                request = await read_http_request(reader)
                 order.append(request.rsplit(b"\r\n\r\n", 1)[1])
                 in_flight += 1
                 peak = max(peak, in_flight)
@@ -315,7 +301,7 @@ async def test_at_most_limit_exchanges_are_in_flight_and_the_rest_wait_in_order(
                 in_flight -= 1
                 writer.write(_ok(b"ok"))
                 await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     pool = _pool(limit=2)
 
@@ -346,7 +332,7 @@ async def _upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
     """Answers by the outcome named in the request body."""
     with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
         while True:
-            outcome = (await _read_request(reader)).rsplit(b"\r\n\r\n", 1)[1].decode()
+            outcome = (await read_http_request(reader)).rsplit(b"\r\n\r\n", 1)[1].decode()
             if outcome in ("cancel_head", "silent"):
                 await asyncio.sleep(0.3 if outcome == "silent" else 0.05)
                 if outcome == "silent":
@@ -359,7 +345,7 @@ async def _upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
             await asyncio.sleep(0.01)
             writer.write(b"4\r\nmore\r\n0\r\n\r\n")
             await writer.drain()
-    await _close(writer)
+    await close_quietly(writer)
 
 
 async def _exchange(pool: Http1Pool, port: int, outcome: str) -> None:

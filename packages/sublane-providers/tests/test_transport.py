@@ -9,7 +9,6 @@ that closes mid-body is an ``httpx.HTTPError`` that is not a timeout.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -19,6 +18,7 @@ import pytest
 from sublane_core import Settings
 from sublane_providers import ChunkReader
 from sublane_providers._transport import RequestBuilder, UpstreamClients
+from sublane_providers.testing import close_quietly, read_http_request
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -27,21 +27,6 @@ async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
     server = await asyncio.start_server(handler, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     return server, f"http://127.0.0.1:{port}"
-
-
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":", 1)[1])
-    return head + (await reader.readexactly(length) if length else b"")
-
-
-async def _close(writer: asyncio.StreamWriter) -> None:
-    writer.close()
-    with contextlib.suppress(ConnectionError):  # the client went first
-        await writer.wait_closed()
 
 
 @pytest.fixture
@@ -61,7 +46,7 @@ async def test_a_streamed_body_arrives_as_written_and_the_connection_is_kept(
         nonlocal connections
         connections += 1
         for _ in range(2):
-            request = await _read_request(reader)
+            request = await read_http_request(reader)
             assert b"POST /v1/thing" in request and request.endswith(b'{"x":1}')
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -72,7 +57,7 @@ async def test_a_streamed_body_arrives_as_written_and_the_connection_is_kept(
             writer.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
             await writer.drain()
             release.clear()
-        await _close(writer)
+        await close_quietly(writer)
 
     server, url = await _serve(handler)
     async with server:
@@ -100,9 +85,9 @@ async def test_a_silent_server_is_a_timeout(clients: UpstreamClients) -> None:
     answered = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         await answered.wait()  # no answer within the 1 s header timeout
-        await _close(writer)
+        await close_quietly(writer)
 
     server, url = await _serve(handler)
     async with server:
@@ -113,10 +98,10 @@ async def test_a_silent_server_is_a_timeout(clients: UpstreamClients) -> None:
 
 async def test_a_body_cut_mid_way_is_an_http_error_not_a_timeout(clients: UpstreamClients) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial")
         await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     server, url = await _serve(handler)
     async with server:
@@ -130,8 +115,8 @@ async def test_a_body_cut_mid_way_is_an_http_error_not_a_timeout(clients: Upstre
 
 async def test_a_connection_closed_before_any_answer_is_not_a_timeout(clients: UpstreamClients) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
-        await _close(writer)
+        await read_http_request(reader)
+        await close_quietly(writer)
 
     server, url = await _serve(handler)
     async with server:
@@ -147,7 +132,7 @@ async def test_what_arrived_before_a_cut_is_delivered_even_when_read_after_it(
     cut = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
         )
@@ -178,11 +163,11 @@ async def test_model_requests_honour_http_proxy_and_no_proxy(monkeypatch: pytest
     seen: list[bytes] = []
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request = await _read_request(reader)
+        request = await read_http_request(reader)
         seen.append(request.split(b"\r\n", 1)[0])
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
         await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     server, url = await _serve(proxy)
     async with server:
@@ -211,13 +196,13 @@ async def test_a_chunk_reader_waits_within_a_bound_and_the_stream_goes_on(
     release = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
+        await read_http_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
         await writer.drain()
         await release.wait()
         writer.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
         await writer.drain()
-        await _close(writer)
+        await close_quietly(writer)
 
     server, url = await _serve(handler)
     async with server:
