@@ -43,7 +43,6 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
-        self.reused = False
         self.idle_timer: asyncio.TimerHandle | None = None
         # The exchange in progress.
         self.status = 0
@@ -130,7 +129,7 @@ class _Connection(asyncio.Protocol):
 
     # -- the exchange ----------------------------------------------------------------------------
 
-    def start(self, payload: bytes, read_timeout: float | None) -> None:
+    def start(self, head: bytes, body: bytes, read_timeout: float | None) -> None:
         """Send one request and get ready for its answer."""
         self.status = 0
         self.reason = b""
@@ -144,7 +143,7 @@ class _Connection(asyncio.Protocol):
             self.error = "the upstream closed the connection"
             return
         try:
-            transport.write(payload)
+            transport.writelines((head, body))  # no copy of the body to put the head before it
         except (OSError, RuntimeError) as exc:  # a socket that died under us
             self.error = f"the request could not be sent: {type(exc).__name__}"
 
@@ -309,13 +308,13 @@ class Http1Pool:
         proxy = self._proxy(url)
         host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, TLS (SNI) and Host use
         key: PoolKey = (url.scheme, host, url.port or _DEFAULT_PORTS.get(url.scheme, 80), proxy)
-        payload = _head(request, absolute=proxy is not None and key[0] == "http", proxy=proxy)
-        payload += request.content if _is_read(request) else await request.aread()
+        head = _head(request, absolute=proxy is not None and key[0] == "http", proxy=proxy)
+        body = request.content if _is_read(request) else await request.aread()
         await self._acquire_slot()
         connection: _Connection | None = None
         try:
             connection = self._take_idle(key) or await self._connect(key, loop)
-            connection.start(payload, self._read_timeout)
+            connection.start(head, body, self._read_timeout)
             while not connection.head_done:
                 if connection.error is not None:
                     if connection.error == _TIMED_OUT:
@@ -338,11 +337,13 @@ class Http1Pool:
     def release(self, connection: _Connection) -> None:
         """The exchange is over: keep the connection for the next request, or close it."""
         connection.finish()
-        self._free_slot()
-        if not connection.reusable or connection.loop is not self._loop:
+        if connection.loop is not self._loop:  # from a loop the pool has left: its slot left too
             connection.close()
             return
-        connection.reused = True
+        self._free_slot()
+        if not connection.reusable:
+            connection.close()
+            return
         idle = self._idle.setdefault(connection.key, [])
         idle.append(connection)
         connection.idle_timer = connection.loop.call_later(self._keepalive_s, self._expire, connection)
