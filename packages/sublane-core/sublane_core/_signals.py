@@ -8,6 +8,7 @@ logged and skipped: it never breaks the request that sent the signal.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -20,6 +21,12 @@ from sublane_core._vocabulary import Outcome
 _namespace = Namespace()
 _log = logging.getLogger("sublane.signals")
 
+
+def _no_sender() -> None:
+    """Stands for a weak reference to ``None`` (which cannot be weakly referenced)."""
+    return None
+
+
 P = TypeVar("P")
 
 
@@ -31,6 +38,10 @@ class TypedSignal(Generic[P]):
         self.payload_type = payload_type
         self._signal = _namespace.signal(name, doc=doc)
         self.__doc__ = doc
+        self._receivers: dict[Callable[..., None], Callable[[P], None]] = {}  # blinker's → ours
+        # The receivers of one sender, found once per connect/disconnect instead of on every send
+        # (issue #19); an entry counts only while its weakly held sender is that very object.
+        self._by_sender: dict[int, tuple[Callable[[], object], tuple[Callable[[P], None], ...]]] = {}
 
     def connect(self, receiver: Callable[[P], None], *, sender: Any = ANY) -> Callable[[], None]:
         """Call ``receiver(payload)`` on every send (only on those of ``sender`` when given).
@@ -42,8 +53,16 @@ class TypedSignal(Generic[P]):
         def adapter(_sender: Any, payload: P) -> None:
             receiver(payload)
 
+        self._receivers[adapter] = receiver
         self._signal.connect(adapter, sender=sender, weak=False)
-        return lambda: self._signal.disconnect(adapter, sender=sender)
+        self._by_sender.clear()
+
+        def disconnect() -> None:
+            self._signal.disconnect(adapter, sender=sender)
+            self._receivers.pop(adapter, None)
+            self._by_sender.clear()
+
+        return disconnect
 
     def send(self, payload: P, *, sender: Any = None) -> None:
         """Deliver ``payload`` to every receiver; a failing receiver is logged, never raised."""
@@ -51,11 +70,28 @@ class TypedSignal(Generic[P]):
             raise TypeError(f"{self.name} carries {self.payload_type.__name__}, not {type(payload).__name__}")
         if not self._signal.receivers:
             return
-        for receiver in list(self._signal.receivers_for(sender)):
+        for receiver in self._receivers_of(sender):
             try:
-                receiver(sender, payload=payload)
+                receiver(payload)
             except Exception:
                 _log.exception("receiver of %s failed", self.name)
+
+    def _receivers_of(self, sender: Any) -> tuple[Callable[[P], None], ...]:
+        entry = self._by_sender.get(id(sender))
+        if entry is not None and entry[0]() is sender:
+            return entry[1]
+        found = tuple(self._receivers[adapter] for adapter in self._signal.receivers_for(sender))
+        key = id(sender)
+        try:
+            held: Callable[[], object] = (
+                _no_sender
+                if sender is None
+                else weakref.ref(sender, lambda _: self._by_sender.pop(key, None))
+            )
+        except TypeError:  # a sender that cannot be weakly held is looked up every time
+            return found
+        self._by_sender[key] = (held, found)
+        return found
 
     @property
     def has_receivers(self) -> bool:

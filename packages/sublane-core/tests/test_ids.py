@@ -3,7 +3,17 @@ from __future__ import annotations
 import re
 import uuid
 
-from sublane_core import new_request_id, new_secret_token, new_uuid, sha256_hex
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sublane_core import _ids, new_request_id, new_secret_token, new_uuid, sha256_hex
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def _crockford_26(value: int) -> str:
+    """The plain definition: 26 base-32 digits, most significant first."""
+    return "".join(_CROCKFORD[(value >> (5 * (25 - i))) & 31] for i in range(26))
 
 
 def test_request_ids_have_the_req_prefix_and_sort_by_time() -> None:
@@ -29,3 +39,33 @@ def test_new_uuids_are_version_4_and_distinct() -> None:
     for value in list(values)[:20]:
         parsed = uuid.UUID(value)
         assert parsed.version == 4 and str(parsed) == value
+
+
+@given(st.integers(min_value=0, max_value=(1 << 48) - 1), st.integers(min_value=0, max_value=(1 << 80) - 1))
+def test_request_ids_are_the_crockford_digits_of_millis_then_random_bits(millis: int, bits: int) -> None:
+    class FixedBits:
+        def getrandbits(self, k: int) -> int:
+            assert k == 80
+            return bits
+
+    real, _ids._IDS = _ids._IDS, FixedBits()  # type: ignore[assignment]
+    try:
+        value = new_request_id(now=(millis + 0.5) / 1000)
+    finally:
+        _ids._IDS = real
+    assert value == "req_" + _crockford_26((millis << 80) | bits)
+
+
+@given(st.integers(min_value=0, max_value=(1 << 128) - 1))
+def test_new_uuid_formats_like_the_uuid_module(bits: int) -> None:
+    class FixedBits:
+        def getrandbits(self, k: int) -> int:
+            assert k == 128
+            return bits
+
+    real, _ids._IDS = _ids._IDS, FixedBits()  # type: ignore[assignment]
+    try:
+        value = new_uuid()
+    finally:
+        _ids._IDS = real
+    assert value == str(uuid.UUID(int=bits, version=4))

@@ -54,3 +54,60 @@ def test_payloads_are_frozen() -> None:
     payload = signals.UpstreamFailed(account_id=1, model="m", runtime_revision=2, status=500, error_code="x")
     with pytest.raises(AttributeError):
         payload.status = 200  # type: ignore[misc]
+
+
+class _Sender:
+    """A sender object (the gateway's runtimes play this part)."""
+
+
+def _released(request_id: str) -> signals.LeaseReleased:
+    return signals.LeaseReleased(request_id=request_id, account_id=1, model="m", outcome="success")
+
+
+def test_receivers_of_a_sender_follow_every_connect_and_disconnect() -> None:
+    first, second = _Sender(), _Sender()
+    seen: list[tuple[str, str]] = []
+    for_first = signals.lease_released.connect(lambda p: seen.append(("first", p.request_id)), sender=first)
+    for_all = signals.lease_released.connect(lambda p: seen.append(("any", p.request_id)))
+    try:
+        signals.lease_released.send(_released("a"), sender=first)
+        signals.lease_released.send(_released("b"), sender=second)
+        signals.lease_released.send(_released("c"))
+        for_second = signals.lease_released.connect(
+            lambda p: seen.append(("second", p.request_id)), sender=second
+        )
+        signals.lease_released.send(_released("d"), sender=second)  # a receiver added after a send
+        for_first()
+        signals.lease_released.send(_released("e"), sender=first)  # a receiver removed after a send
+        for_second()
+    finally:
+        for_all()
+    assert sorted(seen) == sorted(
+        [
+            ("first", "a"),
+            ("any", "a"),
+            ("any", "b"),
+            ("any", "c"),
+            ("second", "d"),
+            ("any", "d"),
+            ("any", "e"),
+        ]
+    )
+
+
+def test_a_new_sender_never_gets_the_receivers_of_a_dead_one() -> None:
+    seen: list[str] = []
+    dead = _Sender()
+    dead_id = id(dead)
+    # The disconnect function is dropped: nothing but this test holds the sender.
+    signals.lease_released.connect(lambda p: seen.append(p.request_id), sender=dead)
+    signals.lease_released.send(_released("before"), sender=dead)
+    del dead  # blinker lets go of its receivers; its id may now be reused by the next object
+    reused = False
+    for _ in range(200):
+        stranger = _Sender()
+        reused = reused or id(stranger) == dead_id
+        signals.lease_released.send(_released("stranger"), sender=stranger)
+        del stranger
+    assert seen == ["before"]
+    assert reused  # CPython hands the freed memory out again: the case this test is about
