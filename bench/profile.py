@@ -1,7 +1,8 @@
 """Where the gateway's CPU goes: py-spy samples ``sublane serve`` under two bench loads.
 
 ``python bench/profile.py`` (py-spy from ``BENCH_PYSPY``, default ``.cache/bench-prof-venv/bin/py-spy``,
-installed there on first use; never a project dependency). Same layout as ``bench/run.py``:
+installed there on first use; never a project dependency; ``BENCH_PYSPY_NATIVE=1`` samples C frames
+too). Same layout as ``bench/run.py``:
 gateway on core 0, mock and driver on core 1. Loads: closed-loop non-streaming Responses at
 concurrency 16 on the instant mock, then 300 paced streams (64 deltas every 20 ms). Writes the
 collapsed stacks to ``bench/results/profile-<load>.txt`` and prints the functions with the most
@@ -134,6 +135,8 @@ async def profile(pyspy: Path, gateway_pid: int, name: str, load: object, second
     out = RESULTS / f"profile-{name}.txt"
     args = [str(pyspy), "record", "--format", "raw", "--rate", "250", "--duration", str(seconds)]
     args += ["--pid", str(gateway_pid), "--output", str(out), "--nonblocking"]
+    if os.environ.get("BENCH_PYSPY_NATIVE"):  # C frames too (uvloop, httptools, the JSON libraries)
+        args.append("--native")
     # Started before the load and waited for after it: nothing blocks while the load runs.
     spy = subprocess.Popen(  # noqa: ASYNC220
         args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True

@@ -16,7 +16,8 @@ from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
-from sublane_gateway.routes._http import serve_http, to_response
+from sublane_gateway.routes._http import serve_http
+from sublane_gateway.routes._replies import to_response
 
 router = APIRouter(tags=["client: Google Gemini"])
 

@@ -5,27 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
-from sublane_gateway.pipeline import (
-    CallSpec,
-    Reply,
-    StreamReply,
-    client_runtime,
-    serve_call,
-    sublane_error_reply,
-)
+from sublane_gateway.pipeline import CallSpec, client_runtime, serve_call, sublane_error_reply
 from sublane_gateway.routes._bodies import read_json_object
-
-
-def to_response(reply: Reply) -> Response:
-    """The Starlette response of a pipeline reply."""
-    if isinstance(reply, StreamReply):
-        return StreamingResponse(reply.chunks, media_type=reply.media_type, headers=reply.headers)
-    return Response(
-        reply.content, status_code=reply.status, media_type="application/json", headers=reply.headers
-    )
+from sublane_gateway.routes._replies import to_response
 
 
 async def serve_http(

@@ -11,7 +11,7 @@ from sublane_gateway.pipeline import client_runtime, error_reply, group_models, 
 from sublane_gateway.routes._gemini import get_model as gemini_get_model
 from sublane_gateway.routes._gemini import list_models as gemini_list_models
 from sublane_gateway.routes._gemini import wants_gemini
-from sublane_gateway.routes._http import to_response
+from sublane_gateway.routes._replies import to_response
 
 router = APIRouter(tags=["client: models"])
 
