@@ -130,6 +130,17 @@ async def test_responses_json_is_collected_from_the_stream(make_pool: Callable[.
         assert reply.headers["x-request-id"].startswith("req_")
 
 
+async def test_a_runtime_sends_call_events_through_the_receiver_cache(make_pool: Callable[..., Pool]) -> None:
+    """The runtime is every call's signal sender: it can be held weakly, so the receivers it reaches
+    are found once, not on every send (issue #19)."""
+    pool = make_pool()
+    async with pipeline_of(pool) as (runtime, principal):
+        for _ in range(2):
+            reply = await serve_call(runtime, principal, spec(WireProtocol.RESPONSES, dict(RESPONSES_BODY)))
+            assert isinstance(reply, JsonReply) and reply.status == 200
+        assert id(runtime) in signals.request_finished._by_sender
+
+
 async def test_chat_is_translated_to_responses_and_back(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool()
     body = {"model": "gpt-5-codex", "messages": [{"role": "user", "content": "hi"}], "stream": True}

@@ -25,6 +25,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from sublane_gateway.routes import ReplyResponse
+
 Endpoint = Callable[..., Awaitable[Response]]
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -70,6 +72,7 @@ class ModelRoutes:
                 started = True
             await send(message)
 
+        response: Response | None = None
         try:
             try:
                 response = await endpoint(request, **params)
@@ -78,10 +81,13 @@ class ModelRoutes:
                 if handler is None:
                     raise
                 response = await handler(request, exc)
-            await response(scope, receive, sending)
+            if isinstance(response, ReplyResponse):  # it says itself whether it started
+                await response(scope, receive, send)
+            else:
+                await response(scope, receive, sending)
         except Exception as exc:  # as Starlette's ServerErrorMiddleware: the 500, then the server logs it
             error = await self._server_error(request, exc)
-            if not started:
+            if not (started or (isinstance(response, ReplyResponse) and response.started)):
                 await error(scope, receive, send)
             raise
 

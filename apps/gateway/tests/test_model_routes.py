@@ -17,6 +17,8 @@ from sublane_core import SubLaneError
 from sublane_gateway import routes
 from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._model_routes import ModelRoutes
+from sublane_gateway.pipeline import StreamReply
+from sublane_gateway.routes._replies import to_response
 
 router = APIRouter()
 served: list[str] = []
@@ -31,6 +33,8 @@ async def do_thing(request: Request, name: str) -> Response:
         raise RuntimeError("a bug")
     if name == "cut":
         return StreamingResponse(_cut_stream(), media_type="text/event-stream")
+    if name == "cut-reply":  # the gateway's own stream response (routes/_replies.py)
+        return to_response(StreamReply(_cut_stream()))
     return JSONResponse({"name": name, "body": await request.json()})
 
 
@@ -87,11 +91,12 @@ def test_a_bug_is_logged_and_raised_on_to_the_server_as_behind_starlettes_error_
     assert [record.getMessage() for record in caplog.records] == ["unhandled error: RuntimeError"]
 
 
+@pytest.mark.parametrize("route", ["cut", "cut-reply"])
 def test_a_bug_after_the_answer_started_ends_it_without_a_second_answer(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, route: str
 ) -> None:
     with caplog.at_level(logging.ERROR, "sublane.gateway"):
-        cut = _served().post("/v1/things/cut:do", json={})
+        cut = _served().post(f"/v1/things/{route}:do", json={})
     assert cut.status_code == 200 and cut.content == b"data: 1\n\n"
     assert [record.getMessage() for record in caplog.records] == ["unhandled error: RuntimeError"]
 
@@ -121,3 +126,32 @@ def test_the_gateway_serves_every_model_post_this_way() -> None:
         "/v1beta/models/{model}:generateContent",
     } <= paths
     assert all(route.methods == {"POST"} for route in routes.MODEL_CALL_ROUTES)
+
+
+@pytest.mark.parametrize("route", ["cut", "cut-reply"])
+async def test_after_the_answer_started_no_second_status_line_is_sent(route: str) -> None:
+    app = FastAPI()
+    install_error_handlers(app)
+    app.include_router(router)
+    posts = [r for r in router.routes if isinstance(r, APIRoute) and r.methods == {"POST"}]
+    sent: list[dict[str, object]] = []
+    body = [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+    async def receive() -> dict[str, object]:
+        return body.pop() if body else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": f"/v1/things/{route}:do",
+        "raw_path": f"/v1/things/{route}:do".encode(),
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "asgi": {"spec_version": "2.3"},
+    }
+    with pytest.raises(RuntimeError, match="mid-stream"):
+        await ModelRoutes(app, posts)(scope, receive, send)  # type: ignore[arg-type]
+    assert [m["type"] for m in sent].count("http.response.start") == 1

@@ -39,7 +39,7 @@ from sublane_scheduler import (
 Change = signals.AccountChange
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)  # a signal sender: its receivers are cached by weak reference
 class ClientRuntime:
     """Process-wide state of the client API."""
 

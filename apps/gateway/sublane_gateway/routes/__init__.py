@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from sublane_gateway.routes import _chat, _gemini, _messages, _models, _responses, _responses_ws
+from sublane_gateway.routes._replies import ReplyResponse
 
 router = APIRouter()
 for _module in (_responses, _responses_ws, _chat, _messages, _models, _gemini):
@@ -20,4 +21,4 @@ MODEL_CALL_ROUTES = [
     if isinstance(route, APIRoute) and route.methods == {"POST"}
 ]
 
-__all__ = ["MODEL_CALL_ROUTES", "router"]
+__all__ = ["MODEL_CALL_ROUTES", "ReplyResponse", "router"]

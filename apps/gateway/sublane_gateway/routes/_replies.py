@@ -28,7 +28,14 @@ def _without(raw: list[tuple[bytes, bytes]], name: bytes) -> bool:
     return all(key != name for key, _ in raw)
 
 
-class JsonReplyResponse(Response):
+class ReplyResponse(Response):
+    """A pipeline reply's response; ``started`` once its status line went out (so that a failure
+    after that point gets no 500 of its own: the client already has an answer under way)."""
+
+    started = False
+
+
+class JsonReplyResponse(ReplyResponse):
     """A whole JSON body."""
 
     def __init__(self, reply: JsonReply) -> None:
@@ -43,11 +50,12 @@ class JsonReplyResponse(Response):
         self.raw_headers = raw
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.started = True
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         await send({"type": "http.response.body", "body": self.body})
 
 
-class StreamReplyResponse(Response):
+class StreamReplyResponse(ReplyResponse):
     """An event stream relayed chunk by chunk until it ends or the client leaves.
 
     When the client leaves while the relay waits for the upstream, that wait is cancelled (the
@@ -83,6 +91,7 @@ class StreamReplyResponse(Response):
 
         watcher = asyncio.create_task(watch())
         try:
+            self.started = True
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             while not left:
                 waiting = True
