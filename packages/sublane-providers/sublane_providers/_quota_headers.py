@@ -8,9 +8,12 @@ start with the prefix, with the same result: lower-case names, repeated fields j
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 
 import httpx
+
+from sublane_core import signals
 
 
 def headers_with_prefix(headers: Mapping[str, str], prefix: str) -> dict[str, str]:
@@ -36,3 +39,42 @@ def headers_with_prefix(headers: Mapping[str, str], prefix: str) -> dict[str, st
         if name.startswith(prefix):
             found[name] = value
     return found
+
+
+Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]  # (plan, windows), as adapters answer
+QuotaParse = Callable[[Mapping[str, str], float], Quota]
+
+MEMO_MAX_AGE_S = 1.0
+MEMO_SIZE = 256
+
+
+class QuotaHeaderMemo:
+    """A provider's quota header parse, run once per change of the headers it reads.
+
+    Every answer carries the headers and a busy account's answers mostly repeat the last values
+    (upstreams count in whole percents and seconds), so an answer whose ``relevant`` raw headers
+    are byte for byte those of one parsed less than ``MEMO_MAX_AGE_S`` ago gets that parse again
+    (issue #19). A window's reset computed from a relative header is then off by less than that
+    age, the upstream's own precision. Other header mappings are parsed every time.
+    """
+
+    __slots__ = ("_parse", "_relevant", "_seen")
+
+    def __init__(self, parse: QuotaParse, relevant: re.Pattern[bytes]) -> None:
+        self._parse = parse
+        self._relevant = relevant.match
+        self._seen: dict[tuple[tuple[bytes, bytes], ...], tuple[float, Quota]] = {}
+
+    def __call__(self, headers: Mapping[str, str], now: float) -> Quota:
+        if not isinstance(headers, httpx.Headers):
+            return self._parse(headers, now)
+        relevant = self._relevant
+        key = tuple([(name, value) for name, value in headers.raw if relevant(name.lower())])
+        seen = self._seen.get(key)
+        if seen is not None and 0 <= now - seen[0] < MEMO_MAX_AGE_S:
+            return seen[1]
+        result = self._parse(headers, now)
+        if len(self._seen) >= MEMO_SIZE:
+            self._seen.clear()
+        self._seen[key] = (now, result)
+        return result

@@ -24,7 +24,7 @@ from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers.claude._credentials import parse_credentials
 from sublane_providers.claude._failures import classify_failure
 from sublane_providers.claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
-from sublane_providers.claude._quota import windows_from_headers, windows_from_usage
+from sublane_providers.claude._quota import remembered_windows_from_headers, windows_from_usage
 from sublane_providers.claude._request import (
     OAUTH_BETA,
     count_tokens_url,
@@ -235,7 +235,7 @@ class ClaudeAdapter(ProviderAdapter):
         return classify_failure(status, headers, body, now)
 
     def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
-        return windows_from_headers(headers, now)
+        return remembered_windows_from_headers(headers, now)  # parsed once per change (issue #19)
 
     # -- credentials ------------------------------------------------------------------------------
 

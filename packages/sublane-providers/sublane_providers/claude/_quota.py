@@ -15,7 +15,7 @@ from typing import Any
 
 from sublane_core import signals
 from sublane_providers._credentials import parse_timestamp
-from sublane_providers._quota_headers import headers_with_prefix
+from sublane_providers._quota_headers import QuotaHeaderMemo, headers_with_prefix
 
 QuotaWindow = signals.QuotaWindow
 
@@ -150,3 +150,8 @@ def rejected_main_windows(headers: Mapping[str, str], now: float) -> list[QuotaW
     """Main windows the headers report as reached, with a known reset (an exhausted subscription)."""
     _, windows = windows_from_headers(headers, now)
     return [w for w in windows if w.main and w.limit_reached and w.resets_at is not None]
+
+
+remembered_windows_from_headers = QuotaHeaderMemo(
+    windows_from_headers, re.compile(rb"(?i)" + re.escape(HEADER_PREFIX.encode()))
+)

@@ -21,7 +21,7 @@ from sublane_providers.codex._errors import error_code
 from sublane_providers.codex._failures import classify_failure
 from sublane_providers.codex._login import CLIENT_ID, CodexLogin
 from sublane_providers.codex._quota import (
-    windows_from_headers,
+    remembered_windows_from_headers,
     windows_from_rate_limits_event,
     windows_from_usage,
 )
@@ -155,7 +155,7 @@ class CodexAdapter(ProviderAdapter):
         return classify_failure(status, headers, body, now)
 
     def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
-        return windows_from_headers(headers, now)
+        return remembered_windows_from_headers(headers, now)  # parsed once per change (issue #19)
 
     def quota_from_event(self, payload: Mapping[str, Any], now: float) -> Quota:
         return windows_from_rate_limits_event(payload)

@@ -6,11 +6,12 @@ named limits are reported but can never exclude an account (QUOTA-4).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import signals
-from sublane_providers._quota_headers import headers_with_prefix
+from sublane_providers._quota_headers import QuotaHeaderMemo, headers_with_prefix
 
 QuotaWindow = signals.QuotaWindow
 
@@ -86,6 +87,11 @@ def windows_from_headers(
                 )
             )
     return plan, tuple(windows)
+
+
+# The raw names ``windows_from_headers`` reads: the plan and every family's window fields.
+_RELEVANT = re.compile(rb"(?i)x-(?:codex-plan-type$|.*-(?:primary|secondary)-)")
+remembered_windows_from_headers = QuotaHeaderMemo(windows_from_headers, _RELEVANT)
 
 
 def _families(headers: Mapping[str, str]) -> list[tuple[str, bool]]:
