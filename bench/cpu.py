@@ -2,7 +2,7 @@
 
 ``python bench/cpu.py`` starts the mock and ``sublane serve`` the way ``bench/run.py`` does (gateway
 on core 0, mock and driver on core 1), warms up, then runs closed-loop non-streaming Responses calls
-at concurrency 16 for ``BENCH_CPU_SECONDS`` (default 10) and divides the gateway process's CPU
+at concurrency 16 for ``BENCH_CPU_SECONDS`` (default 10; ``BENCH_CPU_CONCURRENCY`` clients, default 16) and divides the gateway process's CPU
 seconds (user + system, from ``/proc``) by the requests it answered. Streaming calls (4 deltas,
 instant mock) are measured the same way. Latency and throughput depend on what else runs on the
 machine; CPU per request much less, so this is the number to compare between two versions of the
@@ -29,7 +29,7 @@ from run import (
 )
 
 SECONDS = float(os.environ.get("BENCH_CPU_SECONDS", "10"))
-CONCURRENCY = 16
+CONCURRENCY = int(os.environ.get("BENCH_CPU_CONCURRENCY", "16"))
 
 
 async def per_request(pid: int, target: Target, raw: bytes) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from run import (
     start_mock_and_gateway,
 )
 
+CONCURRENCY = int(os.environ.get("BENCH_PROFILE_CONCURRENCY", "16"))  # of the non-streaming load
 PYSPY = Path(os.environ.get("BENCH_PYSPY", ROOT / ".cache" / "bench-prof-venv" / "bin" / "py-spy"))
 
 
@@ -154,8 +155,10 @@ async def main_async(procs: Processes, tmp: Path) -> None:
     gateway_proc, gateway = start_mock_and_gateway(procs, tmp)
     plain = gateway.request(responses_body(stream=False))
     await closed_loop(gateway, plain, 4, 2.0)  # warm-up
-    log("profiling: non-streaming, concurrency 16")
-    await profile(pyspy, gateway_proc.pid, "nonstreaming-c16", closed_loop(gateway, plain, 16, 11.0), 10)
+    clients = CONCURRENCY
+    log(f"profiling: non-streaming, concurrency {clients}")
+    load = closed_loop(gateway, plain, clients, 11.0)
+    await profile(pyspy, gateway_proc.pid, f"nonstreaming-c{clients}", load, 10)
     paced = gateway.request(responses_body(stream=True, deltas=64, pacing_ms=20))
 
     async def streams() -> None:

@@ -3,7 +3,8 @@
 Uvicorn bounds idle keep-alive connections, but a header trickled one byte at a time keeps
 cancelling that timer, so one socket could be held for ever. This protocol (uvicorn's httptools
 protocol plus one timer) closes a connection whose request headers are not complete in time,
-counted from the connection's opening or the request's first byte.
+counted from the connection's opening or the request's first byte. Each request's response goes
+out through :class:`~sublane_gateway._head_with_body.HeadWithBody` (head and body in one write).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from asyncio import TimerHandle
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from sublane_gateway._head_with_body import HeadWithBody
 
 
 def header_bounded_protocol(header_timeout_s: float) -> type[HttpToolsProtocol]:
@@ -34,7 +37,11 @@ def header_bounded_protocol(header_timeout_s: float) -> type[HttpToolsProtocol]:
 
         def on_headers_complete(self) -> None:
             self._disarm()
+            before = self.cycle
             super().on_headers_complete()
+            cycle = self.cycle
+            if cycle is not None and cycle is not before:  # a new request (not an upgrade)
+                cycle.transport = HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
 from sublane_gateway._app import asgi_app, create_app
+from sublane_gateway._slow_clients import header_bounded_protocol
 
 STARTUP_TIMEOUT_S = 15.0
 
@@ -30,9 +31,17 @@ STARTUP_TIMEOUT_S = 15.0
 @contextmanager
 def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve ``app`` on ``host`` (a free port by default); yields the base URL (``http://127.0.0.1:PORT``)."""
-    # proxy_headers=False as `sublane serve` runs: X-Forwarded-* is SubLane's to judge (OPS-6).
+    # proxy_headers=False as `sublane serve` runs: X-Forwarded-* is SubLane's to judge (OPS-6); and
+    # its HTTP protocol (OPS-4's header deadline, a response's head and body in one write).
     config = uvicorn.Config(
-        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", proxy_headers=False
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        proxy_headers=False,
+        http=header_bounded_protocol(Settings.model_fields["client_header_timeout_s"].default),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="sublane-test-server", daemon=True)
