@@ -1,14 +1,16 @@
-"""collect_stream: a non-streaming answer read from an upstream stream, cut on whole chunks (issue #19).
+"""Reading upstream streams on whole chunks (issue #19): collect_stream and the relay's observing.
 
 The reader cuts events on the whole piece a read gives and looks only at the name line of the
 events nobody wants; these tests hold it to the event-by-event reader it replaced, on every kind of
 stream (LF, CRLF, CR, multi-line data, comments, unnamed events, odd names, broken JSON) cut at
-every place, and check the timeout, cut-stream and cancel endings.
+every place, and check the timeout, cut-stream and cancel endings. The relay's pieces must be the
+upstream's bytes unchanged, observed as the event-by-event observer did.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -22,6 +24,7 @@ from sublane_core import FakeClock, Outcome, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
+from sublane_gateway.pipeline._relay import observe_blocks, observe_events
 from sublane_protocols import Collector, new_collector
 from sublane_providers import SseFramer, StreamState, parse_event
 from sublane_providers.codex import CodexStreamObserver
@@ -64,11 +67,6 @@ _EVENTS = [
     "\n\n",  # a lone blank line between events
 ]
 _SEPARATORS = ["\n", "\r\n", "\r"]
-
-
-async def _body(chunks: list[bytes]) -> AsyncIterator[bytes]:
-    for chunk in chunks:
-        yield chunk
 
 
 class _Stream(httpx.AsyncByteStream):
@@ -264,3 +262,43 @@ def test_a_caller_that_leaves_cancels_the_read_and_finishes_the_call_canceled() 
 
     asyncio.run(leave())
     assert call.finished and stream.closed and call.state.events == 1
+
+
+def _reference_observing(observer: CodexStreamObserver, blocks: list[bytes]) -> None:
+    """observe_blocks as it was before issue #19."""
+    for block in blocks:
+        name = None
+        if block.startswith(b"event:"):
+            end = block.find(b"\n")
+            name = block[6:end].strip().decode("utf-8", errors="replace") if end != -1 else None
+        if name is not None and not observer.wants(name):
+            observer.observe(name, None)
+            continue
+        event = parse_event(block)
+        observer.observe(event.name, event.data)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.sampled_from(range(len(_EVENTS))), max_size=14),
+    st.sampled_from(_SEPARATORS),
+    st.lists(st.integers(min_value=0, max_value=4000), max_size=6),
+)
+def test_time_1_events_relayed_in_one_piece_are_the_upstream_bytes_and_observed_alike(
+    picks: list[int], newline: str, cuts: list[int]
+) -> None:
+    body = "".join(_EVENTS[index] for index in picks).replace("\n", newline).encode()
+    bounds = [0, *sorted(cuts), len(body)]
+    chunks = [body[a:b] for a, b in itertools.pairwise(bounds)]
+    by_list, by_piece = SseFramer(), SseFramer()
+    expected, got, got_blocks = CodexStreamObserver(), CodexStreamObserver(), CodexStreamObserver()
+    relayed: list[bytes] = []
+    for chunk in chunks:
+        blocks = by_list.feed(chunk)
+        _reference_observing(expected, blocks)
+        observe_blocks(got_blocks, blocks)
+        piece = by_piece.cut(chunk)
+        observe_events(got, piece)
+        relayed.append(piece)
+    assert b"".join(relayed) + by_piece.rest() == body
+    assert _state(got.state) == _state(expected.state) == _state(got_blocks.state)
