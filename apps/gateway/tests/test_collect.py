@@ -87,9 +87,13 @@ class _Stream(httpx.AsyncByteStream):
 
 
 def _call() -> ModelCall:
-    call = ModelCall.start(FakeClock(), None, "req_1", _PRINCIPAL, "gpt-5", "responses", "responses")
-    call.upstream_status = 200
-    return call
+    """A started call (built directly: ``ModelCall.start`` would bind a request ID to the test's context)."""
+    clock = FakeClock()
+    return ModelCall(
+        clock=clock, sender=None, request_id="req_1", principal=_PRINCIPAL, model="gpt-5",
+        protocol="responses", operation="responses", started_wall=clock.time(), started=clock.monotonic(),
+        upstream_status=200,
+    )  # fmt: skip
 
 
 def _response(stream: _Stream) -> httpx.Response:
