@@ -17,6 +17,7 @@ from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_request_id, new_secret_token, new_uuid, sha256_hex
 from sublane_core._json import dumps as json_dumps
 from sublane_core._json import loads as json_loads
+from sublane_core._json import loads_text as json_loads_text
 from sublane_core._logging import (
     RedactingFilter,
     RequestIdFilter,
@@ -142,4 +143,5 @@ __all__ = [
     # JSON on the hot path: the stdlib's semantics, Rust's speed
     "json_dumps",
     "json_loads",
+    "json_loads_text",
 ]

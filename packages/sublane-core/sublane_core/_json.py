@@ -41,6 +41,18 @@ def loads(data: str | bytes | bytearray) -> Any:
     return json.loads(data)  # also what refuses types it does not take (memoryview, …)
 
 
+def loads_text(data: bytes) -> Any:
+    """``loads(data.decode("utf-8", "replace"))`` without the decode when ``data`` is valid UTF-8.
+
+    For text still in its wire bytes (SSE data): what jiter takes is valid UTF-8, so decoding and
+    encoding it again would give the same bytes back; anything else takes the decoded path.
+    """
+    try:
+        return jiter.from_json(data)
+    except ValueError:
+        return loads(data.decode("utf-8", "replace"))
+
+
 def dumps(value: Any, *, ensure_ascii: bool = False, allow_nan: bool = True, errors: str = "strict") -> bytes:
     """Compact JSON of ``value`` as UTF-8 bytes.
 

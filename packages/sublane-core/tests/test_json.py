@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sublane_core import json_dumps, json_loads
+from sublane_core import json_dumps, json_loads, json_loads_text
 
 _SETTINGS = settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -167,3 +167,18 @@ def test_dumps_is_compact_utf8_and_keys_like_the_stdlib() -> None:
     assert json_dumps({"a": [1, 2.5, None, True], "é": "ü"}) == '{"a":[1,2.5,null,true],"é":"ü"}'.encode()
     assert json_dumps({1: "x", None: "y"}) == b'{"1":"x","null":"y"}'  # non-str keys: the stdlib's
     assert json_dumps(2**70) == b"1180591620717411303424"
+
+
+@_SETTINGS
+@given(
+    st.lists(_TOKENS, max_size=24).map("".join).map(lambda t: t.encode("utf-8", "surrogatepass"))
+    | st.binary(max_size=24)
+)
+def test_ops_1_loads_text_reads_bytes_as_loads_reads_them_decoded(data: bytes) -> None:
+    """SSE data is decoded straight from its bytes: the value or error of the decoded text."""
+    ours, decoded = _outcome(json_loads_text, data), _outcome(json_loads, data.decode("utf-8", "replace"))
+    assert ours[0] == decoded[0], (data, ours, decoded)
+    if ours[0] == "value":
+        assert _same(ours[1], decoded[1]), (data, ours, decoded)
+    else:
+        assert ours[1] is decoded[1], (data, ours, decoded)

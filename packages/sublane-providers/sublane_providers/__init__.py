@@ -13,7 +13,7 @@ from sublane_providers._registry import (
     provider_names,
 )
 from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
-from sublane_providers._sse import SseEvent, SseFramer, encode_event, parse_event
+from sublane_providers._sse import SseEvent, SseFramer, blocks_of, encode_event, event_fields, parse_event
 from sublane_providers._transport import ChunkReader, UpstreamClients
 from sublane_providers._types import (
     DeltaKind,
@@ -72,5 +72,7 @@ __all__ = [
     "SseFramer",
     "encode_event",
     "parse_event",
+    "event_fields",
+    "blocks_of",
     "parse_retry_after",
 ]

@@ -39,7 +39,15 @@ class StreamObserver(Protocol):
         ...
 
     def observe(self, name: str | None, data: str | None) -> dict[str, Any] | None:
-        """Record what one SSE event tells; returns the decoded payload when it decoded one."""
+        """Record what one SSE event tells; returns the decoded payload when it decoded one.
+
+        An event it does not :meth:`wants` is only counted (``state.events``): readers in a hurry
+        may count such an event themselves instead of calling this (issue #19).
+        """
+        ...
+
+    def observe_data(self, name: str | None, data: bytes | None) -> dict[str, Any] | None:
+        """:meth:`observe` with the data in its UTF-8 bytes."""
         ...
 
     def observe_payload(self, payload: dict[str, Any]) -> None:

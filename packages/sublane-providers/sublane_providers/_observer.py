@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
-from sublane_core import json_loads
+from sublane_core import json_loads, json_loads_text
 from sublane_providers._types import StreamState
 
 
@@ -35,8 +36,19 @@ class JsonStreamObserver(ABC):
         self.state.events += 1
         if data is None or not self.wants(name):
             return None
+        return self._decoded(data, json_loads)
+
+    def observe_data(self, name: str | None, data: bytes | None) -> dict[str, Any] | None:
+        """:meth:`observe` for data still in its UTF-8 bytes (``event_fields``): decoded straight
+        from them, and only when wanted (issue #19)."""
+        self.state.events += 1
+        if data is None or not self.wants(name):
+            return None
+        return self._decoded(data, json_loads_text)
+
+    def _decoded(self, data: Any, loads: Callable[[Any], Any]) -> dict[str, Any] | None:
         try:
-            payload = json_loads(data)
+            payload = loads(data)
         except ValueError:
             return None
         if not isinstance(payload, dict):

@@ -25,25 +25,60 @@ class SseFramer:
         if b"\r" not in buffer:  # the usual stream, lines ending in LF: one separator to look for
             *complete, self._buffer = buffer.split(b"\n\n")
             return [event + b"\n\n" for event in complete]
-        events: list[bytes] = []
-        start = 0
-        while True:
-            end = -1
-            cut = 0
-            for separator in _SEPARATORS:
-                index = buffer.find(separator, start)
-                if index != -1 and (end == -1 or index < end):
-                    end, cut = index, len(separator)
-            if end == -1:
-                break
-            events.append(buffer[start : end + cut])
-            start = end + cut
+        events, start = _cut_at_any_separator(buffer)
         self._buffer = buffer[start:]
         return events
+
+    def cut(self, chunk: bytes) -> bytes:
+        """The complete events now available as one piece (``b""``: none yet), the same bytes that
+        :meth:`feed` would return as a list: no copy per event (issue #19)."""
+        buffer = self._buffer + chunk if self._buffer else chunk
+        end = _end_of_lf_events(buffer) if b"\r" not in buffer else _cut_at_any_separator(buffer)[1]
+        if end == len(buffer):
+            self._buffer = b""
+            return buffer
+        self._buffer = buffer[end:]
+        return buffer[:end]
 
     def rest(self) -> bytes:
         """Bytes of an unfinished event left when the stream ended."""
         return self._buffer
+
+
+def _end_of_lf_events(buffer: bytes) -> int:
+    """Where the last complete event ends when lines end in LF (``0``: none), as ``split`` cuts:
+    in a run of blank lines the separators pair up from the run's start."""
+    last = buffer.rfind(b"\n\n")
+    if last == -1:
+        return 0
+    start = last
+    while start and buffer[start - 1] == 10:  # a longer run of LFs (rare)
+        start -= 1
+    return start + (last + 2 - start) // 2 * 2
+
+
+def blocks_of(events: bytes) -> list[bytes]:
+    """The event blocks (separators included) of complete events, as :meth:`SseFramer.cut` gave them."""
+    if b"\r" not in events:
+        return [event + b"\n\n" for event in events.split(b"\n\n")[:-1]]
+    return _cut_at_any_separator(events)[0]
+
+
+def _cut_at_any_separator(buffer: bytes) -> tuple[list[bytes], int]:
+    """The complete events of a buffer where lines may end in CR, CRLF or LF, and where they end."""
+    events: list[bytes] = []
+    start = 0
+    while True:
+        end = -1
+        cut = 0
+        for separator in _SEPARATORS:
+            index = buffer.find(separator, start)
+            if index != -1 and (end == -1 or index < end):
+                end, cut = index, len(separator)
+        if end == -1:
+            return events, start
+        events.append(buffer[start : end + cut])
+        start = end + cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +93,20 @@ def parse_event(block: bytes) -> SseEvent:
     """The ``event:`` name and joined ``data:`` lines of a block; comments are ignored.
 
     Lines end at CR, LF or CRLF, as SSE says: not at the other line breaks ``str.splitlines`` knows
-    (U+2028, form feed, …), which a JSON string may hold unescaped. The usual one-name, one-data-line
-    block takes a path without a loop (issue #19).
+    (U+2028, form feed, …), which a JSON string may hold unescaped.
     """
+    name, data = event_fields(block)
+    return SseEvent(name=name, data=data.decode("utf-8", "replace") if data is not None else None)
+
+
+def event_fields(block: bytes) -> tuple[str | None, bytes | None]:
+    """:func:`parse_event`'s name and data, the data left in its UTF-8 bytes (decoded only if
+    wanted, straight from the bytes: ``json_loads_text``). The usual one-name, one-data-line block
+    takes a path without a loop (issue #19)."""
     if block.startswith(b"event: ") and block.endswith(b"\n\n") and b"\r" not in block:
         head, found, value = block[7:-2].partition(b"\ndata: ")
         if found and b"\n" not in head and b"\n" not in value:
-            return SseEvent(name=head.decode("utf-8", "replace"), data=value.decode("utf-8", "replace"))
+            return head.decode("utf-8", "replace"), value
     name: str | None = None
     data: list[bytes] = []
     lines = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in block else block
@@ -78,7 +120,7 @@ def parse_event(block: bytes) -> SseEvent:
             name = value.decode("utf-8", "replace")
         elif field_name == b"data":
             data.append(value)
-    return SseEvent(name=name, data=b"\n".join(data).decode("utf-8", "replace") if data else None)
+    return name, b"\n".join(data) if data else None
 
 
 def encode_event(data: str, name: str | None = None) -> bytes:

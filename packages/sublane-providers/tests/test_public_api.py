@@ -17,7 +17,8 @@ EXPECTED = [
     "PastedCallbackError", "PkcePair", "code_from_pasted", "new_pkce_pair",
     "expiry_of", "unverified_claims",
     "DeltaKind", "FailureKind", "Outcome", "StreamState", "TokenUsage", "UpstreamFailure",
-    "SseEvent", "SseFramer", "encode_event", "parse_event", "parse_retry_after",
+    "SseEvent", "SseFramer", "encode_event", "parse_event", "event_fields", "blocks_of",
+    "parse_retry_after",
 ]  # fmt: skip
 
 CODEX = [

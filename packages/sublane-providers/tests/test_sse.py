@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sublane_providers import SseEvent, SseFramer, parse_event
+from sublane_providers import SseEvent, SseFramer, blocks_of, event_fields, parse_event
 
 _EXOTIC_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
@@ -90,3 +90,29 @@ def test_the_framer_cuts_every_chunking_where_the_full_search_does(chunks: list[
     for chunk in chunks:
         events += framer.feed(chunk)
     assert [*events, framer.rest()] == _framed_by_every_separator(chunks)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.binary(max_size=12).map(lambda b: bytes(c for c in b if c in b"a:\n\r ") or b"\n"), max_size=12
+    )
+)
+def test_cut_gives_the_bytes_of_the_events_feed_gives(chunks: list[bytes]) -> None:
+    """One piece per chunk instead of a list (issue #19): the same events, the same rest."""
+    by_list, by_piece = SseFramer(), SseFramer()
+    for chunk in chunks:
+        blocks = by_list.feed(chunk)
+        piece = by_piece.cut(chunk)
+        assert piece == b"".join(blocks)
+        assert blocks_of(piece) == blocks
+        assert by_piece.rest() == by_list.rest()
+
+
+@settings(max_examples=500, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(_BLOCKS)
+def test_event_fields_are_parse_events_fields_with_the_data_in_bytes(block: bytes) -> None:
+    name, data = event_fields(block)
+    event = parse_event(block)
+    assert name == event.name
+    assert (data.decode("utf-8", "replace") if data is not None else None) == event.data

@@ -1,18 +1,22 @@
-"""A JSON answer read from an upstream stream, for callers that did not ask for a stream."""
+"""A JSON answer read from an upstream stream, for callers that did not ask for a stream.
+
+The body is read in the pieces the connection gives and cut into events on the whole piece
+(issue #19): an event neither the observer nor the collector wants is only counted, found by its
+name line without a copy of the event; the others are decoded straight from their bytes.
+"""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from sublane_core import Outcome
+from sublane_core import Outcome, json_loads_text
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._relay import event_name, finish_call, json_object
+from sublane_gateway.pipeline._relay import finish_call
 from sublane_protocols import Collector
-from sublane_providers import SseFramer, StreamObserver, parse_event
+from sublane_providers import ChunkReader, SseFramer, StreamObserver, blocks_of, event_fields
 
 
 async def collect_stream(
@@ -29,37 +33,95 @@ async def collect_stream(
     Finishes the call. ``unwrap`` takes an upstream's envelope off each event first.
     """
     framer = SseFramer()
-    deadline = call.started + timeout_s
+    reader = ChunkReader(response)
+    clock, deadline = call.clock, call.started + timeout_s
     try:
-        async with asyncio.timeout(max(0.0, deadline - call.clock.monotonic())):
-            async for chunk in response.aiter_raw():
-                for block in framer.feed(chunk):
-                    name = event_name(block)
-                    if name is not None and not observer.wants(name) and not collector.wants(name):
-                        observer.observe(name, None)  # counted; nobody needs it decoded (issue #19)
-                        continue
-                    event = parse_event(block)
-                    payload = observer.observe(event.name, event.data)  # decoded if it wants it
-                    if payload is None:
-                        if event.data is None or not collector.wants(event.name):
-                            continue  # a delta the answer does not need: not decoded (issue #19)
-                        payload = json_object(event.data)
-                        if payload is None:
-                            continue
-                        observer.observe_payload(payload)
-                    call.note_output()
-                    collector.feed(payload if unwrap is None else unwrap(payload))
+        while chunk := await reader.read(max(0.0, deadline - clock.monotonic())):
+            events = framer.cut(chunk)
+            if events:
+                _take(events, call, observer, collector, unwrap)
+        if chunk is None:  # nothing came before the deadline (one timer only while waiting)
+            call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except httpx.HTTPError:
         call.state.error_code = "upstream_stream_error"
     except TimeoutError:
         call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except BaseException:
+        reader.cancel()
         await response.aclose()
         call.finish(Outcome.CANCELED, "client_canceled")
         raise
+    reader.cancel()
     await response.aclose()
     state = call.state
     finish_call(call)
     if state.outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
         return collector.result()
     return None
+
+
+def _take(
+    events: bytes,
+    call: ModelCall,
+    observer: StreamObserver,
+    collector: Collector,
+    unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
+) -> None:
+    """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them)."""
+    if b"\r" in events:  # lines may end in CR or CRLF: event by event
+        for block in blocks_of(events):
+            _feed(*event_fields(block), call, observer, collector, unwrap)
+        return
+    state = observer.state
+    observer_wants, collector_wants = observer.wants, collector.wants
+    start, size = 0, len(events)
+    while start < size:
+        stop = events.find(b"\n\n", start) + 2
+        if events.startswith(b"event:", start):
+            line = events.find(b"\n", start)
+            key = events[start + 6 : line]
+            bare = key.strip()
+            name = bare.decode("utf-8", "replace")
+            if not observer_wants(name) and not collector_wants(name):
+                state.events += 1  # counted; nobody needs it decoded
+                start = stop
+                continue
+            if (
+                len(bare) + 1 == len(key)
+                and key.startswith(b" ")
+                and events.startswith(b"data: ", line + 1)
+                and events.find(b"\n", line + 7, stop - 2) == -1
+            ):  # the usual "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
+                _feed(name, events[line + 7 : stop - 2], call, observer, collector, unwrap)
+                start = stop
+                continue
+        _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap)
+        start = stop
+
+
+def _feed(
+    name: str | None,
+    data: bytes | None,
+    call: ModelCall,
+    observer: StreamObserver,
+    collector: Collector,
+    unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
+) -> None:
+    payload = observer.observe_data(name, data)  # decoded if it wants it
+    if payload is None:
+        if data is None or not collector.wants(name):
+            return  # a delta the answer does not need: not decoded
+        payload = _object(data)
+        if payload is None:
+            return
+        observer.observe_payload(payload)
+    call.note_output()
+    collector.feed(payload if unwrap is None else unwrap(payload))
+
+
+def _object(data: bytes) -> dict[str, Any] | None:
+    try:
+        payload = json_loads_text(data)
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None

@@ -21,7 +21,7 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import StreamTranslator
-from sublane_providers import ChunkReader, SseFramer, parse_event
+from sublane_providers import ChunkReader, SseFramer, StreamState, blocks_of, event_fields, parse_event
 
 _log = logging.getLogger("sublane.relay")
 
@@ -31,11 +31,15 @@ _background: set[asyncio.Task[None]] = set()
 
 
 class EventObserver(Protocol):
-    """What a relay asks of a provider's stream observer."""
+    """What a relay asks of a provider's stream observer (a :class:`~sublane_providers.StreamObserver`)."""
+
+    state: StreamState
 
     def wants(self, name: str | None) -> bool: ...
 
     def observe(self, name: str | None, data: str | None) -> object: ...
+
+    def observe_data(self, name: str | None, data: bytes | None) -> object: ...
 
 
 def event_name(block: bytes) -> str | None:
@@ -51,10 +55,29 @@ def observe_blocks(observer: EventObserver, blocks: list[bytes]) -> None:
     for block in blocks:
         name = event_name(block)
         if name is not None and not observer.wants(name):
-            observer.observe(name, None)
+            observer.state.events += 1  # only counted (StreamObserver.observe)
             continue
-        event = parse_event(block)
-        observer.observe(event.name, event.data)
+        observer.observe_data(*event_fields(block))
+
+
+def observe_events(observer: EventObserver, events: bytes) -> None:
+    """:func:`observe_blocks` for complete events in one piece (:meth:`SseFramer.cut`): an event
+    the observer does not want is counted from its name line, without a copy (issue #19)."""
+    if b"\r" in events:
+        observe_blocks(observer, blocks_of(events))
+        return
+    state, wants = observer.state, observer.wants
+    start, size = 0, len(events)
+    while start < size:
+        stop = events.find(b"\n\n", start) + 2
+        if events.startswith(b"event:", start):
+            name = events[start + 6 : events.find(b"\n", start)].strip().decode("utf-8", "replace")
+            if not wants(name):
+                state.events += 1
+                start = stop
+                continue
+        observer.observe_data(*event_fields(events[start:stop]))
+        start = stop
 
 
 async def relay_sse(
@@ -106,11 +129,11 @@ async def relay_sse(
                 continue
             if not chunk:
                 break
-            blocks = framer.feed(chunk)
-            if blocks:
-                observe_blocks(observer, blocks)
-                last_event = clock.monotonic()
-                if transform is not None:
+            if transform is not None:
+                blocks = framer.feed(chunk)
+                if blocks:
+                    observe_blocks(observer, blocks)
+                    last_event = clock.monotonic()
                     out = transform(blocks)
                     if out:
                         call.note_output()  # XLAT-5: first output as the client sees it
@@ -118,13 +141,17 @@ async def relay_sse(
                         on_end(call)
                     if out:
                         yield out
-                else:
+            else:
+                events = framer.cut(chunk)  # the complete events, bytes unchanged, in one piece
+                if events:
+                    observe_events(observer, events)
+                    last_event = clock.monotonic()
                     call.note_output()
                     if call.state.finished:
                         # The terminal event: record the call and free its slot before the client
                         # can see the end and move on (WAIT-7); clients often close at once after it.
                         on_end(call)
-                    yield b"".join(blocks) if len(blocks) > 1 else blocks[0]
+                    yield events
         ended = True
         if trailer is not None:
             tail = trailer()
@@ -164,7 +191,7 @@ async def _drain_after_cancel(
                 chunk = await reader.read()
                 if not chunk:
                     break
-                observe_blocks(observer, framer.feed(chunk))
+                observe_events(observer, framer.cut(chunk))
     except (TimeoutError, httpx.HTTPError, asyncio.CancelledError):
         pass
     finally:
