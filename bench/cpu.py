@@ -2,11 +2,11 @@
 
 ``python bench/cpu.py`` starts the mock and ``sublane serve`` the way ``bench/run.py`` does (gateway
 on core 0, mock and driver on core 1), warms up, then runs closed-loop non-streaming Responses calls
-at concurrency 16 for ``BENCH_CPU_SECONDS`` (default 10; ``BENCH_CPU_CONCURRENCY`` clients, default 16) and divides the gateway process's CPU
-seconds (user + system, from ``/proc``) by the requests it answered. Streaming calls (4 deltas,
-instant mock) are measured the same way. Latency and throughput depend on what else runs on the
-machine; CPU per request much less, so this is the number to compare between two versions of the
-hot path when no quiet machine is at hand.
+at concurrency 16 (``BENCH_CPU_CONCURRENCY``) for ``BENCH_CPU_SECONDS`` (default 10) and divides
+the gateway process's CPU seconds (user + system, from ``/proc``) by the requests it answered.
+Streaming calls (4 deltas, instant mock) are measured the same way. Latency and throughput depend
+on what else runs on the machine; CPU per request much less, so this is the number to compare
+between two versions of the hot path when no quiet machine is at hand.
 """
 
 from __future__ import annotations
