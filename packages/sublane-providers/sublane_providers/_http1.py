@@ -310,9 +310,8 @@ class Http1Pool:
             self._queue.clear()
         url = request.url
         head: bytes | None = None
-        if isinstance(request, ModelRequest):
-            origin = request.origin
-            head = request.wire_head()
+        if isinstance(request, ModelRequest) and (head := request.wire_head()) is not None:
+            origin = request.origin  # what the head was written for
         else:
             origin = _origin(url)
         proxy = self._proxy(url) if self._proxies else None

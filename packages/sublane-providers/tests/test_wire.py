@@ -147,7 +147,13 @@ async def test_a_changed_request_is_sent_as_changed_and_an_unchanged_one_as_buil
         request.headers["authorization"] = "Bearer b"
         response = await pool.send(request)
         assert await response.aread() == b"hello"
+        elsewhere = builder.build("POST", "http://127.0.0.1:1/v1/y", content=b"{}", headers={})
+        elsewhere.url = httpx.URL(url)  # moved after it was built: it goes where it now points
+        response = await pool.send(elsewhere)
+        assert await response.aread() == b"hello"
     await pool.aclose()
+    # It reached the new origin, with the headers it has (like httpx's, its Host is not rewritten).
+    assert seen[2].startswith(b"POST /v1/x HTTP/1.1\r\nHost: 127.0.0.1:1\r\n")
     assert b"authorization: Bearer a\r\n" in seen[0] and seen[0].endswith(b"\r\n\r\n{}")
     assert b"authorization: Bearer b\r\n" in seen[1] and b"Bearer a" not in seen[1]
 
