@@ -26,12 +26,14 @@ from typing import Final, cast
 import httptools
 import httpx
 
+from sublane_providers._wire import ModelRequest, ModelResponse, Origin
+
 HIGH_WATER: Final = 1 << 20  # bytes held for a slow reader before the socket is paused
 LOW_WATER: Final = 1 << 18
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _TIMED_OUT: Final = "timed out"
 
-PoolKey = tuple[str, str, int, str | None]
+PoolKey = tuple[str, str, int, str | None]  # an origin and the proxy to it
 
 
 class _Connection(asyncio.Protocol):
@@ -136,6 +138,8 @@ class _Connection(asyncio.Protocol):
         self.headers = []
         self.head_done = self.complete = self.keep_alive = False
         self.error = None
+        if self._chunks:  # the last answer's body, given back unread: never part of this one
+            self.take()
         self._read_timeout = read_timeout
         self._last_activity = self.loop.time()
         transport = self.transport
@@ -305,10 +309,16 @@ class Http1Pool:
             self._busy = 0
             self._queue.clear()
         url = request.url
-        proxy = self._proxy(url)
-        host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, TLS (SNI) and Host use
-        key: PoolKey = (url.scheme, host, url.port or _DEFAULT_PORTS.get(url.scheme, 80), proxy)
-        head = _head(request, absolute=proxy is not None and key[0] == "http", proxy=proxy)
+        head: bytes | None = None
+        if isinstance(request, ModelRequest) and (head := request.wire_head()) is not None:
+            origin = request.origin  # what the head was written for
+        else:
+            origin = _origin(url)
+        proxy = self._proxy(url) if self._proxies else None
+        key: PoolKey = (*origin, proxy)
+        absolute = proxy is not None and origin[0] == "http"
+        if head is None or absolute:
+            head = _head(request, absolute=absolute, proxy=proxy)
         body = request.content if _is_read(request) else await request.aread()
         await self._acquire_slot()
         connection: _Connection | None = None
@@ -326,12 +336,9 @@ class Http1Pool:
             if connection is not None:
                 connection.close()
             raise
-        return httpx.Response(
-            connection.status,
-            headers=connection.headers,
-            stream=Http1Body(connection, request, self),
-            request=request,
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason.strip()},
+        body_stream = Http1Body(connection, request, self)
+        return ModelResponse.of(
+            connection.status, connection.headers, body_stream, request, connection.reason.strip()
         )
 
     def release(self, connection: _Connection) -> None:
@@ -425,7 +432,7 @@ class Http1Pool:
         scheme, host, port, proxy = key
         assert proxy is not None
         parsed = urllib.parse.urlsplit(proxy)
-        proxy_port = parsed.port or _DEFAULT_PORTS.get(parsed.scheme, 80)
+        proxy_port = parsed.port or DEFAULT_PORTS.get(parsed.scheme, 80)
         proxy_host = parsed.hostname or ""
         if scheme == "http":  # absolute-form requests straight to the proxy
             _, connection = await loop.create_connection(factory, proxy_host, proxy_port)
@@ -466,6 +473,11 @@ class Http1Pool:
 def _give_up(waiter: asyncio.Future[bool]) -> None:
     if not waiter.done():
         waiter.set_result(False)
+
+
+def _origin(url: httpx.URL) -> Origin:
+    host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, TLS (SNI) and Host use
+    return url.scheme, host, url.port or DEFAULT_PORTS.get(url.scheme, 80)
 
 
 def _head(request: httpx.Request, *, absolute: bool, proxy: str | None) -> bytes:

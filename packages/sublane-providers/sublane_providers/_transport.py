@@ -16,6 +16,8 @@ import asyncio
 import logging
 import ssl
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import websockets
@@ -23,8 +25,9 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from sublane_core import Settings
-from sublane_providers._http1 import Http1Body, Http1Pool
+from sublane_providers._http1 import DEFAULT_PORTS, Http1Body, Http1Pool
 from sublane_providers._session import SessionClosed, UpstreamUnreachable
+from sublane_providers._wire import ModelRequest, Origin
 
 _log = logging.getLogger("sublane.transport")
 
@@ -48,19 +51,35 @@ def _metadata_client(settings: Settings, tls: ssl.SSLContext) -> httpx.AsyncClie
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What a model URL gives every request to it: the parsed URL, the pool's origin, the request
+    line and the Host value."""
+
+    method: str
+    url: httpx.URL
+    origin: Origin
+    line: str
+    host: str
+
+
 class RequestBuilder:
-    """``client.build_request`` for model requests, cheaper: each URL is parsed once and the
-    client's default headers are merged without its per-call URL, cookie and timeout merging —
-    the same request (headers in the same order, the client's timeout). While the client holds
-    cookies, its own ``build_request`` builds (it adds them).
+    """``client.build_request`` for model requests, cheaper: each URL is parsed once, and a body
+    with lower-case ``str`` headers becomes a :class:`~sublane_providers._wire.ModelRequest` whose
+    headers and wire head are merged here the way httpx would (Host first, the client's default
+    headers that ours do not replace, ours, then Content-Length) with the client's timeout.
+    Anything else (mixed-case names, an empty body, ``httpx.Headers``) goes through httpx's types;
+    while the client holds cookies, its own ``build_request`` builds (it adds them).
     """
 
-    __slots__ = ("_client", "_timeout", "_urls")
+    __slots__ = ("_client", "_defaults", "_defaults_of", "_targets", "_timeout")
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self._client = client
         self._timeout = client.timeout.as_dict()
-        self._urls: dict[str, httpx.URL] = {}
+        self._targets: dict[tuple[str, str], _Target] = {}
+        self._defaults_of: httpx.Headers | None = None
+        self._defaults: tuple[tuple[str, str, str], ...] = ()  # (name as sent, lower-case, value)
 
     def build(
         self, method: str, url: str, *, content: bytes, headers: Mapping[str, str] | httpx.Headers
@@ -68,16 +87,57 @@ class RequestBuilder:
         client = self._client
         if len(client.cookies.jar):
             return client.build_request(method, url, content=content, headers=headers)
-        parsed = self._urls.get(url)
-        if parsed is None:
-            if len(self._urls) >= _MAX_URLS:
-                self._urls.clear()
-            parsed = self._urls[url] = httpx.URL(url)
+        target = self._targets.get((method, url))
+        if target is None:
+            target = self._target(method, url)
+        if type(headers) is dict and content:
+            pairs = self._pairs(target, headers, len(content))
+            if pairs is not None:
+                extensions: dict[str, Any] = {"timeout": self._timeout}
+                return ModelRequest.of(
+                    target.method, target.url, target.origin, target.line, pairs, content, extensions
+                )
         merged = httpx.Headers(client.headers)
         merged.update(headers)
         return httpx.Request(
-            method, parsed, headers=merged, content=content, extensions={"timeout": self._timeout}
+            method, target.url, headers=merged, content=content, extensions={"timeout": self._timeout}
         )
+
+    def _pairs(self, target: _Target, headers: dict[str, str], length: int) -> list[tuple[str, str]] | None:
+        """The headers as httpx would merge them; ``None`` when a name is not lower-case."""
+        if self._client.headers is not self._defaults_of:
+            self._snapshot_defaults()
+        pairs: list[tuple[str, str]] = [] if "host" in headers else [("Host", target.host)]
+        pairs += [(sent, value) for sent, name, value in self._defaults if name not in headers]
+        for name, value in headers.items():
+            if not name.islower():
+                return None
+            pairs.append((name, value))
+        if "content-length" not in headers:
+            pairs.append(("Content-Length", str(length)))
+        return pairs
+
+    def _snapshot_defaults(self) -> None:
+        defaults = self._client.headers
+        encoding = defaults.encoding
+        self._defaults = tuple(
+            (sent.decode(encoding), sent.decode(encoding).lower(), value.decode(encoding))
+            for sent, value in defaults.raw
+        )
+        self._defaults_of = defaults
+
+    def _target(self, method: str, url: str) -> _Target:
+        key = (method, url)
+        if len(self._targets) >= _MAX_URLS:
+            self._targets.clear()
+        parsed = httpx.URL(url)
+        method = method.upper()
+        scheme = parsed.scheme
+        origin = (scheme, parsed.raw_host.decode("ascii"), parsed.port or DEFAULT_PORTS.get(scheme, 80))
+        line = f"{method} {parsed.raw_path.decode('ascii')} HTTP/1.1\r\n"
+        target = _Target(method, parsed, origin, line, parsed.netloc.decode("ascii"))
+        self._targets[key] = target
+        return target
 
 
 class ChunkReader:

@@ -19,6 +19,26 @@ _UNSUPPORTED = ("max_output_tokens", "temperature", "top_p", "prompt_cache_reten
 _HTTP_ONLY_DROP = ("stream_options", "generate", "previous_response_id")
 
 
+_SENT, _CONVERSATION, _KEPT = "sent", "conversation", "kept"  # kept: stays with the gateway
+_MAX_KINDS = 1024
+_KINDS: dict[str, tuple[str, str]] = {}  # a client header's name: (lower-case name, its kind)
+
+
+def _kind(raw_name: str) -> tuple[str, str]:
+    """What :func:`upstream_headers` does with a client header, remembered per name (a client
+    sends the same few names on every call)."""
+    name = raw_name.lower()
+    if name in _PASSTHROUGH or name.startswith(_PASSTHROUGH_PREFIXES):
+        kind = (name, _SENT)
+    elif name in CONVERSATION_HEADERS:
+        kind = (name, _CONVERSATION)
+    else:
+        kind = (name, _KEPT)
+    if len(_KINDS) < _MAX_KINDS:
+        _KINDS[raw_name] = kind
+    return kind
+
+
 def upstream_headers(
     client_headers: Mapping[str, str],
     *,
@@ -32,14 +52,11 @@ def upstream_headers(
     and a random correlation ID stands in, so unrelated calls never share an upstream session.
     """
     headers: dict[str, str] = {}
+    kinds = _KINDS
     for raw_name, value in client_headers.items():
-        name = raw_name.lower()
-        if (
-            name in _PASSTHROUGH
-            or name.startswith(_PASSTHROUGH_PREFIXES)
-            or (name in CONVERSATION_HEADERS and bound)
-        ):
-            headers[name] = value
+        kind = kinds.get(raw_name) or _kind(raw_name)
+        if kind[1] is _SENT or (kind[1] is _CONVERSATION and bound):
+            headers[kind[0]] = value
     headers.setdefault("originator", DEFAULT_ORIGINATOR)
     if not bound:
         headers["x-client-request-id"] = new_uuid()
