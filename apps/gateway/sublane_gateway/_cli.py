@@ -96,6 +96,7 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from sublane_gateway._app import asgi_app, create_app
+    from sublane_gateway._gc import freeze_startup_objects
     from sublane_gateway._slow_clients import header_bounded_protocol
 
     configure_logging(settings.log_level, settings.log_format)
@@ -108,6 +109,7 @@ def _serve(settings: Settings) -> None:
         app = create_app(settings)
     except CredentialKeyError as exc:
         raise SystemExit(f"sublane: {exc}") from None
+    freeze_startup_objects()
     uvicorn.run(
         asgi_app(app),
         host=settings.host,
