@@ -8,6 +8,11 @@ aiohttp's ``ClientSession`` costs about 0.3 ms of CPU per request and httpx's ``
 another 0.15 ms over it; this path costs a fraction of that. httpx's request and response types
 are kept, so the pipeline and the adapters do not change.
 
+A kept-alive connection that the upstream closes before any byte of the answer (it went idle at
+the upstream's keep-alive limit as the request left: the close was on its way) is not an answer:
+the request is sent once more on a new connection, as Go's client does for a server-closed idle
+connection. Any other cut is the caller's error.
+
 Timeouts (the pool's, like an httpx client's default): ``connect`` bounds opening a connection
 (and a proxy tunnel); ``read`` bounds every wait for the upstream's next bytes, the head included.
 """
@@ -54,6 +59,7 @@ class _Connection(asyncio.Protocol):
         self.complete = False
         self.keep_alive = False
         self.error: str | None = None  # why the exchange ended early (_TIMED_OUT, a cut, bad bytes)
+        self.answered = False  # a byte of this exchange's answer arrived
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._paused = False
@@ -69,6 +75,7 @@ class _Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio subclasses
 
     def data_received(self, data: bytes) -> None:
+        self.answered = True
         self._last_activity = self.loop.time()
         try:
             self.parser.feed_data(data)
@@ -136,7 +143,7 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.reason = b""
         self.headers = []
-        self.head_done = self.complete = self.keep_alive = False
+        self.head_done = self.complete = self.keep_alive = self.answered = False
         self.error = None
         if self._chunks:  # the last answer's body, given back unread: never part of this one
             self.take()
@@ -323,13 +330,25 @@ class Http1Pool:
         await self._acquire_slot()
         connection: _Connection | None = None
         try:
-            connection = self._take_idle(key) or await self._connect(key, loop)
+            connection = self._take_idle(key)
+            kept = connection is not None
+            if connection is None:
+                connection = await self._connect(key, loop)
             connection.start(head, body, self._read_timeout)
             while not connection.head_done:
-                if connection.error is not None:
-                    if connection.error == _TIMED_OUT:
+                error = connection.error
+                if error is not None:
+                    if error == _TIMED_OUT:
                         raise httpx.ReadTimeout("the upstream did not answer in time", request=request)
-                    raise httpx.RemoteProtocolError(connection.error, request=request)
+                    if kept and not connection.answered:
+                        # A kept-alive connection the upstream closed as it went idle, before any
+                        # byte of an answer: the request goes once more, on a new connection.
+                        kept = False
+                        connection.close()
+                        connection = await self._connect(key, loop)
+                        connection.start(head, body, self._read_timeout)
+                        continue
+                    raise httpx.RemoteProtocolError(error, request=request)
                 await connection.wait()
         except BaseException:
             self._free_slot()

@@ -415,3 +415,67 @@ async def test_an_idle_connection_already_closing_is_not_reused() -> None:
         assert second.status_code == 200 and await second.aread() == b"ok"
         await pool.aclose()
     assert connections == 2
+
+
+async def test_a_kept_connection_closed_unanswered_sends_the_request_once_more_on_a_new_one() -> None:
+    """The upstream closed an idle connection just as the request went out (its keep-alive limit):
+    no byte of an answer came, so the request is sent again on a new connection."""
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        if connections == 1:  # answers once, then hangs up on the next request unanswered
+            await read_http_request(reader)
+            writer.write(_ok(b"first"))
+            await writer.drain()
+            await read_http_request(reader)
+            writer.transport.abort()
+            return
+        await _keep_answering(reader, writer)
+
+    pool = _pool()
+    async with _serving(handler) as port:
+        first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert await first.aread() == b"first"
+        second = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert second.status_code == 200 and await second.aread() == b"ok"
+        await pool.aclose()
+    assert connections == 2
+
+
+async def test_a_new_connection_closed_unanswered_or_a_kept_one_cut_mid_answer_is_an_error() -> None:
+    """Only an unanswered kept connection is tried again: a new one, or an answer that began, is not."""
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_http_request(reader)
+        writer.transport.abort()
+
+    pool = _pool()
+    async with _serving(hang_up) as port:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        await pool.aclose()
+
+    requests = 0
+
+    async def cut_second(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal requests
+        await read_http_request(reader)
+        requests += 1
+        writer.write(_ok(b"first"))
+        await writer.drain()
+        await read_http_request(reader)
+        requests += 1
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-le")  # an answer begun, then cut
+        await writer.drain()
+        writer.transport.abort()
+
+    pool = _pool()
+    async with _serving(cut_second) as port:
+        first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        await first.aread()
+        with pytest.raises(httpx.RemoteProtocolError):
+            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        await pool.aclose()
+    assert requests == 2  # not sent a third time
