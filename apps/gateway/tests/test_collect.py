@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 import httpx
@@ -196,19 +196,24 @@ def test_collecting_reads_what_the_event_by_event_reader_read(case: tuple[Any, .
     assert call.finished
 
 
+def _collect_codex(
+    call: ModelCall, stream: _Stream, timeout_s: float
+) -> Coroutine[Any, Any, dict[str, Any] | None]:
+    """collect_stream of a Codex stream into a Responses answer."""
+    return collect_stream(
+        call,
+        _response(stream),
+        CodexStreamObserver(call.state),
+        new_collector(WireProtocol.RESPONSES),
+        timeout_s,
+    )
+
+
 def test_a_codex_stream_in_one_piece_gives_the_answer_and_counts_every_event() -> None:
     picks = [0, 1, 2, 3, 4, 5, 6, 7]
     body = "".join(_EVENTS[index] for index in picks).encode()
     call = _call()
-    answer = asyncio.run(
-        collect_stream(
-            call,
-            _response(_Stream([body])),
-            CodexStreamObserver(call.state),
-            new_collector(WireProtocol.RESPONSES),
-            30,
-        )
-    )
+    answer = asyncio.run(_collect_codex(call, _Stream([body]), 30))
     assert answer is not None and answer["output"] == [_ITEM] and answer["id"] == "resp_1"
     assert call.state.events == 8 and call.state.response_id == "resp_1"
     assert call.state.usage is not None and call.state.usage.output_tokens == 2
@@ -218,30 +223,14 @@ def test_a_codex_stream_in_one_piece_gives_the_answer_and_counts_every_event() -
 def test_mcool_1_a_stream_cut_before_its_end_is_an_upstream_stream_error() -> None:
     body = (_EVENTS[0] + _EVENTS[4] + _EVENTS[7][:40]).encode()
     call, stream = _call(), _Stream([body], fail=True)
-    answer = asyncio.run(
-        collect_stream(
-            call,
-            _response(stream),
-            CodexStreamObserver(call.state),
-            new_collector(WireProtocol.RESPONSES),
-            30,
-        )
-    )
+    answer = asyncio.run(_collect_codex(call, stream, 30))
     assert answer is None and call.finished and stream.closed
     assert call.state.error_code == "upstream_stream_error" and call.state.events == 2
 
 
 def test_adm_9_the_deadline_ends_a_silent_stream_with_request_timeout() -> None:
     call, stream = _call(), _Stream([_EVENTS[0].encode()], stall=True)
-    answer = asyncio.run(
-        collect_stream(
-            call,
-            _response(stream),
-            CodexStreamObserver(call.state),
-            new_collector(WireProtocol.RESPONSES),
-            0.2,
-        )
-    )
+    answer = asyncio.run(_collect_codex(call, stream, 0.2))
     assert answer is None and stream.closed
     assert call.state.outcome is Outcome.ERROR and call.state.error_code == "request_timeout"
 
@@ -250,15 +239,7 @@ def test_a_caller_that_leaves_cancels_the_read_and_finishes_the_call_canceled() 
     call, stream = _call(), _Stream([_EVENTS[0].encode()], stall=True)
 
     async def leave() -> None:
-        task = asyncio.ensure_future(
-            collect_stream(
-                call,
-                _response(stream),
-                CodexStreamObserver(call.state),
-                new_collector(WireProtocol.RESPONSES),
-                30,
-            )
-        )
+        task = asyncio.ensure_future(_collect_codex(call, stream, 30))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import ssl
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar
 
 import httpx
@@ -212,3 +212,36 @@ async def close_quietly(writer: asyncio.StreamWriter) -> None:
     writer.close()
     with contextlib.suppress(ConnectionError, ssl.SSLError):
         await writer.wait_closed()
+
+
+StreamHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def serving(handler: StreamHandler, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    """A loopback server on a free port running ``handler`` per connection; yields its port. On exit
+    every connection it accepted is closed and its handler finished, so no socket outlives a test."""
+    tasks: set[asyncio.Task[None]] = set()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        tasks.add(task)
+        writers.append(writer)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            await handler(reader, writer)
+
+    server = await asyncio.start_server(tracked, "127.0.0.1", 0, ssl=tls)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in writers:
+            if not writer.transport.is_closing():  # a closed one has let go of its loop already
+                writer.transport.abort()
+        await server.wait_closed()
+        await asyncio.sleep(0)  # let the aborted transports finish closing

@@ -12,7 +12,7 @@ import contextlib
 import datetime
 import ipaddress
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -26,40 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sublane_providers._http1 import HIGH_WATER, Http1Pool
-from sublane_providers.testing import close_quietly, read_http_request
+from sublane_providers.testing import close_quietly, read_http_request, serving
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 TIMEOUT = httpx.Timeout(2.0)
-
-
-@contextlib.asynccontextmanager
-async def _serving(handler: Handler, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
-    """A loopback server on a free port; on exit every connection it accepted is closed and its
-    handler finished, so no socket outlives the test."""
-    tasks: set[asyncio.Task[None]] = set()
-    writers: list[asyncio.StreamWriter] = []
-
-    async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        tasks.add(task)
-        writers.append(writer)
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
-            await handler(reader, writer)
-
-    server = await asyncio.start_server(tracked, "127.0.0.1", 0, ssl=tls)
-    try:
-        yield server.sockets[0].getsockname()[1]
-    finally:
-        server.close()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for writer in writers:
-            if not writer.transport.is_closing():  # a closed one has let go of its loop already
-                writer.transport.abort()
-        await server.wait_closed()
-        await asyncio.sleep(0)  # let the aborted transports finish closing
 
 
 def _pool(tls: ssl.SSLContext | None = None, *, limit: int = 16, keepalive_s: float = 30.0) -> Http1Pool:
@@ -86,7 +56,7 @@ def test_a_round_trip_on_uvloop() -> None:
 
     async def main() -> tuple[int, bytes]:
         pool = _pool()
-        async with _serving(_keep_answering) as port:
+        async with serving(_keep_answering) as port:
             response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
             body = await response.aread()
             await pool.aclose()
@@ -156,7 +126,7 @@ async def test_https_through_a_connect_tunnel_with_proxy_credentials(
         finally:
             target_writer.transport.abort()
 
-    async with _serving(_keep_answering, server_tls) as upstream_port, _serving(proxy) as proxy_port:
+    async with serving(_keep_answering, server_tls) as upstream_port, serving(proxy) as proxy_port:
         monkeypatch.setenv("HTTPS_PROXY", f"http://member:s%40cret@127.0.0.1:{proxy_port}")
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
@@ -179,7 +149,7 @@ async def test_a_proxy_that_refuses_the_tunnel_is_a_proxy_error(monkeypatch: pyt
         await writer.drain()
         await close_quietly(writer)
 
-    async with _serving(proxy) as proxy_port:
+    async with serving(proxy) as proxy_port:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
         pool = _pool()
         with pytest.raises(httpx.ProxyError):
@@ -194,7 +164,7 @@ async def test_an_informational_answer_is_skipped_for_the_real_one() -> None:
         await writer.drain()
         await close_quietly(writer)
 
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         pool = _pool()
         response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
         assert response.status_code == 200 and await response.aread() == b"real"
@@ -213,7 +183,7 @@ async def test_a_body_delimited_by_the_connection_end_is_complete_and_not_reused
         await close_quietly(writer)
 
     pool = _pool()
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         for _ in range(2):
             response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
             assert await response.aread() == b"until the end"
@@ -228,7 +198,7 @@ async def test_a_malformed_answer_is_a_protocol_error_not_a_timeout() -> None:
         await asyncio.sleep(1)
         await close_quietly(writer)
 
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         pool = _pool()
         with pytest.raises(httpx.RemoteProtocolError):
             await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
@@ -250,7 +220,7 @@ async def test_a_slow_reader_pauses_the_socket_instead_of_buffering_everything()
                 await writer.drain()
         await close_quietly(writer)
 
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         pool = _pool()
         response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
         await asyncio.sleep(0.5)  # the upstream writes while nobody reads
@@ -274,7 +244,7 @@ async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
         await _keep_answering(reader, writer)
 
     pool = _pool(keepalive_s=0.2)
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         for pause in (0.0, 0.05, 0.5):
             await asyncio.sleep(pause)
             response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
@@ -310,7 +280,7 @@ async def test_at_most_limit_exchanges_are_in_flight_and_the_rest_wait_in_order(
         response = await pool.send(request)
         return await response.aread()
 
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         calls = []
         for number in range(6):
             calls.append(asyncio.create_task(call(number)))
@@ -381,7 +351,7 @@ def test_no_sequence_of_exchanges_leaks_a_slot_or_a_connection(outcomes: list[st
         pool = Http1Pool(
             ssl.create_default_context(), limit=limit, keepalive_s=30.0, timeout=httpx.Timeout(0.2)
         )
-        async with _serving(_upstream) as port:
+        async with serving(_upstream) as port:
             await asyncio.wait_for(asyncio.gather(*(_exchange(pool, port, o) for o in outcomes)), 10)
             assert pool._busy == 0  # every slot came back
             idle = [c for connections in pool._idle.values() for c in connections]
@@ -405,7 +375,7 @@ async def test_an_idle_connection_already_closing_is_not_reused() -> None:
         await _keep_answering(reader, writer)
 
     pool = _pool()
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
         await first.aread()
         (kept,) = [c for idle in pool._idle.values() for c in idle]
@@ -435,7 +405,7 @@ async def test_a_kept_connection_closed_unanswered_sends_the_request_once_more_o
         await _keep_answering(reader, writer)
 
     pool = _pool()
-    async with _serving(handler) as port:
+    async with serving(handler) as port:
         first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
         assert await first.aread() == b"first"
         second = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
@@ -452,7 +422,7 @@ async def test_a_new_connection_closed_unanswered_or_a_kept_one_cut_mid_answer_i
         writer.transport.abort()
 
     pool = _pool()
-    async with _serving(hang_up) as port:
+    async with serving(hang_up) as port:
         with pytest.raises(httpx.RemoteProtocolError):
             await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
         await pool.aclose()
@@ -472,7 +442,7 @@ async def test_a_new_connection_closed_unanswered_or_a_kept_one_cut_mid_answer_i
         writer.transport.abort()
 
     pool = _pool()
-    async with _serving(cut_second) as port:
+    async with serving(cut_second) as port:
         first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
         await first.aread()
         with pytest.raises(httpx.RemoteProtocolError):

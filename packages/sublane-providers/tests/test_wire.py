@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sublane_providers._http1 import Http1Pool, _head
 from sublane_providers._transport import RequestBuilder
 from sublane_providers._wire import ModelRequest, ModelResponse
-from sublane_providers.testing import close_quietly, read_http_request
+from sublane_providers.testing import read_http_request, serving
 
 URLS = (
     "https://chatgpt.com/backend-api/codex/responses",
@@ -104,31 +104,15 @@ def test_a_request_changed_after_it_was_built_has_no_head_of_its_own() -> None:
 async def _echoing() -> AsyncIterator[tuple[int, list[bytes]]]:
     """A loopback upstream answering each request with a small body; the requests it read."""
     seen: list[bytes] = []
-    tasks: set[asyncio.Task[None]] = set()
-    writers: list[asyncio.StreamWriter] = []
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        tasks.add(task)
-        writers.append(writer)
-        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-            while True:
-                seen.append(await read_http_request(reader))
-                writer.write(b"HTTP/1.1 201 Made\r\nX-Quota: 7\r\ncontent-length: 5\r\n\r\nhello")
-                await writer.drain()
+        while True:
+            seen.append(await read_http_request(reader))
+            writer.write(b"HTTP/1.1 201 Made\r\nX-Quota: 7\r\ncontent-length: 5\r\n\r\nhello")
+            await writer.drain()
 
-    server = await asyncio.start_server(handler, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1], seen
-    finally:
-        server.close()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for writer in writers:
-            await close_quietly(writer)
-        await server.wait_closed()
+    async with serving(handler) as port:
+        yield port, seen
 
 
 def _pool() -> Http1Pool:
