@@ -186,3 +186,29 @@ async def test_a_stream_that_ends_completes_the_response_and_stops_watching() ->
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
     assert len(sent) == 5
     assert len(asyncio.all_tasks()) == tasks_before  # the disconnect watcher is gone
+
+
+async def test_adm_6_a_client_gone_before_the_first_chunk_still_runs_the_relay_to_its_end() -> None:
+    """The relay's own ``finally`` finishes the call and frees its slot: it must be entered even
+    when the client left while the status line was being written (a server whose send waits)."""
+    ended: list[str] = []
+    left = asyncio.Event()
+
+    async def receive() -> Message:
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            left.set()
+            await asyncio.sleep(0.01)  # the client leaves while this write waits
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield b"data: 1\n\n"
+            yield b"data: 2\n\n"
+        finally:
+            ended.append("relay finished")
+
+    await asyncio.wait_for(StreamReplyResponse(StreamReply(chunks()))({"type": "http"}, receive, send), 1.0)
+    assert ended == ["relay finished"]

@@ -93,7 +93,7 @@ class StreamReplyResponse(ReplyResponse):
         try:
             self.started = True
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            while not left:
+            while True:  # the relay is always entered: its ``finally`` is what finishes the call
                 waiting = True
                 try:
                     chunk = await anext(chunks)
@@ -103,6 +103,8 @@ class StreamReplyResponse(ReplyResponse):
                 finally:
                     waiting = False
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if left:
+                    break
         except asyncio.CancelledError:
             if not left:
                 raise
