@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,31 +42,27 @@ def test_new_uuids_are_version_4_and_distinct() -> None:
         assert parsed.version == 4 and str(parsed) == value
 
 
-@given(st.integers(min_value=0, max_value=(1 << 48) - 1), st.integers(min_value=0, max_value=(1 << 80) - 1))
-def test_request_ids_are_the_crockford_digits_of_millis_then_random_bits(millis: int, bits: int) -> None:
+def _with_random_bits(bits: int, width: int, make: Callable[[], str]) -> str:
+    """``make()`` while the ID generator hands out ``bits`` (asked for ``width`` bits)."""
+
     class FixedBits:
         def getrandbits(self, k: int) -> int:
-            assert k == 80
+            assert k == width
             return bits
 
     real, _ids._IDS = _ids._IDS, FixedBits()  # type: ignore[assignment]
     try:
-        value = new_request_id(now=(millis + 0.5) / 1000)
+        return make()
     finally:
         _ids._IDS = real
+
+
+@given(st.integers(min_value=0, max_value=(1 << 48) - 1), st.integers(min_value=0, max_value=(1 << 80) - 1))
+def test_request_ids_are_the_crockford_digits_of_millis_then_random_bits(millis: int, bits: int) -> None:
+    value = _with_random_bits(bits, 80, lambda: new_request_id(now=(millis + 0.5) / 1000))
     assert value == "req_" + _crockford_26((millis << 80) | bits)
 
 
 @given(st.integers(min_value=0, max_value=(1 << 128) - 1))
 def test_new_uuid_formats_like_the_uuid_module(bits: int) -> None:
-    class FixedBits:
-        def getrandbits(self, k: int) -> int:
-            assert k == 128
-            return bits
-
-    real, _ids._IDS = _ids._IDS, FixedBits()  # type: ignore[assignment]
-    try:
-        value = new_uuid()
-    finally:
-        _ids._IDS = real
-    assert value == str(uuid.UUID(int=bits, version=4))
+    assert _with_random_bits(bits, 128, new_uuid) == str(uuid.UUID(int=bits, version=4))
