@@ -46,6 +46,7 @@ QuotaParse = Callable[[Mapping[str, str], float], Quota]
 
 MEMO_MAX_AGE_S = 1.0
 MEMO_SIZE = 256
+NAMES_SIZE = 1024
 
 
 class QuotaHeaderMemo:
@@ -58,18 +59,27 @@ class QuotaHeaderMemo:
     age, the upstream's own precision. Other header mappings are parsed every time.
     """
 
-    __slots__ = ("_parse", "_relevant", "_seen")
+    __slots__ = ("_names", "_parse", "_relevant", "_seen")
 
     def __init__(self, parse: QuotaParse, relevant: re.Pattern[bytes]) -> None:
         self._parse = parse
         self._relevant = relevant.match
         self._seen: dict[tuple[tuple[bytes, bytes], ...], tuple[float, Quota]] = {}
+        # raw header name → whether it is relevant: an upstream sends the same few names every time
+        self._names: dict[bytes, bool] = {}
 
     def __call__(self, headers: Mapping[str, str], now: float) -> Quota:
         if not isinstance(headers, httpx.Headers):
             return self._parse(headers, now)
-        relevant = self._relevant
-        key = tuple([(name, value) for name, value in headers.raw if relevant(name.lower())])
+        names = self._names
+        key_parts = []
+        for name, value in headers.raw:
+            wanted = names.get(name)
+            if wanted is None:
+                wanted = self._remember_name(name)
+            if wanted:
+                key_parts.append((name, value))
+        key = tuple(key_parts)
         seen = self._seen.get(key)
         if seen is not None and 0 <= now - seen[0] < MEMO_MAX_AGE_S:
             return seen[1]
@@ -78,3 +88,10 @@ class QuotaHeaderMemo:
             self._seen.clear()
         self._seen[key] = (now, result)
         return result
+
+    def _remember_name(self, name: bytes) -> bool:
+        names = self._names
+        if len(names) >= NAMES_SIZE:  # an upstream that makes up names: bounded all the same
+            names.clear()
+        wanted = names[name] = self._relevant(name.lower()) is not None
+        return wanted

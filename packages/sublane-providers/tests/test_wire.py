@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sublane_providers._http1 import Http1Pool, _head
 from sublane_providers._transport import RequestBuilder
-from sublane_providers._wire import ModelRequest, ModelResponse
+from sublane_providers._wire import ModelRequest, ModelResponse, headers_of_parsed
 from sublane_providers.testing import read_http_request, serving
 
 URLS = (
@@ -67,6 +67,21 @@ def test_a_built_request_and_its_head_are_what_httpx_would_build_and_send(
         assert ours.origin == (theirs.url.scheme, theirs.url.raw_host.decode(), ours.url.port or (
             443 if theirs.url.scheme == "https" else 80))  # fmt: skip
     _same(ours, theirs)
+
+
+RAW_NAMES = st.binary(min_size=1, max_size=12) | st.sampled_from([b"Content-Type", b"X-Codex-Plan-Type"])
+
+
+@given(raw=st.lists(st.tuples(RAW_NAMES, st.binary(max_size=16)), max_size=10))
+def test_response_headers_of_the_parser_are_what_httpx_makes_of_them(raw: list[tuple[bytes, bytes]]) -> None:
+    ours, theirs = headers_of_parsed(raw), httpx.Headers(raw)
+    assert ours.raw == theirs.raw
+    assert ours.multi_items() == theirs.multi_items()
+    assert ours == theirs
+    for name, _ in raw:
+        text = name.decode("latin-1")
+        assert ours.get_list(text) == theirs.get_list(text)
+    assert ours.encoding == theirs.encoding
 
 
 def test_names_not_in_lower_case_and_httpx_headers_take_httpx_way() -> None:

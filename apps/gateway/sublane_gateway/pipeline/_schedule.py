@@ -8,6 +8,7 @@ operation; an explicit prefix (``codex/…``, AFF-6) narrows that to one registe
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline._keys import Principal
@@ -45,7 +46,37 @@ def serving_providers(
     sessions: bool = False,
 ) -> tuple[str, ...]:
     """The providers whose accounts can serve a call of ``protocol`` asking for ``operation``,
-    the native ones (speaking ``protocol`` itself) first (AFF-6)."""
+    the native ones (speaking ``protocol`` itself) first (AFF-6).
+
+    Remembered per adapter mapping (the runtime's is built once): every model call asks.
+    """
+    key = (protocol, operation, prefix, sessions)
+    known = _SERVING.get(id(adapters))
+    if known is not None and known[0] is adapters:
+        found = known[1].get(key)
+        if found is not None:
+            return found
+    else:
+        if len(_SERVING) >= _SERVING_MAX:  # many runtimes in one process (tests): start afresh
+            _SERVING.clear()
+        known = _SERVING[id(adapters)] = (adapters, {})
+    found = known[1][key] = _serving_providers(adapters, protocol, operation, prefix, sessions=sessions)
+    return found
+
+
+# id(adapter mapping) → (the mapping, its answers): the mapping is held, so its id cannot be reused
+_SERVING: dict[int, tuple[Mapping[str, ProviderAdapter], dict[tuple[Any, ...], tuple[str, ...]]]] = {}
+_SERVING_MAX = 16
+
+
+def _serving_providers(
+    adapters: Mapping[str, ProviderAdapter],
+    protocol: WireProtocol,
+    operation: UpstreamOperation,
+    prefix: str | None,
+    *,
+    sessions: bool,
+) -> tuple[str, ...]:
     names = []
     for name, adapter in adapters.items():
         if prefix is not None and name != prefix:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -18,13 +19,20 @@ def body_limit(request: Request) -> int:
     return int(settings.max_body_mb) * 1024 * 1024 if settings is not None else MAX_BODY_BYTES
 
 
-async def read_json_object(request: Request) -> tuple[dict[str, Any], bytes]:
-    """The body as a JSON object and its raw bytes; 413/400/415 otherwise."""
-    content_type = request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
+async def read_json_object(
+    request: Request, headers: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], bytes]:
+    """The body as a JSON object and its raw bytes; 413/400/415 otherwise.
+
+    ``headers``: the request's, by lower-case name, when the caller has them already.
+    """
+    if headers is None:
+        headers = request.headers
+    content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
     if content_type not in ("application/json", "") and not content_type.endswith("+json"):
         raise SubLaneError("unsupported_media_type")
     limit = body_limit(request)
-    length = request.headers.get("content-length")
+    length = headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise SubLaneError("body_too_large")
     chunks: list[bytes] = []

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
-from sublane_gateway.routes._http import serve_http
+from sublane_gateway.routes._http import headers_by_name, serve_http
 from sublane_gateway.routes._replies import to_response
 
 router = APIRouter(tags=["client: Google Gemini"])
@@ -27,7 +27,7 @@ METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
 
 def gemini_headers(request: Request) -> dict[str, str]:
     """The request's headers (lower-case names), with a ``key=`` query parameter as ``x-goog-api-key``."""
-    headers = {name.lower(): value for name, value in request.headers.items()}
+    headers = headers_by_name(request)
     key = request.query_params.get("key")
     if key and "x-goog-api-key" not in headers:
         headers["x-goog-api-key"] = key

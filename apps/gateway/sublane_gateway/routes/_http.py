@@ -13,6 +13,14 @@ from sublane_gateway.routes._bodies import read_json_object
 from sublane_gateway.routes._replies import to_response
 
 
+def headers_by_name(request: Request) -> dict[str, str]:
+    """The request's headers by (lower-case) name; of a repeated one the first, as Starlette's
+    ``Headers.get`` reads it. A plain dict: the pipeline looks up a dozen names a call, most of them
+    absent, and ``Headers`` scans its list and raises ``KeyError`` for each miss (issue #19)."""
+    raw = request.scope["headers"]
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+
+
 async def serve_http(
     request: Request,
     protocol: WireProtocol,
@@ -29,10 +37,10 @@ async def serve_http(
     ``headers`` replace the request's own (the Gemini routes add a ``key=`` query parameter).
     """
     runtime = client_runtime(request)
-    client_headers = request.headers if headers is None else headers
+    client_headers = headers_by_name(request) if headers is None else headers
     try:
         principal = await runtime.keys.authenticate(client_headers)
-        body, _raw = await read_json_object(request)
+        body, _raw = await read_json_object(request, client_headers)
     except SubLaneError as error:
         return to_response(sublane_error_reply(protocol, error))
     spec = CallSpec(
