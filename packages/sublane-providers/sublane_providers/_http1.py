@@ -25,6 +25,7 @@ import collections
 import ssl
 import urllib.parse
 import urllib.request
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Final, cast
 
@@ -299,6 +300,9 @@ class Http1Pool:
         self._limit = limit
         self._keepalive_s = keepalive_s
         self._idle: dict[PoolKey, list[_Connection]] = {}
+        # Every connection of the current loop, idle or in use: closing the pool closes them all
+        # (an answer still being read when the gateway stops would leave its transport open).
+        self._open: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._busy = 0
         self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -311,8 +315,8 @@ class Http1Pool:
         """Send ``request``; the answer's body is read from the response's stream."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
+            self._close_all()  # what is left of the loop the pool leaves
             self._loop = loop
-            self._idle = {}
             self._busy = 0
             self._queue.clear()
         url = request.url
@@ -375,10 +379,14 @@ class Http1Pool:
         connection.idle_timer = connection.loop.call_later(self._keepalive_s, self._expire, connection)
 
     async def aclose(self) -> None:
-        for idle in self._idle.values():
-            for connection in idle:
-                connection.close()
+        self._close_all()
+
+    def _close_all(self) -> None:
+        connections, self._open = list(self._open), weakref.WeakSet()
         self._idle = {}
+        for connection in connections:
+            if not connection.loop.is_closed():  # a closed loop's transports cannot be told any more
+                connection.close()
 
     # -- the pool --------------------------------------------------------------------------------
 
@@ -434,8 +442,10 @@ class Http1Pool:
                     _, connection = await loop.create_connection(
                         factory, host, port, ssl=tls, server_hostname=host if tls else None
                     )
-                    return connection
-                return await self._through_proxy(key, loop, factory)
+                else:
+                    connection = await self._through_proxy(key, loop, factory)
+                self._open.add(connection)
+                return connection
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
         except httpx.ProxyError:

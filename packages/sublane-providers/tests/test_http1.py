@@ -253,6 +253,32 @@ async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
     assert connections == 2  # reused after 50 ms, a new one after 500 ms
 
 
+async def test_closing_the_pool_closes_a_connection_whose_answer_is_still_being_read() -> None:
+    """The gateway stopping with a stream in flight: its connection is closed too, not left to the
+    garbage collector (which warns about an unclosed transport)."""
+    ended = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_http_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nab\r\n")
+        await writer.drain()
+        with contextlib.suppress(ConnectionError):
+            await reader.read()  # until the pool closes the connection
+        ended.set()
+        await close_quietly(writer)
+
+    pool = _pool()
+    async with serving(handler) as port:
+        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        chunks = response.aiter_raw()
+        assert await anext(chunks) == b"ab"
+        await pool.aclose()
+        await asyncio.wait_for(ended.wait(), 2)  # the upstream saw the connection end
+        with pytest.raises(httpx.ReadError):
+            await anext(chunks)
+        await response.aclose()
+
+
 async def test_at_most_limit_exchanges_are_in_flight_and_the_rest_wait_in_order() -> None:
     in_flight = 0
     peak = 0
