@@ -31,20 +31,32 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def s1_rows(label: str, block: dict[str, Any], litellm: dict[str, Any] | None) -> list[list[Any]]:
-    """p50 and p99 rows of one S1 block."""
+def s1_rows(
+    label: str, block: dict[str, Any], litellm: dict[str, Any] | None, *, relay: bool = False
+) -> list[list[Any]]:
+    """p50 and p99 rows of one S1 block; ``relay``: with the byte relay's columns (bench/relay.py)."""
     rows = []
     for stat in ("p50_ms", "p99_ms"):
         cmp = block["gateway_vs_direct"][stat]
         row = [f"{label} {stat[:3]}", cmp["direct"], cmp["gateway"], cmp["difference"], cmp["ratio"]]
         if litellm is not None:
             row.append(litellm["sides"]["litellm"][stat] if "litellm" in litellm["sides"] else None)
+        if relay:
+            floor = block["sides"]["relay"][stat]
+            row += [floor, _minus(cmp["gateway"], floor)]
         rows.append(row)
     delta = block["gateway_vs_direct"]["median_round_delta_ms"]
     rows.append(
         [f"{label} median per-round delta", "", "", delta, "", *([""] if litellm is not None else [])]
     )
+    if relay:
+        floor_delta = block["relay_vs_direct"]["median_round_delta_ms"]
+        rows[-1] += [floor_delta, _minus(delta, floor_delta)]
     return rows
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a - b, 3)
 
 
 def render(report: dict[str, Any]) -> str:
@@ -61,9 +73,18 @@ def render(report: dict[str, Any]) -> str:
         "",
     ]
     chat = sc.get("S1_chat", {})
-    rows = s1_rows("Responses non-streaming", sc["S1"]["non_streaming"], None)
-    rows += s1_rows("Responses streaming TTFT", sc["S1"]["streaming_ttft"], None)
-    out.append(table(["", "direct", "SubLane", "difference", "ratio"], rows))
+    relay = "relay" in sc["S1"]["non_streaming"]["sides"]  # runs before 2026-12-02 had no relay
+    rows = s1_rows("Responses non-streaming", sc["S1"]["non_streaming"], None, relay=relay)
+    rows += s1_rows("Responses streaming TTFT", sc["S1"]["streaming_ttft"], None, relay=relay)
+    header = ["", "direct", "SubLane", "difference", "ratio"]
+    out.append(table(header + (["byte relay", "SubLane − relay"] if relay else []), rows))
+    if relay:
+        out += [
+            "",
+            "The byte relay (bench/relay.py) pipes the same calls to the mock on the gateway's core "
+            "without parsing them: its difference over direct is what any proxy process pays here "
+            "(loopback hops, waking an idle core), the floor under SubLane's.",
+        ]
     feats = sc.get("S1_features")
     if feats:
         out += ["", "**S1, pricing the features: added p50 / p99 over direct (ms)**", ""]

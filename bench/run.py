@@ -221,6 +221,16 @@ def seed_gateway(
         return key["secret"], account["id"]
 
 
+def start_relay(procs: Processes, tmp: Path, upstream_port: int) -> int:
+    """bench/relay.py on the gateway's core in front of ``upstream_port``; its port."""
+    port = free_port()
+    args = ["taskset", "-c", GATEWAY_CORE, sys.executable, str(ROOT / "bench" / "relay.py")]
+    args += ["--port", str(port), "--upstream-port", str(upstream_port)]
+    relay = procs.start(args, dict(os.environ), tmp / "relay.log")
+    wait_http(f"http://127.0.0.1:{port}/_mock/stats", relay)
+    return port
+
+
 def start_mock_and_gateway(procs: Processes, tmp: Path) -> tuple[subprocess.Popen[bytes], Target]:
     """The mock (core 1) and a seeded ``sublane serve`` (core 0) in front of it: the gateway's
     process and its ``/v1/responses`` target with the bench member's key (profile.py, cpu.py)."""
@@ -789,8 +799,12 @@ async def scenarios(procs: Processes, tmp: Path, report: dict[str, Any]) -> None
     s1: dict[str, Any] = {}
     plain = {"direct": responses_body(stream=False), "gateway": responses_body(stream=False)}
     streamed = {"direct": responses_body(stream=True), "gateway": responses_body(stream=True)}
-    s1["non_streaming"] = await s1_latency(both, plain, streaming=False, rounds=rounds)
-    s1["streaming_ttft"] = await s1_latency(both, streamed, streaming=True, rounds=rounds)
+    # The floor under any proxy here: a byte relay on the gateway's core (bench/relay.py).
+    relay = start_relay(procs, tmp, mock_port)
+    with_relay = both | {"relay": Target("relay", "127.0.0.1", relay, direct.path, direct_auth)}
+    plain_relay, streamed_relay = plain | {"relay": plain["direct"]}, streamed | {"relay": streamed["direct"]}
+    s1["non_streaming"] = await s1_latency(with_relay, plain_relay, streaming=False, rounds=rounds)
+    s1["streaming_ttft"] = await s1_latency(with_relay, streamed_relay, streaming=True, rounds=rounds)
     report["scenarios"]["S1"] = s1
     report["load"].append(("after S1", loadavg()))
     log(f"  S1 non-streaming {s1['non_streaming']['gateway_vs_direct']}")
