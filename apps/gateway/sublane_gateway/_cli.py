@@ -96,7 +96,7 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from sublane_gateway._app import asgi_app, create_app
-    from sublane_gateway._gc import freeze_startup_objects
+    from sublane_gateway._gc import FreezeAfterStartup, freeze_startup_objects, rarer_full_collections
     from sublane_gateway._slow_clients import header_bounded_protocol
 
     configure_logging(settings.log_level, settings.log_format)
@@ -110,8 +110,9 @@ def _serve(settings: Settings) -> None:
     except CredentialKeyError as exc:
         raise SystemExit(f"sublane: {exc}") from None
     freeze_startup_objects()
+    rarer_full_collections()
     uvicorn.run(
-        asgi_app(app),
+        FreezeAfterStartup(asgi_app(app)),
         host=settings.host,
         port=settings.port,
         loop="uvloop",

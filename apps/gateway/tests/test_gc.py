@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 
 from sublane_gateway._app import asgi_app, create_app
-from sublane_gateway._gc import freeze_startup_objects
+from sublane_gateway._gc import (
+    FULL_COLLECTION_THRESHOLD,
+    FreezeAfterStartup,
+    freeze_startup_objects,
+    rarer_full_collections,
+)
 from sublane_gateway.testing import make_settings, migrate
 
 
@@ -30,3 +37,36 @@ def test_a_full_collection_skips_what_was_frozen_at_startup(tmp_path: Path) -> N
     finally:
         gc.unfreeze()
     assert after < before / 4
+
+
+async def test_what_the_lifespan_startup_built_is_frozen_once_it_completed(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    migrate(settings)
+    app = FreezeAfterStartup(asgi_app(create_app(settings)))
+    inbox = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[str] = []
+    frozen_at: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return inbox.pop(0)
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["type"])
+        frozen_at.append(gc.get_freeze_count())
+
+    gc.unfreeze()
+    try:
+        await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+        assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+        assert frozen_at[0] == 0 and frozen_at[1] > 10_000  # frozen right after startup completed
+    finally:
+        gc.unfreeze()
+
+
+def test_full_collections_are_made_rarer_and_the_young_ones_kept() -> None:
+    before = gc.get_threshold()
+    try:
+        assert rarer_full_collections() == (before[0], before[1], FULL_COLLECTION_THRESHOLD)
+        assert FULL_COLLECTION_THRESHOLD >= 10 * 10  # ten times Python's default of 10
+    finally:
+        gc.set_threshold(*before)
