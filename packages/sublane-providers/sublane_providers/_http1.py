@@ -382,11 +382,17 @@ class Http1Pool:
         self._close_all()
 
     def _close_all(self) -> None:
+        """Close every connection (on the running loop): its own loop's now, another running
+        loop's from that loop's thread; a closed loop's transports cannot be told any more."""
         connections, self._open = list(self._open), weakref.WeakSet()
         self._idle = {}
+        running = asyncio.get_running_loop()
         for connection in connections:
-            if not connection.loop.is_closed():  # a closed loop's transports cannot be told any more
+            loop = connection.loop
+            if loop is running or not (loop.is_closed() or loop.is_running()):
                 connection.close()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(connection.close)
 
     # -- the pool --------------------------------------------------------------------------------
 
