@@ -100,6 +100,11 @@ class QuotaBook:
         entry = self._accounts.get(account_id)
         return list(entry.windows.values()) if entry is not None else []
 
+    def window(self, account_id: int, model: str, name: str) -> ObservedWindow | None:
+        """One window of the account as last observed (fresh or not), if known."""
+        entry = self._accounts.get(account_id)
+        return entry.windows.get((model, name)) if entry is not None else None
+
     def newest(self, account_id: int) -> float | None:
         """When the account's quota was last observed, if ever in this lifecycle."""
         entry = self._accounts.get(account_id)

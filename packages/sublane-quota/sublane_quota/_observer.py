@@ -139,9 +139,9 @@ class QuotaObserver:
 
     def _repeats(self, observation: signals.QuotaObserved) -> bool:
         """Whether the observation says what the book already knows, and that is recent enough."""
-        known = {(w.window.model, w.window.window): w for w in self.book.windows(observation.account_id)}
+        book, account_id = self.book, observation.account_id
         for window in observation.windows:
-            seen = known.get((window.model, window.window))
+            seen = book.window(account_id, window.model, window.window)
             if seen is None or observation.observed_at - seen.observed_at >= self.rewrite_after_s:
                 return False
             old = seen.window

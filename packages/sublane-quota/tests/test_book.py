@@ -136,3 +136,16 @@ def test_quota_3_exclusion_needs_a_fresh_exhausted_main_window(
     assert (until is not None) == (fresh and exhausted)
     if until is not None:
         assert now < until <= now - age + FRESH_S
+
+
+def test_one_window_is_read_by_model_and_name_as_last_observed() -> None:
+    clock = FakeClock()
+    book = QuotaBook(clock)
+    now = clock.time()
+    book.apply(observed(1, now, w("primary", 40.0), w("daily", 10.0, model="gemini-2.5-pro")))
+    book.apply(observed(1, now + 1, w("primary", 45.0)))
+    primary = book.window(1, "", "primary")
+    assert primary is not None and primary.window.used_percent == 45.0 and primary.observed_at == now + 1
+    assert book.window(1, "gemini-2.5-pro", "daily") is not None
+    assert book.window(1, "", "daily") is None and book.window(2, "", "primary") is None
+    assert sorted(o.window.window for o in book.windows(1)) == ["daily", "primary"]
