@@ -39,6 +39,13 @@ def new_uuid() -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
+def new_hex_id(nbytes: int = 12) -> str:
+    """``nbytes`` random bytes as lower-case hex, for identifiers that are not secrets (the IDs of
+    translated answers, messages and tool calls): ``secrets.token_hex`` would be a system call on
+    every translated call (issue #19)."""
+    return f"{_IDS.getrandbits(nbytes * 8):0{nbytes * 2}x}"
+
+
 def new_secret_token(nbytes: int = 32) -> str:
     """``nbytes`` random bytes as unpadded base64url."""
     return base64.urlsafe_b64encode(secrets.token_bytes(nbytes)).rstrip(b"=").decode("ascii")

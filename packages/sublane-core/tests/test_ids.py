@@ -7,7 +7,7 @@ from collections.abc import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sublane_core import _ids, new_request_id, new_secret_token, new_uuid, sha256_hex
+from sublane_core import _ids, new_hex_id, new_request_id, new_secret_token, new_uuid, sha256_hex
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -66,3 +66,14 @@ def test_request_ids_are_the_crockford_digits_of_millis_then_random_bits(millis:
 @given(st.integers(min_value=0, max_value=(1 << 128) - 1))
 def test_new_uuid_formats_like_the_uuid_module(bits: int) -> None:
     assert _with_random_bits(bits, 128, new_uuid) == str(uuid.UUID(int=bits, version=4))
+
+
+@given(st.integers(min_value=0, max_value=(1 << 96) - 1))
+def test_hex_ids_are_the_random_bytes_in_lower_case_hex(bits: int) -> None:
+    assert _with_random_bits(bits, 96, new_hex_id) == bits.to_bytes(12, "big").hex()
+
+
+def test_hex_ids_are_distinct_and_sized() -> None:
+    values = {new_hex_id() for _ in range(1000)} | {new_hex_id(4)}
+    assert len(values) == 1001
+    assert {len(value) for value in values} == {24, 8}

@@ -16,7 +16,7 @@ EXPECTED = [
     "signals",
     "Outcome", "UpstreamOperation", "WireProtocol",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock",
-    "new_request_id", "new_uuid", "new_secret_token", "sha256_hex",
+    "new_hex_id", "new_request_id", "new_uuid", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "RequestIdFilter", "bind_request_id",
     "configure_logging", "current_request_id", "redact",
     "MAX_JSON_DEPTH", "json_problem", "storable_text",

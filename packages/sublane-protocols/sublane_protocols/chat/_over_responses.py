@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from sublane_core import WireProtocol
+from sublane_core import WireProtocol, new_hex_id
 from sublane_protocols._hub import ClientSide, HubTranslator
 from sublane_protocols._translators import TranslationRefused
 from sublane_protocols.chat._translate import (
@@ -28,7 +27,7 @@ def _data(payload: Mapping[str, Any]) -> bytes:
 
 
 def new_completion_id() -> str:
-    return "chatcmpl-" + secrets.token_hex(12)
+    return "chatcmpl-" + new_hex_id()
 
 
 class ChatFrames:

@@ -21,12 +21,11 @@ array streamed element by element (``json_array``) that ``trailer`` closes.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sublane_core import WireProtocol
+from sublane_core import WireProtocol, new_hex_id
 from sublane_protocols._errors import render_error
 from sublane_protocols._framing import ReframedStream
 
@@ -114,7 +113,7 @@ class GeminiFrames:
         self._model = model
         self._thoughts = include_thoughts
         self._framing = ReframedStream(lambda payload: payload, self._broken_off, json_array=json_array)
-        self._response_id = secrets.token_hex(12)
+        self._response_id = new_hex_id()
         self._finished = False
         self._calls: dict[Any, _Call] = {}
         self._seen: set[Any] = set()  # items whose deltas were sent

@@ -11,16 +11,17 @@ turn ends; tool calls arrive whole and are written as one complete item.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from sublane_core import new_hex_id
 
 ItemKind = Literal["message", "reasoning"]
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(12)}"
+    return f"{prefix}_{new_hex_id()}"
 
 
 @dataclass(slots=True)

@@ -34,12 +34,11 @@ every upstream chunk itself.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-from sublane_core import WireProtocol
+from sublane_core import WireProtocol, new_hex_id
 from sublane_protocols._hub import UpstreamSide, custom_tool_names
 from sublane_protocols.gemini._from_responses import gemini_count_request, gemini_request
 from sublane_protocols.gemini._responses_events import ResponsesEventWriter
@@ -144,7 +143,7 @@ class GeminiEventsToResponses:
         if isinstance(call, Mapping):
             raw_name, raw_id, raw_args = call.get("name"), call.get("id"), call.get("args")
             name = raw_name if isinstance(raw_name, str) else ""
-            call_id = raw_id if isinstance(raw_id, str) and raw_id else "call_" + secrets.token_hex(12)
+            call_id = raw_id if isinstance(raw_id, str) and raw_id else "call_" + new_hex_id()
             args: Mapping[str, Any] = raw_args if isinstance(raw_args, Mapping) else {}
             if name in self._custom:
                 text = args.get("input")

@@ -26,11 +26,11 @@ cache-written tokens (`input - cached - cache_write`), `cache_read_input_tokens`
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sublane_core import new_hex_id
 from sublane_protocols._framing import named_sse
 from sublane_protocols.messages._shape import count
 from sublane_protocols.messages._shape import field as get
@@ -55,7 +55,7 @@ def message_id(response: Any) -> str:
     response_id = get(response, "id")
     if isinstance(response_id, str) and response_id.startswith("resp_") and len(response_id) > 5:
         return "msg_" + response_id.removeprefix("resp_")
-    return "msg_" + secrets.token_hex(12)
+    return "msg_" + new_hex_id()
 
 
 def anthropic_usage(usage: Any) -> dict[str, int]:

@@ -28,11 +28,11 @@ Item ids are derived from Claude's message id (`msg_01…` → `resp_01…`, `ms
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sublane_core import new_hex_id
 from sublane_protocols._hub import custom_tool_names
 from sublane_protocols.messages._shape import count, dumps, text_field
 from sublane_protocols.messages._shape import field as get
@@ -65,7 +65,7 @@ class MessagesEvents:
         self._custom = custom_tool_names(request)
         self._echo = _request_echo(request)
         self._created_at = int(clock())
-        self._base = secrets.token_hex(12)
+        self._base = new_hex_id()
         self._started = False
         self._finished = False
         self._blocks: dict[int, _Block] = {}
