@@ -49,8 +49,17 @@ from sublane_web import mount as mount_web_views
 __version__ = "0.1.0"
 
 
-def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
-    """Build the gateway app. The database must already be migrated (``sublane migrate``/``serve``)."""
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    when_started: Callable[[], object] | None = None,
+) -> FastAPI:
+    """Build the gateway app. The database must already be migrated (``sublane migrate``/``serve``).
+
+    ``when_started`` runs once the lifespan startup is done, before the first request is served
+    (``sublane serve`` freezes what startup built out of the garbage collector's walks).
+    """
     settings = settings or Settings()
     engine = create_db_engine(settings.effective_database_url)
     key = _credentials_key(settings, engine)
@@ -73,6 +82,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         folder.acquire()  # one gateway per data folder; `sublane restore` checks it (OPS-9)
         try:
             async with _serving(app, state):
+                if when_started is not None:
+                    when_started()
                 yield
         finally:
             folder.release()

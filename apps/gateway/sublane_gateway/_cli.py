@@ -96,7 +96,7 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from sublane_gateway._app import asgi_app, create_app
-    from sublane_gateway._gc import FreezeAfterStartup, freeze_startup_objects, rarer_full_collections
+    from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
     from sublane_gateway._slow_clients import header_bounded_protocol
 
     configure_logging(settings.log_level, settings.log_format)
@@ -106,13 +106,13 @@ def _serve(settings: Settings) -> None:
         raise SystemExit(f"sublane: {exc}") from None
     _migrate(settings)
     try:
-        app = create_app(settings)
+        app = create_app(settings, when_started=freeze_startup_objects)  # and again once started
     except CredentialKeyError as exc:
         raise SystemExit(f"sublane: {exc}") from None
     freeze_startup_objects()
     rarer_full_collections()
     uvicorn.run(
-        FreezeAfterStartup(asgi_app(app)),
+        asgi_app(app),
         host=settings.host,
         port=settings.port,
         loop="uvloop",

@@ -7,7 +7,8 @@ measures, both only for the serving process (tests build many apps in one proces
 
 * What the process built before serving lives as long as the process: it is collected once and
   frozen (``gc.freeze``) out of later walks, once when the app is built and again when the
-  lifespan startup (runtime, adapters, pools, the first compiled statements) has completed.
+  lifespan startup (runtime, adapters, pools, the first compiled statements) has completed
+  (``create_app(when_started=…)``).
 * A served call leaves no reference cycles behind (measured with ``gc.DEBUG_SAVEALL``: none per
   call, streaming or not), so what the young generations promote is a stream's objects that were
   still in use and are freed by reference counting soon after, never by the collector. Full
@@ -19,8 +20,6 @@ measures, both only for the serving process (tests build many apps in one proces
 from __future__ import annotations
 
 import gc
-
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 FULL_COLLECTION_THRESHOLD = 100
 
@@ -37,22 +36,3 @@ def rarer_full_collections() -> tuple[int, int, int]:
     young, middle, _old = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_THRESHOLD)
     return gc.get_threshold()
-
-
-class FreezeAfterStartup:
-    """An ASGI wrapper that freezes what exists once the app's lifespan startup has completed."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan":
-            await self._app(scope, receive, send)
-            return
-
-        async def send_and_freeze(message: Message) -> None:
-            await send(message)
-            if message["type"] == "lifespan.startup.complete":
-                freeze_startup_objects()
-
-        await self._app(scope, receive, send_and_freeze)
