@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
@@ -13,11 +13,12 @@ from sublane_gateway.routes._bodies import read_json_object
 from sublane_gateway.routes._replies import to_response
 
 
-def headers_by_name(request: Request) -> dict[str, str]:
-    """The request's headers by (lower-case) name; of a repeated one the first, as Starlette's
-    ``Headers.get`` reads it. A plain dict: the pipeline looks up a dozen names a call, most of them
-    absent, and ``Headers`` scans its list and raises ``KeyError`` for each miss (issue #19)."""
-    raw = request.scope["headers"]
+def headers_by_name(connection: HTTPConnection) -> dict[str, str]:
+    """A request's or WebSocket's headers by (lower-case) name; of a repeated one the first, as
+    Starlette's ``Headers.get`` reads it. A plain dict: the pipeline looks up a dozen names a
+    call, most of them absent, and ``Headers`` scans its list and raises ``KeyError`` for each
+    miss (issue #19)."""
+    raw = connection.scope["headers"]
     return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
 
 

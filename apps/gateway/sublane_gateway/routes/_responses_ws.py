@@ -41,6 +41,7 @@ from sublane_gateway.pipeline import (
 )
 from sublane_gateway.pipeline._hub_turn import HubTurnError, SocketHistory, run_hub_turn
 from sublane_gateway.routes._bodies import parse_json_object
+from sublane_gateway.routes._http import headers_by_name
 from sublane_protocols import read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
@@ -123,7 +124,7 @@ class ClientSocket:
         self.runtime = runtime
         self.websocket = websocket
         self.principal = principal
-        self.headers = {key.lower(): value for key, value in websocket.headers.items()}
+        self.headers = headers_by_name(websocket)
         self.upstream: _Upstream | None = None
         self.turn_running = False
         self.history = SocketHistory()  # the last translated turn, for previous_response_id
