@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sublane_core import FakeClock, signals
-from sublane_quota import FRESH_S, QuotaBook
+from sublane_quota import FRESH_S, QuotaBook, quota_model
+from sublane_quota._freshness import FUTURE_TOLERANCE_S, is_exhausted
 
 
 def observed(
@@ -149,3 +152,71 @@ def test_one_window_is_read_by_model_and_name_as_last_observed() -> None:
     assert book.window(1, "gemini-2.5-pro", "daily") is not None
     assert book.window(1, "", "daily") is None and book.window(2, "", "primary") is None
     assert sorted(o.window.window for o in book.windows(1)) == ["daily", "primary"]
+
+
+def _read_afresh(book: QuotaBook, account: int, model: str, now: float) -> tuple[float | None, float | None]:
+    """QUOTA-3/4 and QW-2 read straight from the windows, as the book answered before it remembered."""
+    native = quota_model(model) if model else model
+    counting = [
+        seen
+        for seen in book.windows(account)
+        if seen.window.main
+        and seen.window.model in ("", native)
+        and seen.observed_at <= now + FUTURE_TOLERANCE_S
+        and now < seen.fresh_until
+    ]
+    deadlines = [seen.fresh_until for seen in counting if is_exhausted(seen.window)]
+    used = [seen.window.used_percent for seen in counting]
+    remaining = (
+        None
+        if not used or any(value is None for value in used)
+        else min(max(0.0, min(1.0, 1.0 - value / 100.0)) for value in used if value is not None)
+    )
+    return (min(deadlines) if deadlines else None), remaining
+
+
+_steps = st.one_of(
+    st.tuples(
+        st.just("observe"),
+        st.integers(1, 2),  # account
+        st.floats(-200, 200),  # observed this far from now
+        st.sampled_from(["", "gemini-3-pro-high", "gemini-3-flash"]),  # the window's model
+        st.sampled_from(["primary", "secondary"]),
+        st.none() | st.sampled_from([0.0, 40.0, 99.9, 100.0]),
+        st.none() | st.floats(-100, 400),  # resets this far from the observation
+        st.booleans(),  # main
+    ),
+    st.tuples(st.just("wait"), st.floats(-30, 200)),  # mostly forward; a wall clock may step back
+)
+
+
+class _SteppingClock(FakeClock):
+    """A wall clock that NTP may also set back."""
+
+    def step(self, seconds: float) -> None:
+        self._wall += seconds
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(_steps, max_size=25))
+def test_quota_3_remembered_answers_equal_a_fresh_reading(steps: list[tuple[Any, ...]]) -> None:
+    """Selection asks the book per account per request; its remembered answers must be exactly
+    what reading every window afresh says, whatever observations arrive and however time moves."""
+    clock = _SteppingClock()
+    book = QuotaBook(clock)
+    models = ["gpt-5", "gemini-3-pro(high)", "gemini-3-flash", ""]
+    for step in steps:
+        if step[0] == "wait":
+            clock.step(step[1])
+        else:
+            _, account, offset, model, name, used, reset_in, main = step
+            at = clock.time() + offset
+            reset = None if reset_in is None else at + reset_in
+            book.apply(
+                observed(account, at, signals.QuotaWindow(name, used, 18000, reset, main=main, model=model))
+            )
+        now = clock.time()
+        for account in (1, 2, 3):
+            for model in models:
+                expected = _read_afresh(book, account, model, now)
+                assert (book.exhausted_until(account, model), book.remaining(account, model)) == expected

@@ -90,8 +90,21 @@ class CooldownBook:
         return cooldown
 
     def blocking(self, account_id: int, model: str) -> Cooldown | None:
-        """The account-wide cooldown, else the model's, that blocks a request now."""
-        return self.active(account_id) or self.active(account_id, model)
+        """The account-wide cooldown, else the model's, that blocks a request now.
+
+        Asked for every candidate of every request: two dictionary reads, the clock only when one
+        of them found a cooldown."""
+        cooldowns = self._cooldowns
+        wide = cooldowns.get((account_id, ACCOUNT_WIDE))
+        narrow = cooldowns.get((account_id, model))
+        if wide is None and narrow is None:
+            return None
+        now = self._clock.time()
+        if wide is not None and wide.until > now:
+            return wide
+        if narrow is not None and narrow.until > now:
+            return narrow
+        return None
 
     def probe_only(self, account_id: int, model: str) -> bool:
         """Whether the account (or this model on it) is past a cooldown, not yet proven healthy (COOL-4)."""
