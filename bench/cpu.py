@@ -4,7 +4,9 @@
 on core 0, mock and driver on core 1), warms up, then runs closed-loop non-streaming Responses calls
 at concurrency 16 (``BENCH_CPU_CONCURRENCY``) for ``BENCH_CPU_SECONDS`` (default 10) and divides
 the gateway process's CPU seconds (user + system, from ``/proc``) by the requests it answered.
-Streaming calls (4 deltas, instant mock) are measured the same way. Latency and throughput depend
+Streaming calls (4 deltas, instant mock) are measured the same way. ``BENCH_CPU_ACCOUNTS=N`` puts
+N Codex accounts in the member's group instead of one (selection asks about every candidate on
+every request, so a pool's size is part of the cost). Latency and throughput depend
 on what else runs on the machine; CPU per request much less, so this is the number to compare
 between two versions of the hot path when no quiet machine is at hand.
 """
@@ -22,6 +24,7 @@ from driver import Target, closed_loop
 from run import (
     DRIVER_CORE,
     Processes,
+    add_codex_accounts,
     cpu_seconds,
     log,
     responses_body,
@@ -30,6 +33,7 @@ from run import (
 
 SECONDS = float(os.environ.get("BENCH_CPU_SECONDS", "10"))
 CONCURRENCY = int(os.environ.get("BENCH_CPU_CONCURRENCY", "16"))
+ACCOUNTS = int(os.environ.get("BENCH_CPU_ACCOUNTS", "1"))
 
 
 async def per_request(pid: int, target: Target, raw: bytes) -> dict[str, Any]:
@@ -51,7 +55,14 @@ async def per_request(pid: int, target: Target, raw: bytes) -> dict[str, Any]:
 
 async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
     gateway_proc, gateway = start_mock_and_gateway(procs, tmp)
-    out: dict[str, Any] = {"concurrency": CONCURRENCY, "seconds": SECONDS, "load_before": os.getloadavg()}
+    if ACCOUNTS > 1:
+        add_codex_accounts(f"http://{gateway.host}:{gateway.port}", ACCOUNTS - 1)
+    out: dict[str, Any] = {
+        "concurrency": CONCURRENCY,
+        "seconds": SECONDS,
+        "accounts": ACCOUNTS,
+        "load_before": os.getloadavg(),
+    }
     for label, stream in (("non_streaming", False), ("streaming", True)):
         log(f"CPU per request: {label}")
         raw = gateway.request(responses_body(stream=stream))

@@ -248,6 +248,24 @@ def start_mock_and_gateway(procs: Processes, tmp: Path) -> tuple[subprocess.Pope
     )
 
 
+def add_codex_accounts(url: str, count: int) -> None:
+    """``count`` more Codex accounts (fresh credentials, no concurrency limit to speak of) in group 1."""
+    with httpx.Client(base_url=url, timeout=30) as admin:
+        admin.post("/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]}).raise_for_status()
+        for index in range(count):
+            credentials = mint_codex_credentials()["credentials"]
+            body = {
+                "provider": "codex",
+                "name": f"bench-codex-{index + 2}",
+                "group_ids": [1],
+                "credentials": credentials,
+            }
+            account = admin.post("/api/accounts/import", json=body)
+            account.raise_for_status()
+            limits = {"max_concurrency": 1000}
+            admin.patch(f"/api/accounts/{account.json()['id']}/limits", json=limits).raise_for_status()
+
+
 def set_account_concurrency(url: str, account_id: int, limit: int) -> None:
     """PATCH the account's ``max_concurrency``."""
     with httpx.Client(base_url=url, timeout=30) as admin:
