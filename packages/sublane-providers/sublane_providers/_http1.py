@@ -38,6 +38,7 @@ HIGH_WATER: Final = 1 << 20  # bytes held for a slow reader before the socket is
 LOW_WATER: Final = 1 << 18
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _TIMED_OUT: Final = "timed out"
+_TIMER_SLACK_S: Final = 0.001  # a timer may fire this much before its time (the loop's clock in ms)
 
 PoolKey = tuple[str, str, int, str | None]  # an origin and the proxy to it
 
@@ -69,6 +70,12 @@ class _Connection(asyncio.Protocol):
         self._read_timeout: float | None = None
         self._last_activity = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        # A bounded wait (``wait(within)``) gives up at ``_bound_at``. One lazy timer serves the
+        # successive waits of an exchange: a relay waits once per chunk with a deadline later than
+        # the last, and a timer made and cancelled per wait cost ~3 µs a chunk (uvloop).
+        self._bound_at: float | None = None
+        self._bound_timer: asyncio.TimerHandle | None = None
+        self._bound_timer_at = 0.0
 
     # -- asyncio ---------------------------------------------------------------------------------
 
@@ -180,13 +187,35 @@ class _Connection(asyncio.Protocol):
         if self._read_timeout is not None and self._timer is None:
             self._last_activity = max(self._last_activity, self.loop.time())
             self._timer = self.loop.call_at(self._last_activity + self._read_timeout, self._check_timeout)
-        bound = None if within is None else self.loop.call_later(within, _give_up, waiter)
+        if within is None:
+            self._bound_at = None
+        else:
+            self._bound_at = at = self.loop.time() + within
+            timer = self._bound_timer
+            if timer is None or self._bound_timer_at > at:  # none armed, or armed too late
+                if timer is not None:
+                    timer.cancel()
+                self._arm_bound(at)
         try:
             return await waiter
         finally:
             self._waiter = None
-            if bound is not None:
-                bound.cancel()
+
+    def _arm_bound(self, at: float) -> None:
+        self._bound_timer_at = at
+        self._bound_timer = self.loop.call_at(at, self._check_bound)
+
+    def _check_bound(self) -> None:
+        """The bound timer: give the waiting ``wait`` up if its own deadline passed, else re-arm
+        for it (the wait it was armed for ended; a later one is waiting or none is)."""
+        self._bound_timer = None
+        waiter, at = self._waiter, self._bound_at
+        if waiter is None or waiter.done() or at is None:
+            return
+        if self.loop.time() + _TIMER_SLACK_S < at:
+            self._arm_bound(at)
+            return
+        waiter.set_result(False)
 
     def _check_timeout(self) -> None:
         self._timer = None
@@ -218,10 +247,14 @@ class _Connection(asyncio.Protocol):
         return self.complete and self.keep_alive and not self.closed
 
     def finish(self) -> None:
-        """The exchange is over (read or not): stop its timer."""
+        """The exchange is over (read or not): stop its timers."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._bound_timer is not None:
+            self._bound_timer.cancel()
+            self._bound_timer = None
+        self._bound_at = None
         self._read_timeout = None
 
     def close(self) -> None:
@@ -503,11 +536,6 @@ class Http1Pool:
             bypass = urllib.request.proxy_bypass(url.host)  # NO_PROXY; once per host
             self._proxy_of_host[key] = None if bypass else self._proxies.get(url.scheme)
         return self._proxy_of_host[key]
-
-
-def _give_up(waiter: asyncio.Future[bool]) -> None:
-    if not waiter.done():
-        waiter.set_result(False)
 
 
 def _origin(url: httpx.URL) -> Origin:

@@ -235,6 +235,45 @@ async def test_a_slow_reader_pauses_the_socket_instead_of_buffering_everything()
         await pool.aclose()
 
 
+async def test_each_bounded_read_gives_up_at_its_own_deadline_with_one_timer_for_all() -> None:
+    """A relay reads once per chunk with a bound (heartbeat, idle and request timeouts): a read
+    gives up (``None``) when nothing came within its bound — a short bound after a long one too —
+    and the stream reads on after it; successive reads share one timer instead of one each."""
+    release: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_http_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\n")
+        with contextlib.suppress(ConnectionError):
+            for _ in range(3):
+                writer.write(await release.get())
+                await writer.drain()
+        await close_quietly(writer)
+
+    async with serving(handler) as port:
+        pool = _pool()
+        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        stream = response.stream
+        read = stream.read  # type: ignore[attr-defined]
+        loop = asyncio.get_running_loop()
+        release.put_nowait(b"ab")
+        assert await read(30.0) == b"ab"  # arms the bound timer for 30 s from now
+        started = loop.time()
+        assert await read(0.1) is None  # shorter than the armed one: re-armed, gives up in time
+        assert 0.09 <= loop.time() - started < 2.0
+        connection = stream._connection  # type: ignore[attr-defined]
+        timers = []
+        for chunk in (b"cd", b"ef"):
+            loop.call_soon(release.put_nowait, chunk)
+            assert await read(30.0) == chunk
+            timers.append(connection._bound_timer)
+        assert timers[0] is not None and timers[1] is timers[0]  # later deadlines: the armed timer serves
+        assert await read(30.0) == b""  # the end, before any bound
+        await response.aclose()
+        assert connection._bound_timer is None  # released with the exchange
+        await pool.aclose()
+
+
 async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
     connections = 0
 
