@@ -270,8 +270,8 @@ async def test_each_bounded_read_gives_up_at_its_own_deadline_with_one_timer_for
         assert timers[0] is not None and timers[1] is timers[0]  # later deadlines: the armed timer serves
         assert await read(30.0) == b""  # the end, before any bound
         await response.aclose()
-        assert connection._bound_timer is None  # released with the exchange
         await pool.aclose()
+        assert connection._bound_timer is None and connection._timer is None  # closed with the pool
 
 
 async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
@@ -290,6 +290,62 @@ async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
             await response.aread()
         await pool.aclose()
     assert connections == 2  # reused after 50 ms, a new one after 500 ms
+
+
+async def test_the_keepalive_counts_from_the_last_release_though_one_timer_serves_all() -> None:
+    """A connection used again before its keep-alive ran out is not closed at the first one's end:
+    its idle timer, armed once, finds it used since and waits on; it closes once idle long enough."""
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await _keep_answering(reader, writer)
+
+    pool = _pool(keepalive_s=0.3)
+    async with serving(handler) as port:
+        timers = []
+        for pause in (0.0, 0.2, 0.2):  # each within 0.3 s of the last release, not of the first
+            await asyncio.sleep(pause)
+            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+            await response.aread()
+            connection = response.stream._connection  # type: ignore[attr-defined]
+            timers.append(connection.idle_timer)
+        assert connections == 1
+        assert timers[0] is not None and timers[1] is timers[0]  # the release did not make another
+        await asyncio.sleep(0.5)
+        assert connection.closed  # idle 0.5 s > 0.3 s since its last release
+        await pool.aclose()
+
+
+async def test_a_kept_connection_still_times_out_a_silent_upstream() -> None:
+    """The read-timeout timer outlives an exchange for the next one on the connection; the next
+    exchange is still bounded by its own read timeout, counted from its own start."""
+    answered = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal answered
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            await read_http_request(reader)
+            writer.write(_ok(b"ok"))
+            await writer.drain()
+            answered += 1
+            await read_http_request(reader)  # the second request is never answered
+            await asyncio.sleep(5)
+        await close_quietly(writer)
+
+    pool = Http1Pool(ssl.create_default_context(), limit=4, keepalive_s=30.0, timeout=httpx.Timeout(0.3))
+    async with serving(handler) as port:
+        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert await response.aread() == b"ok"
+        await asyncio.sleep(0.2)  # the first exchange's timer is still armed, for 0.1 s from now
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(httpx.ReadTimeout):
+            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert 0.28 <= loop.time() - started < 2.0  # its own 0.3 s, not the first one's remainder
+        await pool.aclose()
+    assert answered == 1
 
 
 async def test_closing_the_pool_closes_a_connection_whose_answer_is_still_being_read() -> None:
