@@ -351,6 +351,53 @@ def test_ops_7_open_data_files_are_tightened_at_start(tmp_path: Path) -> None:
     assert "set to 600 (OPS-7)" in log.read_text()
 
 
+def _read_answer(sock: socket.socket) -> bytes:
+    """One whole HTTP/1.1 answer with a ``content-length`` body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head
+
+
+def test_ops_4_every_request_of_a_kept_connection_gets_its_own_header_time(tmp_path: Path) -> None:
+    """The header timer is the connection's, not the request's: a quick request after the first
+    one's header time ran out keeps its socket, and a later request trickled byte by byte still
+    loses it within the timeout counted from its own first byte."""
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_CLIENT_HEADER_TIMEOUT_S="1", SUBLANE_KEEP_ALIVE_TIMEOUT_S="30") as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            sock.sendall(request)
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(1.5)  # past the first request's header time, idle: the socket stays
+            sock.sendall(request)
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(0.3)  # the timer is armed for the second request's time; this one's is later
+            started = time.monotonic()
+            sock.settimeout(0.25)
+            closed = False
+            for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40:
+                try:
+                    sock.sendall(bytes([byte]))
+                    closed = sock.recv(1) == b""
+                except TimeoutError:
+                    pass
+                except OSError:
+                    closed = True
+                if closed:
+                    break
+            assert closed and 0.9 <= time.monotonic() - started < 3
+
+
 def test_ops_4_a_header_trickled_byte_by_byte_loses_its_socket(tmp_path: Path) -> None:
     # Found by probing: a header sent one byte every 2 s kept its socket 24 s and more.
     data_dir = tmp_path / "data"
