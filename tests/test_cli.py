@@ -353,9 +353,15 @@ def test_ops_7_open_data_files_are_tightened_at_start(tmp_path: Path) -> None:
 
 def _read_answer(sock: socket.socket) -> bytes:
     """One whole HTTP/1.1 answer with a ``content-length`` body."""
+    def more() -> bytes:
+        received = sock.recv(65536)
+        if not received:
+            raise ConnectionError("the gateway closed the connection")
+        return received
+
     data = b""
     while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
+        data += more()
     head, _, body = data.partition(b"\r\n\r\n")
     length = next(
         int(line.split(b":", 1)[1])
@@ -363,7 +369,7 @@ def _read_answer(sock: socket.socket) -> bytes:
         if line.lower().startswith(b"content-length:")
     )
     while len(body) < length:
-        body += sock.recv(65536)
+        body += more()
     return head
 
 
@@ -396,6 +402,28 @@ def test_ops_4_every_request_of_a_kept_connection_gets_its_own_header_time(tmp_p
                 if closed:
                     break
             assert closed and 0.9 <= time.monotonic() - started < 3
+
+
+def test_ops_4_keep_alive_counts_from_the_last_answer_and_ends_an_idle_connection(tmp_path: Path) -> None:
+    """``SUBLANE_KEEP_ALIVE_TIMEOUT_S``: a connection used again within it stays open however long it
+    lives, and one left idle longer is closed by the gateway."""
+    data_dir = tmp_path / "data"
+    with serve(data_dir, SUBLANE_KEEP_ALIVE_TIMEOUT_S="1") as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            started = time.monotonic()
+            for _ in range(4):  # 2.1 s in all, never 1 s idle
+                sock.sendall(request)
+                assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+                time.sleep(0.7)
+            assert time.monotonic() - started > 2
+            sock.sendall(request)
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+            idle_from = time.monotonic()
+            sock.settimeout(5)
+            assert sock.recv(1) == b""  # closed by the gateway
+            assert 0.9 <= time.monotonic() - idle_from < 3
 
 
 def test_ops_4_a_header_trickled_byte_by_byte_loses_its_socket(tmp_path: Path) -> None:

@@ -1,10 +1,16 @@
 """OPS-4: a client has ``SUBLANE_CLIENT_HEADER_TIMEOUT_S`` to send a request's headers.
 
-Uvicorn bounds idle keep-alive connections, but a header trickled one byte at a time keeps
-cancelling that timer, so one socket could be held for ever. This protocol (uvicorn's httptools
-protocol plus one timer) closes a connection whose request headers are not complete in time,
-counted from the connection's opening or the request's first byte. Each request's response goes
-out through :class:`~sublane_gateway._head_with_body.HeadWithBody` (head and body in one write).
+Uvicorn bounds idle keep-alive connections (``SUBLANE_KEEP_ALIVE_TIMEOUT_S``), but a header
+trickled one byte at a time keeps cancelling that timer, so one socket could be held for ever. This
+protocol (uvicorn's httptools protocol plus a header timer) closes a connection whose request
+headers are not complete in time, counted from the connection's opening or the request's first
+byte. Each request's response goes out through
+:class:`~sublane_gateway._head_with_body.HeadWithBody` (head and body in one write).
+
+Both timers are the connection's, armed once and re-armed by themselves when they fire early (the
+connection was used since): uvicorn makes and cancels a keep-alive timer per request, and a timer
+made and cancelled costs ~3–4 µs on uvloop, more than a tenth of what a call's own bookkeeping
+costs (issue #19, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ def header_bounded_protocol(header_timeout_s: float) -> type[HttpToolsProtocol]:
             # completing their headers in time: a timer made and cancelled per request cost ~3 µs.
             self._headers_due: float | None = None
             self._header_timer: TimerHandle | None = None
+            # The keep-alive timeout, the same way: idle since (loop time), None while serving.
+            self._idle_since: float | None = None
+            self._keep_alive_timer: TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -50,11 +59,48 @@ def header_bounded_protocol(header_timeout_s: float) -> type[HttpToolsProtocol]:
                 cycle.transport = HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._headers_due = None
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
+            self._headers_due = self._idle_since = None
+            for timer in (self._header_timer, self._keep_alive_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._header_timer = self._keep_alive_timer = None
             super().connection_lost(exc)
+
+        # -- keep-alive: uvicorn arms a timer after every response and cancels it on the next
+        # request's first bytes; here one timer per connection re-arms itself instead.
+
+        def _unset_keepalive_if_required(self) -> None:
+            self._idle_since = None  # bytes came, or a response completed: not idle
+
+        def on_response_complete(self) -> None:
+            """uvicorn's, but for the keep-alive timer (uvicorn 0.54: the version constraints.txt
+            pins; ``test_keep_alive_*`` in tests/test_cli.py check the behaviour)."""
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return
+            self._idle_since = None
+            self.flow.resume_reading()
+            if self.pipeline:  # the next pipelined request
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+                return
+            self._idle_since = self.loop.time()
+            if self._keep_alive_timer is None:
+                self._keep_alive_timer = self.loop.call_later(
+                    self.timeout_keep_alive, self._keep_alive_expired
+                )
+
+        def _keep_alive_expired(self) -> None:
+            self._keep_alive_timer = None
+            since = self._idle_since
+            if since is None:
+                return  # serving: the response's end arms the timer again
+            remaining = since + self.timeout_keep_alive - self.loop.time()
+            if remaining > _TIMER_SLACK_S:  # served again since the timer was armed
+                self._keep_alive_timer = self.loop.call_later(remaining, self._keep_alive_expired)
+                return
+            if not self.transport.is_closing():
+                self.transport.close()
 
         def _expect_headers(self) -> None:
             self._headers_due = due = self.loop.time() + header_timeout_s
