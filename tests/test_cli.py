@@ -353,6 +353,7 @@ def test_ops_7_open_data_files_are_tightened_at_start(tmp_path: Path) -> None:
 
 def _read_answer(sock: socket.socket) -> bytes:
     """One whole HTTP/1.1 answer with a ``content-length`` body."""
+
     def more() -> bytes:
         received = sock.recv(65536)
         if not received:
