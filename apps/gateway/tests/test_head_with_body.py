@@ -34,10 +34,10 @@ class _Transport:
     def close(self) -> None:
         self.closed = True
 
-    def get_extra_info(self, name: str) -> Any:
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name in ("sockname", "peername"):
             return ("127.0.0.1", 9)
-        return f"extra {name}" if name == "compression" else None
+        return f"extra {name}" if name == "compression" else default
 
     def pause_reading(self) -> None:
         pass

@@ -65,7 +65,7 @@ def dumps(value: Any, *, ensure_ascii: bool = False, allow_nan: bool = True, err
         out = orjson.dumps(value, option=_STDLIB_TYPES_ONLY)
     except TypeError:  # orjson.JSONEncodeError
         out = None
-    if out is None or (b"null" in out and _has_non_finite(value)):
+    if out is None or (out.find(b"null") != -1 and _has_non_finite(value)):
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=ensure_ascii, allow_nan=allow_nan)
         return text.encode("utf-8", errors)
     return out

@@ -68,7 +68,7 @@ def _take(
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
 ) -> None:
     """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them)."""
-    if b"\r" in events:  # lines may end in CR or CRLF: event by event
+    if events.find(b"\r") != -1:  # lines may end in CR or CRLF: event by event
         for block in blocks_of(events):
             _feed(*event_fields(block), call, observer, collector, unwrap)
         return

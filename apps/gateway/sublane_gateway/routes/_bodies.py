@@ -60,7 +60,7 @@ def parse_json_object(raw: bytes | str) -> dict[str, Any]:
     # Two byte scans (C speed) keep the walk off the hot path: a lone surrogate can only arrive as
     # an escape, and nesting deeper than the limit needs at least that many brackets.
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    surrogates = b"\\ud" in data or b"\\uD" in data
+    surrogates = data.find(b"\\ud") != -1 or data.find(b"\\uD") != -1
     if surrogates or data.count(b"[") + data.count(b"{") > _DEEP_HINT:
         problem = json_problem(body, text=surrogates)
         if problem is not None:
