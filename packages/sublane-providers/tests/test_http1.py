@@ -274,36 +274,35 @@ async def test_each_bounded_read_gives_up_at_its_own_deadline_with_one_timer_for
         assert connection._bound_timer is None and connection._timer is None  # closed with the pool
 
 
-async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
-    connections = 0
+class _CountingUpstream:
+    """Answers every request on every connection, counting the connections."""
 
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        connections += 1
+    def __init__(self) -> None:
+        self.connections = 0
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         await _keep_answering(reader, writer)
 
+
+async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
+    upstream = _CountingUpstream()
     pool = _pool(keepalive_s=0.2)
-    async with serving(handler) as port:
+    async with serving(upstream) as port:
         for pause in (0.0, 0.05, 0.5):
             await asyncio.sleep(pause)
             response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
             await response.aread()
         await pool.aclose()
-    assert connections == 2  # reused after 50 ms, a new one after 500 ms
+    assert upstream.connections == 2  # reused after 50 ms, a new one after 500 ms
 
 
 async def test_the_keepalive_counts_from_the_last_release_though_one_timer_serves_all() -> None:
     """A connection used again before its keep-alive ran out is not closed at the first one's end:
     its idle timer, armed once, finds it used since and waits on; it closes once idle long enough."""
-    connections = 0
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        connections += 1
-        await _keep_answering(reader, writer)
-
+    upstream = _CountingUpstream()
     pool = _pool(keepalive_s=0.3)
-    async with serving(handler) as port:
+    async with serving(upstream) as port:
         timers = []
         for pause in (0.0, 0.2, 0.2):  # each within 0.3 s of the last release, not of the first
             await asyncio.sleep(pause)
@@ -311,7 +310,7 @@ async def test_the_keepalive_counts_from_the_last_release_though_one_timer_serve
             await response.aread()
             connection = response.stream._connection  # type: ignore[attr-defined]
             timers.append(connection.idle_timer)
-        assert connections == 1
+        assert upstream.connections == 1
         assert timers[0] is not None and timers[1] is timers[0]  # the release did not make another
         await asyncio.sleep(0.5)
         assert connection.closed  # idle 0.5 s > 0.3 s since its last release
