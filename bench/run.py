@@ -725,10 +725,12 @@ def start_gateway(
     command = (
         [str(BIN / "sublane")] if history else [sys.executable, str(ROOT / "bench" / "serve_variant.py")]
     )
-    args = ["taskset", "-c", GATEWAY_CORE, *command, "serve", "--port", str(port)]
+    # BENCH_GATEWAY_PREFIX: a command the gateway runs under (bench/instructions.py: valgrind).
+    prefix = os.environ.get("BENCH_GATEWAY_PREFIX", "").split()
+    args = ["taskset", "-c", GATEWAY_CORE, *prefix, *command, "serve", "--port", str(port)]
     child = procs.start(args, env, tmp / f"{name}.log")
     url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/v1/models", child)
+    wait_http(f"{url}/v1/models", child, 600 if prefix else 60)
     return child, url
 
 
