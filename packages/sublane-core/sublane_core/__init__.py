@@ -13,6 +13,7 @@ from sublane_core._crypto import (
     load_or_create_key,
 )
 from sublane_core._db import create_db_engine
+from sublane_core._deadline import TIMER_SLACK_S, MovingDeadline
 from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_hex_id, new_request_id, new_secret_token, new_uuid, sha256_hex
 from sublane_core._json import dumps as json_dumps
@@ -123,6 +124,8 @@ __all__ = [
     "FakeClock",
     "ShiftedClock",
     "SystemClock",
+    "MovingDeadline",
+    "TIMER_SLACK_S",
     "new_hex_id",
     "new_request_id",
     "new_uuid",

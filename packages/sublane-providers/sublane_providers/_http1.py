@@ -32,13 +32,13 @@ from typing import Final, cast
 import httptools
 import httpx
 
+from sublane_core import MovingDeadline
 from sublane_providers._wire import ModelRequest, ModelResponse, Origin
 
 HIGH_WATER: Final = 1 << 20  # bytes held for a slow reader before the socket is paused
 LOW_WATER: Final = 1 << 18
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _TIMED_OUT: Final = "timed out"
-_TIMER_SLACK_S: Final = 0.001  # a timer may fire this much before its time (the loop's clock in ms)
 
 PoolKey = tuple[str, str, int, str | None]  # an origin and the proxy to it
 
@@ -52,12 +52,13 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
-        # Idle in the pool since (loop time), or None while in use. The idle timer is armed once and
-        # outlives the exchanges it does not need to end: taking a connection does not cancel it,
-        # it re-arms itself when it finds the connection used since (a timer made and cancelled
-        # per call cost ~3 µs on uvloop).
-        self.idle_since: float | None = None
-        self.idle_timer: asyncio.TimerHandle | None = None
+        # The connection's deadlines, each on one timer that outlives the exchanges it did not end
+        # (a timer made and cancelled per call or chunk cost ~3 µs on uvloop): the pool's keep-alive
+        # (``None`` while in use), the read timeout of the exchange, and a bounded wait's bound.
+        self.idle = MovingDeadline(loop, self._idle_expired)
+        self.on_idle_expired: Callable[[_Connection], None] | None = None  # set by the pool
+        self._read_deadline = MovingDeadline(loop, self._read_timed_out)
+        self._bound = MovingDeadline(loop, self._gave_up)
         # The exchange in progress.
         self.status = 0
         self.reason = b""
@@ -73,15 +74,6 @@ class _Connection(asyncio.Protocol):
         self._informational = False
         self._waiter: asyncio.Future[bool] | None = None
         self._read_timeout: float | None = None
-        self._last_activity = 0.0
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0
-        # A bounded wait (``wait(within)``) gives up at ``_bound_at``. One lazy timer serves the
-        # successive waits of an exchange: a relay waits once per chunk with a deadline later than
-        # the last, and a timer made and cancelled per wait cost ~3 µs a chunk (uvloop).
-        self._bound_at: float | None = None
-        self._bound_timer: asyncio.TimerHandle | None = None
-        self._bound_timer_at = 0.0
 
     # -- asyncio ---------------------------------------------------------------------------------
 
@@ -90,7 +82,9 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.answered = True
-        self._last_activity = self.loop.time()
+        read = self._read_deadline
+        if read.at is not None and self._read_timeout is not None:  # bytes, even of a head: later
+            read.at = self.loop.time() + self._read_timeout
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
@@ -160,7 +154,6 @@ class _Connection(asyncio.Protocol):
         if self._chunks:  # the last answer's body, given back unread: never part of this one
             self.take()
         self._read_timeout = read_timeout
-        self._last_activity = self.loop.time()
         transport = self.transport
         if transport is None or transport.is_closing():
             self.error = "the upstream closed the connection"
@@ -189,62 +182,37 @@ class _Connection(asyncio.Protocol):
         waiter: asyncio.Future[bool] = self.loop.create_future()
         self._waiter = waiter
         read_timeout = self._read_timeout
-        if read_timeout is not None:
-            self._last_activity = max(self._last_activity, self.loop.time())
-            deadline = self._last_activity + read_timeout
-            timer = self._timer
-            if timer is None or self._timer_at > deadline:  # none armed, or armed too late
-                if timer is not None:
-                    timer.cancel()
-                self._timer_at = deadline
-                self._timer = self.loop.call_at(deadline, self._check_timeout)
+        if read_timeout is not None:  # counted from the last bytes received, or from now
+            self._read_deadline.set_in(read_timeout)
         if within is None:
-            self._bound_at = None
+            self._bound.at = None
         else:
-            self._bound_at = at = self.loop.time() + within
-            timer = self._bound_timer
-            if timer is None or self._bound_timer_at > at:  # none armed, or armed too late
-                if timer is not None:
-                    timer.cancel()
-                self._arm_bound(at)
+            self._bound.set_in(within)
         try:
             return await waiter
         finally:
             self._waiter = None
 
-    def _arm_bound(self, at: float) -> None:
-        self._bound_timer_at = at
-        self._bound_timer = self.loop.call_at(at, self._check_bound)
+    def _gave_up(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(False)
 
-    def _check_bound(self) -> None:
-        """The bound timer: give the waiting ``wait`` up if its own deadline passed, else re-arm
-        for it (the wait it was armed for ended; a later one is waiting or none is)."""
-        self._bound_timer = None
-        waiter, at = self._waiter, self._bound_at
-        if waiter is None or waiter.done() or at is None:
-            return
-        if self.loop.time() + _TIMER_SLACK_S < at:
-            self._arm_bound(at)
-            return
-        waiter.set_result(False)
-
-    def _stop_timers(self) -> None:
-        for timer in (self.idle_timer, self._timer, self._bound_timer):
-            if timer is not None:
-                timer.cancel()
-        self.idle_timer = self._timer = self._bound_timer = None
-
-    def _check_timeout(self) -> None:
-        self._timer = None
+    def _read_timed_out(self) -> None:
         if self._waiter is None or self._read_timeout is None or self.complete or self.error:
-            return
-        deadline = self._last_activity + self._read_timeout
-        if self.loop.time() < deadline:
-            self._timer_at = deadline
-            self._timer = self.loop.call_at(deadline, self._check_timeout)
-            return
+            return  # nobody waits (the next wait sets the deadline again) or nothing to end
         self._end(_TIMED_OUT)
         self.close()
+
+    def _idle_expired(self) -> None:
+        if self.on_idle_expired is not None:
+            self.on_idle_expired(self)
+
+    def _stop_timers(self) -> None:
+        self.idle.close()
+        self._read_deadline.close()
+        self._bound.close()
+        self.on_idle_expired = None
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -268,7 +236,8 @@ class _Connection(asyncio.Protocol):
         """The exchange is over (read or not). Its timers stay armed for the next exchange on this
         connection — they ignore an idle connection and re-arm for the exchange in progress — so
         an exchange usually makes no timer of its own; closing the connection stops them."""
-        self._bound_at = None
+        self._bound.at = None
+        self._read_deadline.at = None
         self._read_timeout = None
 
     def close(self) -> None:
@@ -424,9 +393,8 @@ class Http1Pool:
             return
         idle = self._idle.setdefault(connection.key, [])
         idle.append(connection)
-        connection.idle_since = connection.loop.time()
-        if connection.idle_timer is None:
-            connection.idle_timer = connection.loop.call_later(self._keepalive_s, self._expire, connection)
+        connection.on_idle_expired = self._expire
+        connection.idle.set_in(self._keepalive_s)
 
     async def aclose(self) -> None:
         self._close_all()
@@ -472,7 +440,7 @@ class Http1Pool:
         idle = self._idle.get(key)
         while idle:
             connection = idle.pop()
-            connection.idle_since = None  # its idle timer finds it in use and re-arms later
+            connection.idle.at = None  # in use: its idle timer fires idle, or is set again
             if not connection.closed and connection.transport is not None:
                 if not connection.transport.is_closing():
                     return connection
@@ -480,14 +448,7 @@ class Http1Pool:
         return None
 
     def _expire(self, connection: _Connection) -> None:
-        connection.idle_timer = None
-        since = connection.idle_since
-        if since is None:
-            return  # in use: the release that makes it idle again arms the timer again
-        remaining = since + self._keepalive_s - connection.loop.time()
-        if remaining > _TIMER_SLACK_S:  # used and given back since the timer was armed
-            connection.idle_timer = connection.loop.call_later(remaining, self._expire, connection)
-            return
+        """Idle for the whole keep-alive since its last release: closed."""
         idle = self._idle.get(connection.key)
         if idle and connection in idle:
             idle.remove(connection)

@@ -266,12 +266,12 @@ async def test_each_bounded_read_gives_up_at_its_own_deadline_with_one_timer_for
         for chunk in (b"cd", b"ef"):
             loop.call_soon(release.put_nowait, chunk)
             assert await read(30.0) == chunk
-            timers.append(connection._bound_timer)
+            timers.append(connection._bound._handle)
         assert timers[0] is not None and timers[1] is timers[0]  # later deadlines: the armed timer serves
         assert await read(30.0) == b""  # the end, before any bound
         await response.aclose()
         await pool.aclose()
-        assert connection._bound_timer is None and connection._timer is None  # closed with the pool
+        assert not connection._bound.armed and not connection._read_deadline.armed  # closed with the pool
 
 
 class _CountingUpstream:
@@ -309,7 +309,7 @@ async def test_the_keepalive_counts_from_the_last_release_though_one_timer_serve
             response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
             await response.aread()
             connection = response.stream._connection  # type: ignore[attr-defined]
-            timers.append(connection.idle_timer)
+            timers.append(connection.idle._handle)
         assert upstream.connections == 1
         assert timers[0] is not None and timers[1] is timers[0]  # the release did not make another
         await asyncio.sleep(0.5)
@@ -345,6 +345,27 @@ async def test_a_kept_connection_still_times_out_a_silent_upstream() -> None:
         assert 0.28 <= loop.time() - started < 2.0  # its own 0.3 s, not the first one's remainder
         await pool.aclose()
     assert answered == 1
+
+
+async def test_the_read_timeout_counts_from_the_last_bytes_even_of_an_unfinished_head() -> None:
+    """A slow upstream still sending is not timed out: its head trickling in over twice the read
+    timeout arrives whole; only silence for the read timeout ends an exchange."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-slow: " + b"a" * 6 + b"\r\n\r\nok"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_http_request(reader)
+        with contextlib.suppress(ConnectionError):
+            for index in range(0, len(head), 8):  # a piece every 0.1 s: 0.8 s in all
+                writer.write(head[index : index + 8])
+                await writer.drain()
+                await asyncio.sleep(0.1)
+        await close_quietly(writer)
+
+    pool = Http1Pool(ssl.create_default_context(), limit=4, keepalive_s=30.0, timeout=httpx.Timeout(0.3))
+    async with serving(handler) as port:
+        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        assert response.status_code == 200 and await response.aread() == b"ok"
+        await pool.aclose()
 
 
 async def test_closing_the_pool_closes_a_connection_whose_answer_is_still_being_read() -> None:
