@@ -53,9 +53,16 @@ def header_bounded_protocol(header_timeout_s: float) -> type[HttpToolsProtocol]:
                 cycle.transport = HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
         def connection_lost(self, exc: Exception | None) -> None:
+            self._close_deadlines()
+            super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self) -> None:
+            self._close_deadlines()  # the connection is the WebSocket protocol's from here on
+            super().handle_websocket_upgrade()
+
+        def _close_deadlines(self) -> None:
             self._headers_due.close()
             self._idle_until.close()
-            super().connection_lost(exc)
 
         def _headers_too_slow(self) -> None:
             if self.cycle is None or self.cycle.response_complete:  # not inside a running request
