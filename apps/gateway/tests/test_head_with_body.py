@@ -21,6 +21,7 @@ class _Transport:
     def __init__(self) -> None:
         self.calls: list[bytes] = []
         self.closed = False
+        self.protocol: Any = None
 
     def write(self, data: bytes) -> None:
         self.calls.append(bytes(data))
@@ -33,6 +34,9 @@ class _Transport:
 
     def close(self) -> None:
         self.closed = True
+
+    def set_protocol(self, protocol: Any) -> None:
+        self.protocol = protocol
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name in ("sockname", "peername"):
@@ -105,3 +109,26 @@ def test_the_test_servers_run_the_gateway_protocol() -> None:
 
     with serve_in_thread(app) as url:
         assert httpx.get(url).text == "{}"
+
+
+async def test_a_websocket_upgrade_closes_the_http_protocols_deadlines() -> None:
+    """After an upgrade the connection is the WebSocket protocol's: the HTTP protocol's header and
+    keep-alive timers must not stay pending (nor keep it alive in a reference cycle)."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await receive()
+            await send({"type": "websocket.close"})
+
+    config = uvicorn.Config(app, lifespan="off", log_config=None, ws="websockets-sansio")
+    config.load()
+    protocol = header_bounded_protocol(10)(config=config, server_state=ServerState(), app_state={})
+    raw = _Transport()
+    protocol.connection_made(raw)  # type: ignore[arg-type]
+    assert protocol._headers_due.armed
+    protocol.data_received(
+        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    assert raw.protocol is not None and raw.protocol is not protocol  # handed over
+    assert not protocol._headers_due.armed and not protocol._idle_until.armed
