@@ -56,7 +56,7 @@ class _Connection(asyncio.Protocol):
         # (a timer made and cancelled per call or chunk cost ~3 µs on uvloop): the pool's keep-alive
         # (``None`` while in use), the read timeout of the exchange, and a bounded wait's bound.
         self.idle = MovingDeadline(loop, self._idle_expired)
-        self.on_idle_expired: Callable[[_Connection], None] | None = None  # set by the pool
+        self.on_idle_expired: Callable[[_Connection], None] | None = None  # the pool's, once
         self._read_deadline = MovingDeadline(loop, self._read_timed_out)
         self._bound = MovingDeadline(loop, self._gave_up)
         # The exchange in progress.
@@ -393,7 +393,6 @@ class Http1Pool:
             return
         idle = self._idle.setdefault(connection.key, [])
         idle.append(connection)
-        connection.on_idle_expired = self._expire
         connection.idle.set_in(self._keepalive_s)
 
     async def aclose(self) -> None:
@@ -466,6 +465,7 @@ class Http1Pool:
                     )
                 else:
                     connection = await self._through_proxy(key, loop, factory)
+                connection.on_idle_expired = self._expire
                 self._open.add(connection)
                 return connection
         except TimeoutError:
