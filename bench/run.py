@@ -206,19 +206,21 @@ def seed_gateway(
             rules = [{"period": "month", "limit": 10**12}, {"group_id": 1, "period": "day", "limit": 10**12}]
             ok(admin.put(f"/api/users/{user['id']}/budgets", json={"rules": rules}))
         key = ok(admin.post(f"/api/users/{user['id']}/keys", json={"name": "bench", "group_id": 1}))
-        body = {"provider": "codex", "name": "bench-codex", "group_ids": [1], "credentials": credentials}
-        account = ok(admin.post("/api/accounts/import", json=body))
-        ok(admin.patch(f"/api/accounts/{account['id']}/limits", json={"max_concurrency": 1000}))
+        account_id = import_account(admin, "codex", "bench-codex", credentials)
         if claude_credentials is not None:
-            body = {
-                "provider": "claude",
-                "name": "bench-claude",
-                "group_ids": [1],
-                "credentials": claude_credentials,
-            }
-            claude = ok(admin.post("/api/accounts/import", json=body))
-            ok(admin.patch(f"/api/accounts/{claude['id']}/limits", json={"max_concurrency": 1000}))
-        return key["secret"], account["id"]
+            import_account(admin, "claude", "bench-claude", claude_credentials)
+        return key["secret"], account_id
+
+
+def import_account(admin: httpx.Client, provider: str, name: str, credentials: dict[str, Any]) -> int:
+    """An account of ``provider`` in group 1 with no concurrency limit to speak of; its id."""
+    body = {"provider": provider, "name": name, "group_ids": [1], "credentials": credentials}
+    imported = admin.post("/api/accounts/import", json=body)
+    if imported.status_code >= 300:
+        raise RuntimeError(f"account import: {imported.status_code} {imported.text}")
+    account_id = int(imported.json()["id"])
+    admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 1000}).raise_for_status()
+    return account_id
 
 
 def start_relay(procs: Processes, tmp: Path, upstream_port: int) -> int:
@@ -249,21 +251,13 @@ def start_mock_and_gateway(procs: Processes, tmp: Path) -> tuple[subprocess.Pope
 
 
 def add_codex_accounts(url: str, count: int) -> None:
-    """``count`` more Codex accounts (fresh credentials, no concurrency limit to speak of) in group 1."""
+    """``count`` more Codex accounts (fresh credentials) in group 1."""
     with httpx.Client(base_url=url, timeout=30) as admin:
         admin.post("/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]}).raise_for_status()
         for index in range(count):
-            credentials = mint_codex_credentials()["credentials"]
-            body = {
-                "provider": "codex",
-                "name": f"bench-codex-{index + 2}",
-                "group_ids": [1],
-                "credentials": credentials,
-            }
-            account = admin.post("/api/accounts/import", json=body)
-            account.raise_for_status()
-            limits = {"max_concurrency": 1000}
-            admin.patch(f"/api/accounts/{account.json()['id']}/limits", json=limits).raise_for_status()
+            import_account(
+                admin, "codex", f"bench-codex-{index + 2}", mint_codex_credentials()["credentials"]
+            )
 
 
 def set_account_concurrency(url: str, account_id: int, limit: int) -> None:

@@ -7,10 +7,15 @@ import asyncio
 from sublane_core import MovingDeadline
 
 
+def _recording(loop: asyncio.AbstractEventLoop) -> tuple[MovingDeadline, list[float]]:
+    """A deadline that notes the loop time whenever it expires."""
+    fired: list[float] = []
+    return MovingDeadline(loop, lambda: fired.append(loop.time())), fired
+
+
 async def test_it_expires_once_at_its_deadline_and_not_when_cleared() -> None:
     loop = asyncio.get_running_loop()
-    fired: list[float] = []
-    deadline = MovingDeadline(loop, lambda: fired.append(loop.time()))
+    deadline, fired = _recording(loop)
     started = loop.time()
     deadline.set_in(0.05)
     await asyncio.sleep(0.15)
@@ -24,8 +29,7 @@ async def test_it_expires_once_at_its_deadline_and_not_when_cleared() -> None:
 
 async def test_moving_it_later_keeps_one_timer_that_re_arms_itself() -> None:
     loop = asyncio.get_running_loop()
-    fired: list[float] = []
-    deadline = MovingDeadline(loop, lambda: fired.append(loop.time()))
+    deadline, fired = _recording(loop)
     deadline.set_in(0.1)
     handle = deadline._handle
     deadline.set_in(0.2)  # later: no new timer
@@ -41,8 +45,7 @@ async def test_moving_it_later_keeps_one_timer_that_re_arms_itself() -> None:
 
 async def test_moving_it_earlier_arms_a_timer_for_the_earlier_time() -> None:
     loop = asyncio.get_running_loop()
-    fired: list[float] = []
-    deadline = MovingDeadline(loop, lambda: fired.append(loop.time()))
+    deadline, fired = _recording(loop)
     started = loop.time()
     deadline.set_in(30.0)
     deadline.set_in(0.05)
