@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from blinker import ANY, Namespace
 
+from sublane_core._immutable import immutable
 from sublane_core._vocabulary import Outcome
 
 _namespace = Namespace()
@@ -205,7 +206,7 @@ class QuotaWindow:
     model: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class QuotaObserved:
     """A provider reported quota, from a response's headers or a quota read."""
 
@@ -233,7 +234,7 @@ class CredentialsRejected:
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class RequestFinished:
     """A model attempt ended: the metadata of HIST-2, sent before its slot is handed on (WAIT-7).
 

@@ -15,7 +15,7 @@ EXPECTED = [
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
     "Outcome", "UpstreamOperation", "WireProtocol",
-    "Clock", "FakeClock", "ShiftedClock", "SystemClock", "MovingDeadline", "TIMER_SLACK_S",
+    "Clock", "FakeClock", "ShiftedClock", "SystemClock", "MovingDeadline", "TIMER_SLACK_S", "immutable",
     "new_hex_id", "new_request_id", "new_uuid", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "RequestIdFilter", "bind_request_id",
     "configure_logging", "current_request_id", "redact",

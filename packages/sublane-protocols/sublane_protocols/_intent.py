@@ -8,16 +8,15 @@ protocol reads just those and leaves the body as it came.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from sublane_core import SubLaneError, WireProtocol
+from sublane_core import SubLaneError, WireProtocol, immutable
 
 MAX_MODEL_CHARS = 256
 MAX_KEY_CHARS = 256
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class CallIntent:
     """The facts of a call that routing needs."""
 

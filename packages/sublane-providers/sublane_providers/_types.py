@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from sublane_core import Outcome
+from sublane_core import Outcome, immutable
 
 __all__ = ["DeltaKind", "FailureKind", "Outcome", "StreamState", "TokenUsage", "UpstreamFailure"]
 
@@ -19,7 +19,7 @@ class DeltaKind(StrEnum):
     TOOL_ARGUMENTS = "tool_arguments"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TokenUsage:
     """Token counts as the provider reported them; ``None`` where it reported nothing."""
 

@@ -34,6 +34,7 @@ from sublane_core import (
     Clock,
     CredentialCipher,
     SubLaneError,
+    immutable,
     signals,
 )
 from sublane_providers._refresh import MAX_OAUTH_RETRY_AFTER_S, RefreshedCredentials, RefreshFailed
@@ -71,7 +72,7 @@ class _Entry:
     complete: Callable[[Mapping[str, Any]], bool] = _always_complete
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Credentials:
     """A usable bundle, with the lifecycle revision it belongs to."""
 

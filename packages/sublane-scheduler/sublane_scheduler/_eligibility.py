@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from sublane_core import immutable
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
 
 
@@ -57,7 +58,7 @@ class SubscriptionQuota(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Candidates:
     """The group's accounts that may serve the model now, and why the others may not."""
 

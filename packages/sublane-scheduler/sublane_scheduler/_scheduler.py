@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError
+from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError, immutable
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import MAX_RETRY_AFTER_HINT_S, Cooldown, CooldownBook
@@ -30,7 +30,7 @@ from sublane_scheduler._rotation import RoundRobin
 from sublane_scheduler._waiting import Reconsider, Waiter, WaitRoom, wait_for_lease
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouteRequest:
     """What selection needs to know about a request."""
 

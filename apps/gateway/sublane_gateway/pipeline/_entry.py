@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import httpx
 
-from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol, new_request_id, signals
+from sublane_core import (
+    Outcome,
+    SubLaneError,
+    UpstreamOperation,
+    WireProtocol,
+    immutable,
+    new_request_id,
+    signals,
+)
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
@@ -50,7 +57,7 @@ from sublane_protocols import (
 from sublane_providers import Credentials, FailureKind, ProviderAdapter
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class CallSpec:
     """A model call as a route received it."""
 

@@ -10,13 +10,13 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sublane_core import SubLaneError, WireProtocol, json_dumps
+from sublane_core import SubLaneError, WireProtocol, immutable, json_dumps
 from sublane_protocols import render_error
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JsonReply:
     """A whole JSON answer (bytes as they will be sent)."""
 

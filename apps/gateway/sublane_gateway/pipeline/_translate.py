@@ -8,13 +8,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from sublane_core import SubLaneError, UpstreamOperation
+from sublane_core import SubLaneError, UpstreamOperation, immutable
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import HubTranslator
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class UpstreamBody:
     """The body for one upstream protocol, and ``hub``: the client's body in the hub's form when it
     was translated (the relay translates the answer with it). ``body is None``: a token count this
