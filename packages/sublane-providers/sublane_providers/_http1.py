@@ -62,7 +62,9 @@ class _Connection(asyncio.Protocol):
         # The exchange in progress.
         self.status = 0
         self.reason = b""
-        self.headers: list[tuple[bytes, bytes]] = []
+        # (raw name, lower-case name, value): the layout of ``httpx.Headers``' own list, so that the
+        # response's headers are made from it without another pass (``headers_of_parsed``).
+        self.headers: list[tuple[bytes, bytes, bytes]] = []
         self.head_done = False
         self.complete = False
         self.keep_alive = False
@@ -113,7 +115,7 @@ class _Connection(asyncio.Protocol):
         self.reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
+        self.headers.append((name, name.lower(), value))
 
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
@@ -226,7 +228,7 @@ class _Connection(asyncio.Protocol):
 
     def _ends_at_close(self) -> bool:
         framing = (b"content-length", b"transfer-encoding")
-        return all(name.lower() not in framing for name, _ in self.headers)
+        return all(lower not in framing for _, lower, _ in self.headers)
 
     @property
     def reusable(self) -> bool:

@@ -65,7 +65,7 @@ class QuotaHeaderMemo:
         self._parse = parse
         self._relevant = relevant.match
         self._seen: dict[tuple[tuple[bytes, bytes], ...], tuple[float, Quota]] = {}
-        # raw header name → whether it is relevant: an upstream sends the same few names every time
+        # lower-case header name → whether it is relevant: an upstream sends the same few names
         self._names: dict[bytes, bool] = {}
 
     def __call__(self, headers: Mapping[str, str], now: float) -> Quota:
@@ -73,10 +73,11 @@ class QuotaHeaderMemo:
             return self._parse(headers, now)
         names = self._names
         key_parts = []
-        for name, value in headers.raw:
-            wanted = names.get(name)
+        # httpx's own (raw name, lower-case name, value) list: ``raw`` would copy it into pairs
+        for name, lower, value in headers._list:
+            wanted = names.get(lower)
             if wanted is None:
-                wanted = self._remember_name(name)
+                wanted = self._remember_name(lower)
             if wanted:
                 key_parts.append((name, value))
         key = tuple(key_parts)
@@ -89,9 +90,9 @@ class QuotaHeaderMemo:
         self._seen[key] = (now, result)
         return result
 
-    def _remember_name(self, name: bytes) -> bool:
+    def _remember_name(self, lower: bytes) -> bool:
         names = self._names
         if len(names) >= NAMES_SIZE:  # an upstream that makes up names: bounded all the same
             names.clear()
-        wanted = names[name] = self._relevant(name.lower()) is not None
+        wanted = names[lower] = self._relevant(lower) is not None
         return wanted

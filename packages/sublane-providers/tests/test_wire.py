@@ -74,7 +74,7 @@ RAW_NAMES = st.binary(min_size=1, max_size=12) | st.sampled_from([b"Content-Type
 
 @given(raw=st.lists(st.tuples(RAW_NAMES, st.binary(max_size=16)), max_size=10))
 def test_response_headers_of_the_parser_are_what_httpx_makes_of_them(raw: list[tuple[bytes, bytes]]) -> None:
-    ours, theirs = headers_of_parsed(raw), httpx.Headers(raw)
+    ours, theirs = headers_of_parsed([(name, name.lower(), value) for name, value in raw]), httpx.Headers(raw)
     assert ours.raw == theirs.raw
     assert ours.multi_items() == theirs.multi_items()
     assert ours == theirs
