@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -119,6 +120,9 @@ def _serve(settings: Settings) -> None:
         http=header_bounded_protocol(settings.client_header_timeout_s),  # OPS-4: slow clients
         timeout_keep_alive=max(1, round(settings.keep_alive_timeout_s)),
         log_config=None,
+        # Below INFO's threshold the access line is never printed, but uvicorn still quotes the
+        # path and calls the logger for each answer (issue #19).
+        access_log=logging.getLogger("uvicorn.access").isEnabledFor(logging.INFO),
         proxy_headers=False,
         server_header=False,
         # Shutdown ends running requests (ADM-9) instead of waiting for 30-minute streams.

@@ -91,5 +91,5 @@ class GatewayState:
 
 def gateway_state(connection: HTTPConnection) -> GatewayState:
     """The :class:`GatewayState` of the app serving ``connection``."""
-    state: GatewayState = connection.app.state.gateway
+    state: GatewayState = connection.app.state["gateway"]  # by key: see ``client_runtime``
     return state

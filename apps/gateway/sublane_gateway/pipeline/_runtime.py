@@ -229,6 +229,10 @@ def build_runtime(
 
 
 def client_runtime(connection: HTTPConnection) -> ClientRuntime:
-    """The :class:`ClientRuntime` of the app serving ``connection``."""
-    runtime: ClientRuntime = connection.app.state.client
+    """The :class:`ClientRuntime` of the app serving ``connection``.
+
+    Read by key: Starlette's ``State`` answers an attribute only after a failed ordinary lookup,
+    which makes and drops an ``AttributeError`` on every request (issue #19).
+    """
+    runtime: ClientRuntime = connection.app.state["client"]
     return runtime

@@ -14,9 +14,11 @@ MAX_BODY_BYTES = 32 * 1024 * 1024  # OPS-1 default (SUBLANE_MAX_BODY_MB); long h
 
 def body_limit(request: Request) -> int:
     """The largest model-route body, in bytes (SUBLANE_MAX_BODY_MB)."""
-    gateway = getattr(request.app.state, "gateway", None)
-    settings = getattr(gateway, "settings", None)
-    return int(settings.max_body_mb) * 1024 * 1024 if settings is not None else MAX_BODY_BYTES
+    try:  # by key: an attribute of Starlette's ``State`` costs an exception (``client_runtime``)
+        settings = request.app.state["gateway"].settings
+    except KeyError:
+        return MAX_BODY_BYTES
+    return int(settings.max_body_mb) * 1024 * 1024
 
 
 async def read_json_object(
