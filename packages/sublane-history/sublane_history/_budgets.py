@@ -93,12 +93,24 @@ class _Window:
         self.totals: dict[_Key, int] = {}
 
     def add(self, user_id: int, group_id: int | None, model: str, tokens: int) -> None:
+        self.add_to(_keys(user_id, group_id, model), tokens)
+
+    def add_to(self, keys: tuple[_Key, ...], tokens: int) -> None:
         totals = self.totals
-        keys: list[_Key] = [(user_id, None, None), (user_id, None, model)]
-        if group_id is not None:
-            keys += [(user_id, group_id, None), (user_id, group_id, model)]
         for key in keys:
             totals[key] = totals.get(key, 0) + tokens
+
+
+def _keys(user_id: int, group_id: int | None, model: str) -> tuple[_Key, ...]:
+    """The totals one attempt counts in: the member's, per model, and the same within its group."""
+    if group_id is None:
+        return ((user_id, None, None), (user_id, None, model))
+    return (
+        (user_id, None, None),
+        (user_id, None, model),
+        (user_id, group_id, None),
+        (user_id, group_id, model),
+    )
 
 
 class TokenBudgets:
@@ -153,10 +165,10 @@ class TokenBudgets:
             return
         self._roll(self._clock.time())
         started = float(payload.started_at)
-        model = payload.model[:128]
+        keys = _keys(payload.user_id, payload.group_id, payload.model[:128])
         for window in (self._day, self._month):
             if started >= window.start:  # an attempt begun in the last period counts there
-                window.add(payload.user_id, payload.group_id, model, tokens)
+                window.add_to(keys, tokens)
 
     def check(self, user_id: int, group_id: int, model: str) -> None:
         """Refuse with 429 ``token_budget_exceeded`` when an enabled rule of ``user_id`` that covers
