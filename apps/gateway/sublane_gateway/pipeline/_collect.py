@@ -74,21 +74,23 @@ def _take(
         return
     state = observer.state
     observer_wants, collector_wants = observer.wants, collector.wants
+    names = _NAMES
     start, size = 0, len(events)
     while start < size:
         stop = events.find(b"\n\n", start) + 2
         if events.startswith(b"event:", start):
             line = events.find(b"\n", start)
             key = events[start + 6 : line]
-            bare = key.strip()
-            name = bare.decode("utf-8", "replace")
+            name = names.get(key)
+            usual = name is not None  # the name line is "event: NAME", NAME without blanks around it
+            if name is None:
+                name = _name_of(key)
             if not observer_wants(name) and not collector_wants(name):
                 state.events += 1  # counted; nobody needs it decoded
                 start = stop
                 continue
             if (
-                len(bare) + 1 == len(key)
-                and key.startswith(b" ")
+                usual
                 and events.startswith(b"data: ", line + 1)
                 and events.find(b"\n", line + 7, stop - 2) == -1
             ):  # the usual "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
@@ -97,6 +99,23 @@ def _take(
                 continue
         _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap)
         start = stop
+
+
+# What follows "event:" on a usual name line (b" response.completed") → the name. An upstream sends
+# a few dozen names; bounded all the same, for one that makes them up.
+_NAMES: dict[bytes, str] = {}
+_NAMES_SIZE = 512
+
+
+def _name_of(key: bytes) -> str:
+    """The event name of the bytes after "event:", remembered when the line has the usual shape."""
+    bare = key.strip()
+    name = bare.decode("utf-8", "replace")
+    if len(bare) + 1 == len(key) and key.startswith(b" "):
+        if len(_NAMES) >= _NAMES_SIZE:
+            _NAMES.clear()
+        _NAMES[key] = name
+    return name
 
 
 def _feed(
