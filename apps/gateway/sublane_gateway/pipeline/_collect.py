@@ -7,6 +7,7 @@ name line without a copy of the event; the others are decoded straight from thei
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -74,47 +75,43 @@ def _take(
         return
     state = observer.state
     observer_wants, collector_wants = observer.wants, collector.wants
-    names = _NAMES
+    names, usual_at = _NAMES, _USUAL_EVENT.match
     start, size = 0, len(events)
     while start < size:
+        usual = usual_at(events, start)
+        if usual is not None:  # "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
+            key = usual[1]
+            name = names.get(key) or _remember(key)
+            if observer_wants(name) or collector_wants(name):
+                _feed(name, usual[2], call, observer, collector, unwrap)
+            else:
+                state.events += 1  # counted; nobody needs it decoded
+            start = usual.end()
+            continue
         stop = events.find(b"\n\n", start) + 2
         if events.startswith(b"event:", start):
-            line = events.find(b"\n", start)
-            key = events[start + 6 : line]
-            name = names.get(key)
-            usual = name is not None  # the name line is "event: NAME", NAME without blanks around it
-            if name is None:
-                name = _name_of(key)
+            name = events[start + 6 : events.find(b"\n", start)].strip().decode("utf-8", "replace")
             if not observer_wants(name) and not collector_wants(name):
-                state.events += 1  # counted; nobody needs it decoded
-                start = stop
-                continue
-            if (
-                usual
-                and events.startswith(b"data: ", line + 1)
-                and events.find(b"\n", line + 7, stop - 2) == -1
-            ):  # the usual "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
-                _feed(name, events[line + 7 : stop - 2], call, observer, collector, unwrap)
+                state.events += 1
                 start = stop
                 continue
         _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap)
         start = stop
 
 
-# What follows "event:" on a usual name line (b" response.completed") → the name. An upstream sends
-# a few dozen names; bounded all the same, for one that makes them up.
+# The usual event: one name line, NAME without blanks around it (as ``bytes.strip`` reads blanks),
+# and one data line. Any other block takes the general reader.
+_USUAL_EVENT = re.compile(rb"event: ([^\s](?:[^\n]*[^\s])?)\ndata: ([^\n]*)\n\n")
+# Names of usual events, decoded once: an upstream sends a few dozen; bounded for one that makes
+# them up.
 _NAMES: dict[bytes, str] = {}
 _NAMES_SIZE = 512
 
 
-def _name_of(key: bytes) -> str:
-    """The event name of the bytes after "event:", remembered when the line has the usual shape."""
-    bare = key.strip()
-    name = bare.decode("utf-8", "replace")
-    if len(bare) + 1 == len(key) and key.startswith(b" "):
-        if len(_NAMES) >= _NAMES_SIZE:
-            _NAMES.clear()
-        _NAMES[key] = name
+def _remember(key: bytes) -> str:
+    if len(_NAMES) >= _NAMES_SIZE:
+        _NAMES.clear()
+    name = _NAMES[key] = key.decode("utf-8", "replace")
     return name
 
 
