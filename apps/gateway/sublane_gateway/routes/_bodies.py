@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 
 from sublane_core import SubLaneError, json_loads, json_problem
 
@@ -39,15 +39,24 @@ async def read_json_object(
         raise SubLaneError("body_too_large")
     chunks: list[bytes] = []
     size = 0
-    try:
-        async for chunk in request.stream():  # chunked bodies are counted too (OPS-1)
-            size += len(chunk)
-            if size > limit:
-                raise SubLaneError("body_too_large")
-            chunks.append(chunk)
-    except ClientDisconnect:  # the client left before sending its body: nothing to answer
-        raise SubLaneError("invalid_request", "The client closed the connection.") from None
-    raw = b"".join(chunks)
+    receive = request.receive
+    while True:  # Request.stream()'s loop, without an async generator per request (issue #19)
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:  # chunked bodies are counted too (OPS-1)
+                size += len(chunk)
+                if size > limit:
+                    raise SubLaneError("body_too_large")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":  # the client left before sending its body: nothing to answer
+            request._is_disconnected = True
+            raise SubLaneError("invalid_request", "The client closed the connection.")
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    request._body = raw  # where Request.body() keeps it: a later read of the body gets these bytes
     return parse_json_object(raw), raw
 
 
