@@ -13,7 +13,16 @@ from sublane_providers._registry import (
     provider_names,
 )
 from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
-from sublane_providers._sse import SseEvent, SseFramer, blocks_of, encode_event, event_fields, parse_event
+from sublane_providers._sse import (
+    USUAL_EVENT,
+    SseEvent,
+    SseFramer,
+    blocks_of,
+    encode_event,
+    event_fields,
+    parse_event,
+    usual_event_name,
+)
 from sublane_providers._transport import ChunkReader, UpstreamClients
 from sublane_providers._types import (
     DeltaKind,
@@ -74,5 +83,7 @@ __all__ = [
     "parse_event",
     "event_fields",
     "blocks_of",
+    "USUAL_EVENT",
+    "usual_event_name",
     "parse_retry_after",
 ]

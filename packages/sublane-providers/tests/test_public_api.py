@@ -18,6 +18,7 @@ EXPECTED = [
     "expiry_of", "unverified_claims",
     "DeltaKind", "FailureKind", "Outcome", "StreamState", "TokenUsage", "UpstreamFailure",
     "SseEvent", "SseFramer", "encode_event", "parse_event", "event_fields", "blocks_of",
+    "USUAL_EVENT", "usual_event_name",
     "parse_retry_after",
 ]  # fmt: skip
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sublane_providers import SseEvent, SseFramer, blocks_of, event_fields, parse_event
+from sublane_providers import (
+    USUAL_EVENT,
+    SseEvent,
+    SseFramer,
+    blocks_of,
+    event_fields,
+    parse_event,
+    usual_event_name,
+)
 
 _EXOTIC_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
@@ -116,3 +124,21 @@ def test_event_fields_are_parse_events_fields_with_the_data_in_bytes(block: byte
     event = parse_event(block)
     assert name == event.name
     assert (data.decode("utf-8", "replace") if data is not None else None) == event.data
+
+
+_NAME_BYTES = st.sampled_from([b" ", b"\t", b"a", b"response.completed", b"\xc3\xa9", b"\xff", b":", b"x y"])
+
+
+@settings(max_examples=300, suppress_health_check=list(HealthCheck))
+@given(
+    name=st.lists(_NAME_BYTES, max_size=4).map(b"".join),
+    data=st.lists(st.sampled_from([b"{}", b" ", b"data: ", b"\xff", b"x"]), max_size=4).map(b"".join),
+)
+def test_the_usual_event_reads_as_event_fields_reads_it(name: bytes, data: bytes) -> None:
+    block = b"event: " + name + b"\ndata: " + data + b"\n\n"
+    usual = USUAL_EVENT.match(block)
+    if usual is None:  # not the usual shape: blanks around the name, or none
+        assert name.strip() != name[:] or not name
+        return
+    assert usual.end() == len(block)
+    assert (usual_event_name(usual[1]), usual[2]) == event_fields(block)

@@ -7,7 +7,6 @@ name line without a copy of the event; the others are decoded straight from thei
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,15 @@ from sublane_core import Outcome, json_loads_text
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._relay import finish_call
 from sublane_protocols import Collector
-from sublane_providers import ChunkReader, SseFramer, StreamObserver, blocks_of, event_fields
+from sublane_providers import (
+    USUAL_EVENT,
+    ChunkReader,
+    SseFramer,
+    StreamObserver,
+    blocks_of,
+    event_fields,
+    usual_event_name,
+)
 
 
 async def collect_stream(
@@ -75,13 +82,12 @@ def _take(
         return
     state = observer.state
     observer_wants, collector_wants = observer.wants, collector.wants
-    names, usual_at = _NAMES, _USUAL_EVENT.match
+    usual_at = USUAL_EVENT.match
     start, size = 0, len(events)
     while start < size:
         usual = usual_at(events, start)
         if usual is not None:  # "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
-            key = usual[1]
-            name = names.get(key) or _remember(key)
+            name = usual_event_name(usual[1])
             if observer_wants(name) or collector_wants(name):
                 _feed(name, usual[2], call, observer, collector, unwrap)
             else:
@@ -97,22 +103,6 @@ def _take(
                 continue
         _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap)
         start = stop
-
-
-# The usual event: one name line, NAME without blanks around it (as ``bytes.strip`` reads blanks),
-# and one data line. Any other block takes the general reader.
-_USUAL_EVENT = re.compile(rb"event: ([^\s](?:[^\n]*[^\s])?)\ndata: ([^\n]*)\n\n")
-# Names of usual events, decoded once: an upstream sends a few dozen; bounded for one that makes
-# them up.
-_NAMES: dict[bytes, str] = {}
-_NAMES_SIZE = 512
-
-
-def _remember(key: bytes) -> str:
-    if len(_NAMES) >= _NAMES_SIZE:
-        _NAMES.clear()
-    name = _NAMES[key] = key.decode("utf-8", "replace")
-    return name
 
 
 def _feed(

@@ -21,7 +21,16 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import StreamTranslator
-from sublane_providers import ChunkReader, SseFramer, StreamState, blocks_of, event_fields, parse_event
+from sublane_providers import (
+    USUAL_EVENT,
+    ChunkReader,
+    SseFramer,
+    StreamState,
+    blocks_of,
+    event_fields,
+    parse_event,
+    usual_event_name,
+)
 
 _log = logging.getLogger("sublane.relay")
 
@@ -67,8 +76,18 @@ def observe_events(observer: EventObserver, events: bytes) -> None:
         observe_blocks(observer, blocks_of(events))
         return
     state, wants = observer.state, observer.wants
+    usual_at = USUAL_EVENT.match
     start, size = 0, len(events)
     while start < size:
+        usual = usual_at(events, start)
+        if usual is not None:
+            name = usual_event_name(usual[1])
+            if wants(name):
+                observer.observe_data(name, usual[2])
+            else:
+                state.events += 1
+            start = usual.end()
+            continue
         stop = events.find(b"\n\n", start) + 2
         if events.startswith(b"event:", start):
             name = events[start + 6 : events.find(b"\n", start)].strip().decode("utf-8", "replace")
