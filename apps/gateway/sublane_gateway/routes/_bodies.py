@@ -53,7 +53,6 @@ async def read_json_object(
             if not message.get("more_body", False):
                 break
         elif kind == "http.disconnect":  # the client left before sending its body: nothing to answer
-            request._is_disconnected = True
             raise SubLaneError("invalid_request", "The client closed the connection.")
     raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     request._body = raw  # where Request.body() keeps it: a later read of the body gets these bytes
