@@ -147,14 +147,18 @@ def test_quota_6_a_failed_refresh_keeps_the_last_observation_until_its_own_deadl
     sim_id = pool.sim_accounts[0].id
     api = pool.client()
     pool.sim.set_quota(sim_id, "primary", used_percent=100, reset_in_s=7200)
+    refresher = pool.runtime.quota.refresher
     assert api.post("/v1/responses", json=BODY).status_code == 403  # observed exhausted at t0
+    # The first selection also began a read of the empty book; the scripted failure is for the next.
+    eventually(lambda: not refresher.reading(account_id))
+    reads_before = pool.sim.quota_reads(sim_id)
     pool.sim.script_quota_reads(sim_id, QuotaReadOutcome(kind="error", status=500))
     pool.sim.set_quota(sim_id, "primary", used_percent=0)  # the upstream would say otherwise now
     advance(pool, 100)  # old enough to be refreshed: the next call starts a read, which fails
     refused = api.post("/v1/responses", json=BODY)
     assert refused.status_code == 403
-    eventually(lambda: pool.sim.quota_reads(sim_id) >= 1)
-    eventually(lambda: pool.runtime.quota.refresher.retry_at(account_id) is not None)
+    eventually(lambda: pool.sim.quota_reads(sim_id) > reads_before)
+    eventually(lambda: refresher.retry_at(account_id) is not None)
     assert api.post("/v1/responses", json=BODY).status_code == 403  # the last good one, still fresh
     advance(pool, FRESH_S - 100 + 1)  # past its own freshness deadline: it no longer counts
     assert api.post("/v1/responses", json=BODY).status_code == 200

@@ -98,6 +98,10 @@ class QuotaRefresher:
         self._running[account_id] = task
         task.add_done_callback(lambda _task: self._running.pop(account_id, None))
 
+    def reading(self, account_id: int) -> bool:
+        """Whether a read of the account is under way (a demand now would join it)."""
+        return account_id in self._running
+
     def retry_at(self, account_id: int) -> float | None:
         """When a backing-off account may be read again; ``None`` when it is not backing off."""
         schedule = self._schedules.get(account_id)

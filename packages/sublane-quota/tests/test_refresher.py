@@ -49,7 +49,7 @@ async def settle(observer: QuotaObserver) -> None:
     assert refresher is not None
     for _ in range(200):
         await asyncio.sleep(0.005)
-        if not refresher._running:
+        if not any(refresher.reading(account) for account in (1, 2, 3)):
             break
     await asyncio.sleep(0.02)
 
@@ -75,9 +75,10 @@ async def test_quota_1_traffic_starts_a_background_read_that_the_request_does_no
     provider.gate.clear()
     observer.demand(1, "codex", 1)  # returns at once, the read is held
     assert observer.exhausted_until(1, "gpt-5") is None
+    assert observer.refresher is not None and observer.refresher.reading(1)
     provider.gate.set()
     await settle(observer)
-    assert provider.calls == [1]
+    assert provider.calls == [1] and not observer.refresher.reading(1)
     assert observer.exhausted_until(1, "gpt-5") is not None
 
 
