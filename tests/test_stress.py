@@ -8,11 +8,12 @@ stream.
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 from collections.abc import Callable
 
-import httpx
+import httpx2
 import pytest
 from gateway_pool import Pool
 
@@ -71,19 +72,22 @@ async def test_adm_6_no_slot_leaks_under_random_cancellation_faults_and_limit_ch
     monkeypatch.setattr(Lease, "release", counting_release)
     signalled: list[str] = []
     disconnect = signals.lease_released.connect(lambda payload: signalled.append(payload.request_id))
+    # httpx2 (Pydantic's maintained fork of httpx): under this load httpcore 1.0.9's pool left a
+    # cancelled request's connection unclosed now and then (1 run in 5 here; encode/httpcore#1093),
+    # a ResourceWarning that failed whichever test the collector next ran in; httpx2: 10 of 10 clean.
     # A new connection per limit change: under this load the test's own loop can stall past the
-    # server's 5 s keep-alive, and a reused idle connection then races its close (httpx.ReadError).
-    limits = httpx.AsyncClient(
+    # server's 5 s keep-alive, and a reused idle connection then races its close (ReadError).
+    limits = httpx2.AsyncClient(
         base_url=pool.gateway.url,
-        cookies=pool.admin.cookies,
+        cookies=dict(pool.admin.cookies),
         timeout=10,
-        limits=httpx.Limits(max_keepalive_connections=0),
+        limits=httpx2.Limits(max_keepalive_connections=0),
     )
-    client = httpx.AsyncClient(
+    client = httpx2.AsyncClient(
         base_url=pool.gateway.url,
         headers={"authorization": f"Bearer {pool.key}"},
         timeout=30,
-        limits=httpx.Limits(max_connections=STREAMS),
+        limits=httpx2.Limits(max_connections=STREAMS),
     )
     statuses: list[int] = []
 
@@ -115,6 +119,7 @@ async def test_adm_6_no_slot_leaks_under_random_cancellation_faults_and_limit_ch
     finally:
         await client.aclose()
         await limits.aclose()
+        gc.collect()  # a connection left unclosed fails this test, not the one the collector next runs in
     assert time.monotonic() - started < 50
     unexpected = [
         r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)
