@@ -35,6 +35,7 @@ from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._mutation_guard import MutationGuard
 from sublane_gateway._setup_page import router as setup_router
+from sublane_gateway._start_pacer import StartPacer
 from sublane_gateway._state import GatewayState
 from sublane_history import (
     HistoryReader,
@@ -112,7 +113,8 @@ def create_app(
 
 def asgi_app(app: FastAPI) -> ModelRoutes:
     """What the server runs: model calls straight to their endpoints, the rest into ``app`` (#19)."""
-    return ModelRoutes(app, routes.MODEL_CALL_ROUTES)
+    per_turn = app.state.gateway.settings.model_starts_per_turn
+    return ModelRoutes(app, routes.MODEL_CALL_ROUTES, StartPacer(per_turn) if per_turn else None)
 
 
 @asynccontextmanager

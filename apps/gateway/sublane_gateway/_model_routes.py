@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from sublane_gateway._start_pacer import StartPacer
 from sublane_gateway.routes import ReplyResponse
 
 Endpoint = Callable[..., Awaitable[Response]]
@@ -34,8 +35,9 @@ Handler = Callable[[Request, Exception], Awaitable[Response]]
 class ModelRoutes:
     """Serves ``POST`` model routes directly; everything else (lifespan included) goes to ``app``."""
 
-    def __init__(self, app: Starlette, routes: Iterable[APIRoute]) -> None:
+    def __init__(self, app: Starlette, routes: Iterable[APIRoute], pacer: StartPacer | None = None) -> None:
         self.app = app
+        self.pacer = pacer
         self._routes: list[tuple[re.Pattern[str], Endpoint, dict[str, Any]]] = [
             (route.path_regex, route.endpoint, route.param_convertors)
             for route in routes
@@ -56,6 +58,9 @@ class ModelRoutes:
                     root_path = getattr(self.app, "root_path", "")
                     if root_path:  # as FastAPI sets it
                         scope["root_path"] = root_path
+                    pacer = self.pacer
+                    if pacer is not None and not pacer.take():
+                        await pacer.wait()  # a burst: this call's first step waits a turn or more
                     await self._serve(scope, receive, send, endpoint, params)
                     return
         await self.app(scope, receive, send)

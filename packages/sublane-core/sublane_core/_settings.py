@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     history_queue_max: int = Field(
         10_000, ge=100, le=10_000_000, description="OPS-2 request records waiting to be written."
     )
+    model_starts_per_turn: int = Field(
+        8,
+        ge=0,
+        le=100_000,
+        description="Model calls begun per turn of the event loop (a burst waits its turn); 0 = unpaced.",
+    )
     trusted_proxies: list[str] = Field(
         default_factory=list,
         description="OPS-6 proxy addresses whose X-Forwarded-For/-Proto/-Host headers are believed.",
