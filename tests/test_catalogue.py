@@ -85,3 +85,15 @@ def test_cat_4_a_model_no_account_lists_is_404(make_pool: Callable[..., Pool]) -
     pool = make_pool()
     refused = pool.client().post("/v1/responses", json={**BODY, "model": "gpt-99"})
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+
+
+def test_cat_3_a_model_of_several_providers_is_owned_by_sublane(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(provider="claude")
+    pool.add_account("antigravity", "antigravity-1")
+    listed = {model["id"]: model["owned_by"] for model in pool.client().get("/v1/models").json()["data"]}
+    assert listed["claude-sonnet-4-6"] == "sublane"  # Claude and Antigravity both list it
+    assert listed["claude-opus-4-6"] == "claude"  # Claude's own
+    assert listed["gemini-3-flash"] == "antigravity"  # Antigravity's own
+    assert list(listed).count("claude-sonnet-4-6") == 1
+    one = pool.client().get("/v1/models/claude-sonnet-4-6").json()
+    assert one["owned_by"] == "sublane"

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_pool import Pool, settings_for
+from gateway_pool import Pool, seed_catalogue, settings_for
 from sqlmodel import Session
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -69,6 +69,15 @@ def _short_pool(make_pool: Callable[..., Pool], accounts: int = 1, **settings: A
     pool = make_pool(accounts=accounts, account_options=SHORT, **settings)
     for account in pool.sim_accounts:
         pool.sim.update_account(account.id, access_ttl_s=DAY_S)
+    return pool
+
+
+def _catalogued(pool: Pool) -> Pool:
+    """The pool with its catalogue already discovered (before its tokens neared expiry), so the
+    first call's refresh happens at dispatch, after selection: the request that finds the refresh
+    failing may still use the old token (CRED-2); the account is then backing off and passed over
+    for new selection (OPS-5)."""
+    seed_catalogue(pool, [BODY["model"]])
     return pool
 
 
@@ -237,7 +246,7 @@ def test_cred_1_rotated_bundle_is_persisted_sealed_before_use_and_survives_resta
 def test_cred_2_transient_refresh_failure_uses_a_token_with_more_than_30_s_left(
     make_pool: Callable[..., Pool],
 ) -> None:
-    pool = make_pool(account_options=SHORT)
+    pool = _catalogued(make_pool(account_options=SHORT))
     account = pool.sim_accounts[0]
     pool.sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
     response = _call(pool)
@@ -327,7 +336,7 @@ def test_cred_3_each_account_has_its_own_schedule(make_pool: Callable[..., Pool]
 
 
 def test_cred_3_a_401_during_the_backoff_does_not_refresh_early(make_pool: Callable[..., Pool]) -> None:
-    pool = _short_pool(make_pool)
+    pool = _catalogued(_short_pool(make_pool))
     account = pool.sim_accounts[0]
     pool.sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
     pool.sim.script(account.id, Behaviour.error(401))
@@ -470,7 +479,7 @@ def test_cred_6_explicit_token_endpoint_errors_require_reauthorization(
 def test_cred_6_other_token_endpoint_failures_do_not(
     make_pool: Callable[..., Pool], outcome: RefreshOutcome
 ) -> None:
-    pool = make_pool(account_options=SHORT)
+    pool = _catalogued(make_pool(account_options=SHORT))
     account, account_id = pool.sim_accounts[0], pool.account_ids[0]
     pool.sim.script_refresh(account.id, outcome)
     assert _call(pool).status_code == 200  # the old token still had 100 s (CRED-2)
@@ -577,3 +586,24 @@ def test_cred_8_a_403_is_upstream_forbidden_and_never_refreshes(
     assert _auth_state(pool, account_id) == ("ok", None)
     assert _call(pool).status_code == 200
     assert _bearers(pool.sim, account) == [account.access_token] * 2
+
+
+def test_ops_5_accounts_in_refresh_backoff_take_no_new_conversation(make_pool: Callable[..., Pool]) -> None:
+    pool = _catalogued(make_pool(account_options=SHORT))
+    account = pool.sim_accounts[0]
+    pool.sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
+
+    def call(session: str) -> httpx.Response:
+        return pool.client().post("/v1/responses", json=BODY, headers={"session_id": session})
+
+    assert call("first").status_code == 200  # the refresh failed at its dispatch: the old token (CRED-2)
+    refused = call("second")  # every candidate backs off: nothing is chosen anew
+    assert refused.status_code == 503 and _code(refused) == "account_refresh_failed"
+    assert 1 <= int(refused.headers["retry-after"]) <= 30
+    assert pool.sim.counters(account.id).model_requests == 1
+    other = pool.add_account("codex", "codex-2")
+    seed_catalogue(pool, [BODY["model"]])
+    assert call("second").status_code == 200
+    assert pool.sim.counters(pool.sim_account_of(other).id).model_requests == 1
+    assert call("first").status_code == 200  # a bound conversation stays bound (CRED-7)
+    assert pool.sim.counters(account.id).model_requests == 2

@@ -215,8 +215,8 @@ def test_agl_1_a_structured_model_limit_cools_only_that_model(make_pool: Callabl
     limited = generate(pool)
     assert limited.status_code == 429 and "model_rate_limited" in _error(limited)["message"]
     assert 100 <= int(limited.headers["retry-after"]) <= 120
-    again = generate(pool)  # AGL-3: relayed from the stored limit, no upstream call
-    assert again.status_code == 429 and _error(again)["details"][0]["reason"] == "model_rate_limited"
+    again = generate(pool)  # AGL-3: the limit held here, no upstream call
+    assert again.status_code == 429 and _error(again)["details"][0]["reason"] == "model_cooling"
     assert generate(pool, model=OTHER).status_code == 200  # other models stay usable
     assert pool.sim.counters(account).model_requests == 2
     state = _runtime(pool)[pool.account_ids[0]]  # AGL-5: the card counts limited models
@@ -250,7 +250,7 @@ def test_agl_2_model_limits_survive_a_restart_and_end_with_disable_enable(
         admin = gateway.admin()
         api = gateway.client(headers={"x-goog-api-key": key})
         kept = api.post(f"/v1beta/models/{MODEL}:generateContent", json=BODY)
-        assert kept.status_code == 429 and "model_rate_limited" in kept.json()["error"]["message"]
+        assert kept.status_code == 429 and "model_cooling" in kept.json()["error"]["message"]
         assert admin.patch(f"/api/accounts/{account_id}", json={"enabled": False}).status_code == 200
         assert admin.patch(f"/api/accounts/{account_id}", json={"enabled": True}).status_code == 200
         assert api.post(f"/v1beta/models/{MODEL}:generateContent", json=BODY).status_code == 200
@@ -323,7 +323,7 @@ class socket_that_refuses:
         return None
 
 
-def test_agl_3_a_provider_limit_answers_model_rate_limited_with_a_bounded_hint(
+def test_agl_3_a_provider_limit_is_relayed_as_model_rate_limited_then_held_as_model_cooling(
     make_pool: Callable[..., Pool],
 ) -> None:
     pool = gemini_pool(make_pool)
@@ -333,9 +333,10 @@ def test_agl_3_a_provider_limit_answers_model_rate_limited_with_a_bounded_hint(
     relayed = generate(pool)
     assert relayed.status_code == 429 and _error(relayed)["details"][0]["reason"] == "model_rate_limited"
     assert 1 <= int(relayed.headers["retry-after"]) <= 3600  # bounded, however long the upstream says
-    stored = generate(pool)
-    assert stored.status_code == 429 and _error(stored)["details"][0]["reason"] == "model_rate_limited"
+    stored = generate(pool)  # held here: our own answer, and the upstream is not asked
+    assert stored.status_code == 429 and _error(stored)["details"][0]["reason"] == "model_cooling"
     assert 1 <= int(stored.headers["retry-after"]) <= 3600
+    assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 1
     assert generate(pool, model=OTHER).status_code == 200
 
 

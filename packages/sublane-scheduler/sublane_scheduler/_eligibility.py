@@ -64,8 +64,9 @@ class Candidates:
 
     accounts: list[AccountInfo]
     excluded: dict[str, int] = field(default_factory=dict)
-    #: Accounts whose credential refresh is backing off: passed over for new selection (AFF-8).
-    backing_off: frozenset[int] = frozenset()
+    #: Accounts whose credential refresh is backing off, and when it may be tried again: never
+    #: chosen for new selection (AFF-8, OPS-5); a conversation bound to one stays (CRED-7).
+    backing_off: dict[int, float] = field(default_factory=dict)
     #: Accounts out of quota for the model by a fresh observation, and when to look again
     #: (QUOTA-3): never chosen anew; a conversation bound to one gets ``quota_exhausted`` (QUOTA-7).
     quota: dict[int, float] = field(default_factory=dict)
@@ -123,7 +124,11 @@ class Eligibility:
             rank = {name: index for index, name in enumerate(providers)}
             accounts.sort(key=lambda account: rank.get(account.provider, len(rank)))
         health = self._health
-        backing_off = frozenset(a.id for a in accounts if health.refresh_retry_at(a.id) is not None)
+        backing_off = {
+            account.id: retry_at
+            for account in accounts
+            if (retry_at := health.refresh_retry_at(account.id)) is not None
+        }
         quota = self.quota
         if quota is None:
             return Candidates(accounts, excluded, backing_off)

@@ -381,29 +381,26 @@ class Scheduler:
         usable: list[AccountInfo] = []
         cooling: list[Cooldown] = []
         exhausted: list[float] = []  # when to look again, per account out of quota (QUOTA-3)
+        backing_off: list[float] = []  # when each account's refresh may be tried again (AFF-8)
         for account in candidates.accounts:
             cooldown = self.cooldowns.blocking(account.id, request.model)
             if cooldown is not None:
                 cooling.append(cooldown)
             elif account.id in candidates.quota:
                 exhausted.append(candidates.quota[account.id])
+            elif account.id in candidates.backing_off:
+                backing_off.append(candidates.backing_off[account.id])
             else:
                 usable.append(account)
         if cooling:
             self._count(routing, "cooldown", len(cooling))
         if exhausted:
             self._count(routing, "quota", len(exhausted))
+        if backing_off:
+            self._count(routing, "refresh_backoff", len(backing_off))
         if not usable:
             routing["candidates"] = 0
-            if cooling and (not exhausted or min(c.until for c in cooling) <= min(exhausted)):
-                raise self._cooling_error(min(cooling, key=lambda c: c.until))
-            raise self._quota_error(min(exhausted))
-        if candidates.backing_off:
-            # AFF-8: an account whose refresh is backing off is passed over while others can serve.
-            fresh = [account for account in usable if account.id not in candidates.backing_off]
-            if fresh and len(fresh) < len(usable):
-                self._count(routing, "refresh_backoff", len(usable) - len(fresh))
-                usable = fresh
+            raise self._nothing_usable(cooling, exhausted, backing_off)
 
         def take(account: AccountInfo) -> Lease | None:
             return self.take(account, request.model, request.request_id)
@@ -418,6 +415,30 @@ class Scheduler:
         if lease is None:
             self._count(routing, "capacity", len(usable))
         return lease, usable
+
+    def _nothing_usable(
+        self, cooling: list[Cooldown], exhausted: list[float], backing_off: list[float]
+    ) -> SubLaneError:
+        """The error of an unbound request no candidate can serve now: the reason that ends first
+        (a cooldown, a quota re-check, a refresh retry), its time as the hint."""
+        ends: list[tuple[float, int]] = []
+        if cooling:
+            ends.append((min(c.until for c in cooling), 0))
+        if exhausted:
+            ends.append((min(exhausted), 1))
+        if backing_off:
+            ends.append((min(backing_off), 2))
+        _, reason = min(ends)
+        if reason == 0:
+            return self._cooling_error(min(cooling, key=lambda c: c.until))
+        if reason == 1:
+            return self._quota_error(min(exhausted))
+        retry_after = max(1.0, min(min(backing_off) - self.clock.time(), MAX_RETRY_AFTER_HINT_S))
+        return SubLaneError(
+            "account_refresh_failed",
+            "Every account that serves this model is waiting to retry its credential refresh.",
+            retry_after=retry_after,
+        )
 
     @staticmethod
     def _weights(usable: list[AccountInfo], candidates: Candidates) -> list[float] | None:
@@ -470,11 +491,9 @@ class Scheduler:
         return SubLaneError("quota_exhausted", retry_after=retry_after)
 
     def _cooling_error(self, cooldown: Cooldown) -> SubLaneError:
-        code = (
-            "account_cooling"
-            if cooldown.model == ""
-            else ("model_rate_limited" if cooldown.reason.startswith("provider:") else "model_cooling")
-        )
+        # AGL-3: a limit held here answers ``model_cooling`` whether it began as our own cooldown
+        # or as the provider's limit; only the relayed upstream answer is ``model_rate_limited``.
+        code = "account_cooling" if cooldown.model == "" else "model_cooling"
         return SubLaneError(code, retry_after=self.cooldowns.retry_after(cooldown))
 
     def _bound_unavailable(self, account: AccountInfo, request: RouteRequest) -> SubLaneError:

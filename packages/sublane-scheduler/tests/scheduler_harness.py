@@ -45,7 +45,8 @@ class Workspace:
         self.clock = clock
         self.directory = AccountDirectory(engine)
         self.models: dict[int, set[str]] = {}
-        self.backing_off: set[int] = set()  # accounts whose credential refresh backs off (AFF-8)
+        #: accounts whose credential refresh backs off → when it may be tried again (AFF-8)
+        self.backing_off: dict[int, float] = {}
         self.exhausted: dict[int, float] = {}  # accounts out of quota → when to look again (QUOTA-3)
         self.remaining: dict[int, float] | None = None  # remaining quota fractions, with QW on
         self._names = itertools.count(1)
@@ -129,7 +130,7 @@ class Workspace:
                     accounts.append(account)
             quota = {a.id: until for a in accounts if (until := self.exhausted.get(a.id)) is not None}
             remaining = None if self.remaining is None else dict(self.remaining)
-            return Candidates(accounts, excluded, frozenset(self.backing_off), quota, remaining)
+            return Candidates(accounts, excluded, dict(self.backing_off), quota, remaining)
 
         return eligible
 

@@ -888,7 +888,7 @@ async def test_mcool_3_other_models_stay_eligible_and_mcool_4_model_cooling(work
     other.release("completed")
     scheduler.cooldowns.model_limited(account, OTHER_MODEL, 30, "provider:model_capacity")
     limited = await refused(scheduler, workspace, group, model=OTHER_MODEL)
-    assert (limited.code, limited.retry_after) == ("model_rate_limited", 30)
+    assert (limited.code, limited.retry_after) == ("model_cooling", 30)  # AGL-3: held here
     assert_idle(scheduler)
 
 
@@ -967,14 +967,31 @@ async def test_aff_8_accounts_in_refresh_backoff_are_passed_over_for_new_selecti
     # Found by probing: unbound calls went to a backing-off account (503) while a healthy one idled.
     group = workspace.group()
     first, second = workspace.account(group), workspace.account(group)
-    workspace.backing_off.add(first)
+    workspace.backing_off[first] = workspace.clock.time() + 60
     scheduler = workspace.scheduler()
     for _ in range(4):
         grant = await workspace.grant(scheduler, group)
         assert grant.account.id == second and grant.routing["excluded"]["refresh_backoff"] == 1
         grant.release("completed")
-    workspace.backing_off.add(second)  # nothing else left: the backing-off accounts still serve
-    grant = await workspace.grant(scheduler, group)
-    assert grant.account.id in (first, second)
+    # OPS-5: nothing else left, and still no backing-off account is chosen anew: 503 with the
+    # earliest retry as the hint
+    workspace.backing_off[second] = workspace.clock.time() + 30
+    error = await refused(scheduler, workspace, group)
+    assert (error.code, error.status, error.retry_after) == ("account_refresh_failed", 503, 30)
+    assert error.routing is not None and error.routing["excluded"]["refresh_backoff"] == 2
+    assert_idle(scheduler)
+
+
+async def test_ops_5_a_bound_conversation_stays_on_its_backing_off_account(workspace: Workspace) -> None:
+    group = workspace.group()
+    first, second = workspace.account(group), workspace.account(group)
+    scheduler = workspace.scheduler()
+    grant = await workspace.grant(scheduler, group, key="conversation")
+    bound = grant.account.id
     grant.release("completed")
+    workspace.backing_off[bound] = workspace.clock.time() + 60
+    again = await workspace.grant(scheduler, group, key="conversation")
+    assert again.account.id == bound  # CRED-7: bound conversations stay bound during recovery
+    again.release("completed")
+    assert {first, second} - {bound}
     assert_idle(scheduler)
