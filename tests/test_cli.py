@@ -106,7 +106,25 @@ def test_invalid_settings_fail_with_a_clear_message(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode != 0
-    assert "workspace_capacity" in result.stderr
+    assert "SUBLANE_WORKSPACE_CAPACITY" in result.stderr
+
+
+def test_ops_6_trusted_proxies_as_the_docs_write_them(tmp_path: Path) -> None:
+    """A plain address, a comma-separated list and a JSON list start; anything else is refused with
+    one clear line naming the variable, never a traceback."""
+    for written in ("127.0.0.1", "127.0.0.1, ::1, 10.0.0.0/8", '["127.0.0.1", "::1"]'):
+        with serve(tmp_path / "data", SUBLANE_TRUSTED_PROXIES=written) as url:
+            assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+    for written in ("not-an-address", '["127.0.0.1"', "[1, 2]"):
+        result = subprocess.run(
+            [SUBLANE, "migrate"],
+            env=_env(tmp_path / "data", SUBLANE_TRUSTED_PROXIES=written),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+        assert "SUBLANE_TRUSTED_PROXIES" in result.stderr
 
 
 CODEX_AUTH_JSON = {

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from sqlmodel import Session, col, select
 
 from sublane_core import (
@@ -77,8 +78,17 @@ def _load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**{key: value for key, value in overrides.items() if value is not None})
     except ValidationError as exc:
-        lines = [f"  {'.'.join(map(str, err['loc'])) or 'settings'}: {err['msg']}" for err in exc.errors()]
+        lines = [f"  {_variable(err['loc'])}: {err['msg']}" for err in exc.errors()]
         raise SystemExit("sublane: invalid settings:\n" + "\n".join(lines)) from None
+    except SettingsError as exc:  # a value pydantic-settings could not decode at all
+        raise SystemExit(f"sublane: invalid settings: {exc}") from None
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    """The environment variable a settings error is about (``SUBLANE_TRUSTED_PROXIES``)."""
+    if not loc:
+        return "settings"
+    return f"SUBLANE_{str(loc[0]).upper()}" + "".join(f"[{part}]" for part in loc[1:])
 
 
 def _migrate(settings: Settings) -> None:

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _list_of_strings(value: object) -> object:
+    """A list variable as written in the docs (``a,b``) or as a JSON list (``["a","b"]``)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            raise ValueError("not a JSON list; write a comma-separated list or a JSON list of strings") from None
+        if not isinstance(parsed, list) or not all(isinstance(item, str) for item in parsed):
+            raise ValueError("write a comma-separated list or a JSON list of strings")
+        return [item.strip() for item in parsed if item.strip()]
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+#: A list setting read from one variable, comma-separated or a JSON list.
+StringList = Annotated[list[str], NoDecode]
 
 
 class Settings(BaseSettings):
@@ -88,7 +110,7 @@ class Settings(BaseSettings):
         le=100_000,
         description="Model calls begun per turn of the event loop (a burst waits its turn); 0 = unpaced.",
     )
-    trusted_proxies: list[str] = Field(
+    trusted_proxies: StringList = Field(
         default_factory=list,
         description="OPS-6 proxy addresses whose X-Forwarded-For/-Proto/-Host headers are believed.",
     )
@@ -138,10 +160,25 @@ class Settings(BaseSettings):
     session_ttl_s: int = Field(
         7 * 24 * 3600, ge=60, le=365 * 24 * 3600, description="Web sign-in session lifetime."
     )
-    allowed_origins: list[str] = Field(
+    allowed_origins: StringList = Field(
         default_factory=list,
         description="Extra Origin values accepted on mutations (e.g. behind a TLS proxy).",
     )
+
+    @field_validator("trusted_proxies", "allowed_origins", mode="before")
+    @classmethod
+    def _read_list(cls, value: object) -> object:
+        return _list_of_strings(value)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network (CIDR)") from None
+        return value
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
     log_format: Literal["json", "text"] = Field(
         "text", description="OPS-11 log lines: text (human-readable) or json (one object per line)."
