@@ -164,6 +164,54 @@ def test_quota_6_a_failed_refresh_keeps_the_last_observation_until_its_own_deadl
     assert api.post("/v1/responses", json=BODY).status_code == 200
 
 
+def test_quota_10_pace_is_hidden_beside_a_failed_quota_read(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=1)
+    (account_id,) = pool.account_ids
+    sim_id = pool.sim_accounts[0].id
+    api = pool.client()
+    pool.sim.set_quota(sim_id, "primary", used_percent=70, reset_in_s=3600)
+    refresher = pool.runtime.quota.refresher
+    assert api.post("/v1/responses", json=BODY).status_code == 200
+    eventually(lambda: not refresher.reading(account_id))
+
+    def primary() -> dict[str, Any]:
+        return next(row for row in state_of(pool, account_id)["quota"] if row["window"] == "primary")
+
+    eventually(lambda: primary()["pace_points"] is not None)
+    assert state_of(pool, account_id)["quota_retry_at"] is None
+    pool.sim.script_quota_reads(sim_id, QuotaReadOutcome(kind="error", status=500))
+    advance(pool, 100)  # old enough to be read again, still fresh: the next call's read fails
+    assert api.post("/v1/responses", json=BODY).status_code == 200
+    eventually(lambda: refresher.retry_at(account_id) is not None)
+    row = primary()
+    assert row["fresh"] is True and row["used_percent"] is not None
+    assert row["pace_points"] is None  # "Last quota read failed": no pace beside it
+    assert state_of(pool, account_id)["quota_retry_at"] is not None
+
+
+def test_quota_5_low_but_positive_quota_leaves_uniform_rotation_unchanged(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(accounts=2)
+    low, full = pool.account_ids
+    pool.sim.set_quota(pool.sim_account_of(low).id, "primary", used_percent=97, reset_in_s=3600)
+    pool.sim.set_quota(pool.sim_account_of(full).id, "primary", used_percent=2, reset_in_s=3600)
+    api = pool.client()
+    assert api.post("/v1/responses", json=BODY).status_code == 200  # starts both reads
+    quota = pool.runtime.quota
+    eventually(lambda: all(quota.remaining(account, BODY["model"]) is not None for account in (low, full)))
+    assert quota.remaining(low, BODY["model"]) < 0.05 < quota.remaining(full, BODY["model"])
+    chosen = []
+    for index in range(20):
+        response = api.post("/v1/responses", json=BODY, headers={"session_id": f"c{index}"})
+        assert response.status_code == 200
+        chosen.append(served_by(pool))
+        assert pool.finished[-1].routing is not None
+        assert pool.finished[-1].routing["rule"] == "uniform_rotation"
+    assert Counter(chosen) == {low: 10, full: 10}  # strictly alternating: weights unchanged
+    assert all(first != second for first, second in zip(chosen, chosen[1:]))
+
+
 def test_quota_8_disable_and_enable_invalidate_the_observation(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool(accounts=1)
     (account_id,) = pool.account_ids

@@ -33,7 +33,7 @@ def quota_rows(rows: list[QuotaObservation], now: float, *, failed: bool = False
         fresh = is_fresh(row.observed_at, row.resets_at, now)
         pace = (
             pace_points(row.used_percent, row.window_seconds, row.resets_at, row.observed_at)
-            if fresh
+            if fresh and not failed
             else None
         )
         result.append(
