@@ -9,7 +9,7 @@ working at once. Expiry is re-checked on every request from the cached ``expires
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio.to_thread
@@ -56,26 +56,39 @@ class Principal:
         return self.role == ROLE_ADMIN
 
 
-def presented_secret(headers: Mapping[str, str]) -> str:
-    """The key from ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key``; all sent must agree."""
+def presented_secret(
+    headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]], query_keys: Sequence[str] = ()
+) -> str:
+    """The key from ``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key`` or a ``key=`` query
+    parameter (``query_keys``, Gemini); every copy of each must name the same key (API §14).
+
+    ``headers`` is best the request's raw header list (or Starlette's ``Headers``): a mapping by
+    name holds only one copy of a repeated header, and two different ``Authorization`` headers
+    must be refused, not read as the first.
+    """
     found: set[str] = set()
-    raw: list[tuple[bytes, bytes]] | None = getattr(headers, "raw", None)  # Starlette: every copy
+    raw: Sequence[tuple[bytes, bytes]] | None = (
+        headers if isinstance(headers, (list, tuple)) else getattr(headers, "raw", None)
+    )
     if raw is not None:
         for name, value in raw:  # one pass over the headers (OPS-4: every copy of a repeated one)
             lowered = name.lower()
             if lowered in _KEY_HEADER_NAMES:
                 _add_presented(found, lowered.decode("latin-1"), value.decode("latin-1"))
     else:
+        assert isinstance(headers, Mapping)
         for key_header in KEY_HEADERS:
             presented = headers.get(key_header)
             if presented is not None:
                 _add_presented(found, key_header, presented)
+    for key in query_keys:
+        _add_presented(found, "key", key)
     if not found:
         raise SubLaneError(
             "invalid_api_key", "Send your SubLane key as 'Authorization: Bearer <key>' or 'x-api-key'."
         )
     if len(found) > 1:
-        raise SubLaneError("invalid_api_key", "The key headers disagree; send one key.")
+        raise SubLaneError("invalid_api_key", "The keys sent disagree; send one key.")
     return found.pop()
 
 
@@ -108,9 +121,12 @@ class KeyAuthenticator:
             self._generation += 1
             self._cache.clear()
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        """The caller's principal; 401 for a missing, unknown, revoked, paused or expired key."""
-        return await self._principal(sha256_hex(presented_secret(headers)))
+    async def authenticate(
+        self, headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]], query_keys: Sequence[str] = ()
+    ) -> Principal:
+        """The caller's principal; 401 for a missing, unknown, revoked, paused or expired key, or
+        for keys that disagree (:func:`presented_secret`)."""
+        return await self._principal(sha256_hex(presented_secret(headers, query_keys)))
 
     async def authenticate_again(self, principal: Principal) -> Principal:
         """Check a principal again (after a wait or before a retry, WAIT-5/RETRY-2)."""

@@ -47,6 +47,7 @@ async def _serve(
         headers=gemini_headers(request),
         path_model=model,
         json_array=json_array,
+        query_keys=request.query_params.getlist("key"),
     )
 
 
@@ -89,7 +90,7 @@ def _model_view(model: str) -> dict[str, object]:
 async def _catalogue(request: Request) -> dict[str, str] | Response:
     runtime = client_runtime(request)
     try:
-        principal = await runtime.keys.authenticate(gemini_headers(request))
+        principal = await runtime.keys.authenticate(request.headers, request.query_params.getlist("key"))
     except SubLaneError as error:
         return to_response(sublane_error_reply(GEMINI, error))
     return await group_models(runtime, principal)

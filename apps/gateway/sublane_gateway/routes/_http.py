@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
@@ -32,15 +32,17 @@ async def serve_http(
     headers: Mapping[str, str] | None = None,
     path_model: str | None = None,
     json_array: bool = False,
+    query_keys: Sequence[str] = (),
 ) -> Response:
     """Authenticate, read the JSON body and serve the call; errors in ``protocol``'s shape.
 
-    ``headers`` replace the request's own (the Gemini routes add a ``key=`` query parameter).
+    ``headers`` replace the request's own (the Gemini routes add a ``key=`` query parameter);
+    the key is read from every copy of the request's own headers and ``query_keys``, which must agree.
     """
     runtime = client_runtime(request)
     client_headers = headers_by_name(request) if headers is None else headers
     try:
-        principal = await runtime.keys.authenticate(client_headers)
+        principal = await runtime.keys.authenticate(request.scope["headers"], query_keys)
         body, _raw = await read_json_object(request, client_headers)
     except SubLaneError as error:
         return to_response(sublane_error_reply(protocol, error))
