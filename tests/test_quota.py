@@ -8,6 +8,7 @@ that nothing reads quota while the pool is idle.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -209,7 +210,7 @@ def test_quota_5_low_but_positive_quota_leaves_uniform_rotation_unchanged(
         assert pool.finished[-1].routing is not None
         assert pool.finished[-1].routing["rule"] == "uniform_rotation"
     assert Counter(chosen) == {low: 10, full: 10}  # strictly alternating: weights unchanged
-    assert all(first != second for first, second in zip(chosen, chosen[1:]))
+    assert all(first != second for first, second in itertools.pairwise(chosen))
 
 
 def test_quota_8_disable_and_enable_invalidate_the_observation(make_pool: Callable[..., Pool]) -> None:

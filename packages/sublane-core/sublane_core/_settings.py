@@ -20,7 +20,9 @@ def _list_of_strings(value: object) -> object:
         try:
             parsed = json.loads(text)
         except ValueError:
-            raise ValueError("not a JSON list; write a comma-separated list or a JSON list of strings") from None
+            raise ValueError(
+                "not a JSON list; write a comma-separated list or a JSON list of strings"
+            ) from None
         if not isinstance(parsed, list) or not all(isinstance(item, str) for item in parsed):
             raise ValueError("write a comma-separated list or a JSON list of strings")
         return [item.strip() for item in parsed if item.strip()]
@@ -179,6 +181,7 @@ class Settings(BaseSettings):
             except ValueError:
                 raise ValueError(f"{entry!r} is not an IP address or network (CIDR)") from None
         return value
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
     log_format: Literal["json", "text"] = Field(
         "text", description="OPS-11 log lines: text (human-readable) or json (one object per line)."

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
 
-
 SHARED_OWNER = "sublane"
 
 
