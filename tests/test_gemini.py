@@ -77,6 +77,69 @@ def test_gem_2_stream_with_alt_sse_and_as_a_json_array(make_pool: Callable[..., 
     assert text.strip()
 
 
+class IncrementalJsonArray:
+    """Reads a JSON array as its bytes arrive, element by element, as a streaming client does;
+    raises ``ValueError`` at the first byte that cannot continue a JSON array (RFC 8259)."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._opened = self.closed = False
+        self._decoder = json.JSONDecoder()
+        self.elements: list[Any] = []
+
+    def feed(self, text: str) -> None:
+        self._buffer += text
+        while True:
+            self._buffer = self._buffer.lstrip(" \t\r\n")  # whitespace JSON allows between tokens
+            if not self._buffer:
+                return
+            if self.closed:
+                raise ValueError(f"bytes after the array's end: {self._buffer[:20]!r}")
+            if not self._opened:
+                if self._buffer[0] != "[":
+                    raise ValueError(f"not a JSON array: {self._buffer[:20]!r}")
+                self._opened, self._buffer = True, self._buffer[1:]
+                continue
+            if self._buffer[0] == "]":
+                self.closed, self._buffer = True, self._buffer[1:]
+                continue
+            if self.elements:
+                if self._buffer[0] != ",":
+                    raise ValueError(f"expected ',' between elements: {self._buffer[:20]!r}")
+                rest = self._buffer[1:].lstrip(" \t\r\n")
+                if not rest:
+                    return
+                self._buffer = rest
+            if self._buffer[0] not in "{[":
+                raise ValueError(f"not an element: {self._buffer[:20]!r}")
+            try:
+                element, end = self._decoder.raw_decode(self._buffer)
+            except json.JSONDecodeError:
+                return  # incomplete: wait for more
+            self.elements.append(element)
+            self._buffer = self._buffer[end:]
+
+
+def test_gem_2_a_quiet_json_array_stream_stays_json(make_pool: Callable[..., Pool]) -> None:
+    """Silent past the heartbeat (thinking models are), before the first element and between
+    elements: what keeps the connection alive must be JSON too, read as it arrives."""
+    pool = gemini_pool(make_pool, sse_heartbeat_s=0.05)
+    quiet = Behaviour.ok(deltas=3, first_delta_delay_ms=400, pacing_ms=250)
+    pool.sim.script(pool.sim_accounts[0].id, quiet)
+    reader = IncrementalJsonArray()
+    pieces = 0
+    with client(pool).stream("POST", f"/v1beta/models/{MODEL}:streamGenerateContent", json=BODY) as answer:
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/json")
+        for text in answer.iter_text():
+            reader.feed(text)  # raises at the first byte that is not JSON
+            pieces += 1
+    assert reader.closed and reader.elements[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert pieces > len(reader.elements)  # keep-alive whitespace did arrive in between
+    pool.sim.script(pool.sim_accounts[0].id, quiet)
+    sse = client(pool).post(f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse", json=BODY)
+    assert ": keep-alive" in sse.text  # the SSE form keeps its comment heartbeat (TIME-1)
+
+
 def test_gem_2_count_tokens_and_the_key_as_a_query_parameter(make_pool: Callable[..., Pool]) -> None:
     pool = gemini_pool(make_pool)
     plain = pool.gateway.client()

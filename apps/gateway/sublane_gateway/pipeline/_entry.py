@@ -28,7 +28,13 @@ from sublane_core import (
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
-from sublane_gateway.pipeline._relay import Unwrapped, relay_json, stream_reply
+from sublane_gateway.pipeline._relay import (
+    JSON_KEEPALIVE,
+    KEEPALIVE,
+    Unwrapped,
+    relay_json,
+    stream_reply,
+)
 from sublane_gateway.pipeline._reply import JsonReply, Reply, error_reply, json_reply, sublane_error_reply
 from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
@@ -261,7 +267,13 @@ async def _relay(
         else:
             frames = None  # the diagonal: bytes untouched (and the protocol's error ending if cut)
         reply = stream_reply(
-            runtime, call, response, observer, frames, cut_ending=partial(cut_stream_ending, protocol)
+            runtime,
+            call,
+            response,
+            observer,
+            frames,
+            cut_ending=partial(cut_stream_ending, protocol),
+            keepalive=JSON_KEEPALIVE if spec.json_array else KEEPALIVE,
         )
         if spec.json_array:
             return dataclasses.replace(reply, media_type="application/json")

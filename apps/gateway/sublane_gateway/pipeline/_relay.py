@@ -35,6 +35,9 @@ from sublane_providers import (
 _log = logging.getLogger("sublane.relay")
 
 KEEPALIVE = b": keep-alive\n\n"
+#: A quiet JSON-array stream (Gemini without ``alt=sse``) is kept alive with what JSON allows
+#: between tokens: whitespace (RFC 8259 §2), never an SSE comment (GEM-2, TIME-1).
+JSON_KEEPALIVE = b"\n"
 POST_CANCEL_DRAIN_S = 3.0
 _background: set[asyncio.Task[None]] = set()
 
@@ -110,12 +113,14 @@ async def relay_sse(
     transform: Callable[[list[bytes]], bytes] | None = None,
     trailer: Callable[[], bytes] | None = None,
     deadline: float | None = None,
+    keepalive: bytes = KEEPALIVE,
 ) -> AsyncIterator[bytes]:
     """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once.
 
     ``transform`` turns complete upstream events into what the client gets (another protocol);
     without it the bytes pass unchanged. ``trailer`` adds a last frame after a normal end.
-    ``deadline`` (monotonic) ends the stream with ``request_timeout`` (ADM-9).
+    ``deadline`` (monotonic) ends the stream with ``request_timeout`` (ADM-9). ``keepalive`` is
+    written after ``heartbeat_s`` of upstream silence.
     """
     framer = SseFramer()
     reader = ChunkReader(response)
@@ -144,7 +149,7 @@ async def relay_sse(
                     call.state.outcome = Outcome.ERROR
                     call.state.error_code = "stream_idle_timeout"
                     break
-                yield KEEPALIVE
+                yield keepalive
                 continue
             if not chunk:
                 break
@@ -282,6 +287,7 @@ def stream_reply(
     frames: StreamTranslator | None = None,
     *,
     cut_ending: Callable[[str, str | None], bytes] | None = None,
+    keepalive: bytes = KEEPALIVE,
 ) -> StreamReply:
     """Relay the upstream stream to the client — untouched, or through ``frames`` (another protocol).
 
@@ -319,6 +325,7 @@ def stream_reply(
         transform=transform,
         trailer=trailer,
         deadline=call.started + settings.request_timeout_s,
+        keepalive=keepalive,
     )
     return StreamReply(stream, {"x-request-id": call.request_id} | SSE_HEADERS)
 
