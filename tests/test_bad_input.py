@@ -3,6 +3,8 @@ nothing sent upstream, never a 500, never a failure of an account or a model."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -121,3 +123,81 @@ def test_ops_1_keys_that_disagree_are_refused_on_every_model_route(three_provide
         assert two_queries.status_code == 401, path
         agreeing = _send(pool, method, f"{path}{joiner}key={good}", body, [("x-goog-api-key", good)])
         assert agreeing.status_code == 200, (path, agreeing.text)
+
+
+#: One model of each provider (Codex, Claude, Antigravity): every route is tried with each.
+MODELS = ("gpt-5-codex", "claude-sonnet-4-5", "gemini-3-flash")
+
+
+def _post_routes(model: str) -> list[tuple[str, dict[str, Any], str]]:
+    """(path, body, shape) of every POST model route, for ``model``."""
+    chat = [{"role": "user", "content": "hi"}]
+    return [
+        ("/v1/responses", {"model": model, "input": "hi"}, "openai"),
+        ("/v1/responses?stream=true", {"model": model, "input": "hi", "stream": True}, "openai"),
+        ("/v1/chat/completions", {"model": model, "messages": chat}, "openai"),
+        ("/v1/messages", {"model": model, "max_tokens": 16, "messages": chat}, "anthropic"),
+        ("/v1/messages/count_tokens", {"model": model, "messages": chat}, "anthropic"),
+        (f"/v1beta/models/{model}:generateContent", GEMINI_BODY, "google"),
+        (f"/v1beta/models/{model}:streamGenerateContent?alt=sse", GEMINI_BODY, "google"),
+        (f"/v1beta/models/{model}:countTokens", GEMINI_BODY, "google"),
+    ]
+
+
+def _model_calls(pool: Pool) -> int:
+    return sum(pool.sim.counters(account.id).model_requests for account in pool.sim_accounts)
+
+
+def _assert_refused_at_the_door(
+    pool: Pool, raw: Callable[[dict[str, Any]], bytes], status: int, code: str, **headers: str
+) -> None:
+    client = pool.client()
+    before = _model_calls(pool)
+    for model in MODELS:
+        for path, body, shape in _post_routes(model):
+            sent = {"content-type": "application/json", "x-api-key": pool.key, **headers}
+            answer = client.post(path, content=raw(body), headers=sent)
+            assert answer.status_code == status, (model, path, answer.status_code, answer.text)
+            assert code_of(answer, shape) == code, (model, path, answer.text)
+    assert _model_calls(pool) == before  # nothing went upstream
+    states = {account["state"] for account in pool.admin.get("/api/accounts/runtime").json()["accounts"]}
+    assert states == {"ready"}  # no account and no model counted a failure
+    for model in MODELS:  # and every model still serves
+        path, body, _shape = _post_routes(model)[0]
+        assert client.post(path, json=body).status_code == 200, model
+
+
+def test_ops_1_encoded_surrogate_bytes_are_refused_on_every_route_and_provider(three_providers: Pool) -> None:
+    # Found by probing: the UTF-8 bytes of a surrogate (ED A0 80) in a JSON string gave a 500 on
+    # every call to a Claude account, in the wrong shape, and its record was lost.
+    def raw(body: dict[str, Any]) -> bytes:
+        text = json.dumps(body).replace('"hi"', '"h\\u0000i"').encode()
+        return text.replace(b"\\u0000", b"\xed\xa0\x80")
+
+    _assert_refused_at_the_door(three_providers, raw, 400, "invalid_json")
+    assert not [record for record in three_providers.finished if record.outcome != "success"]
+
+
+@pytest.mark.parametrize(
+    "number", ["NaN", "Infinity", "-Infinity", "1e400"], ids=["nan", "infinity", "minus-infinity", "1e400"]
+)
+def test_ops_1_numbers_rfc_8259_does_not_allow_are_refused(three_providers: Pool, number: str) -> None:
+    def raw(body: dict[str, Any]) -> bytes:
+        return json.dumps({**body, "temperature": 0.5}).replace("0.5", number).encode()
+
+    _assert_refused_at_the_door(three_providers, raw, 400, "invalid_json")
+
+
+def test_ops_1_a_body_that_is_not_utf_8_is_refused(three_providers: Pool) -> None:
+    _assert_refused_at_the_door(
+        three_providers, lambda body: json.dumps(body).encode("utf-16"), 400, "invalid_json"
+    )
+
+
+def test_ops_1_a_content_encoding_the_gateway_does_not_decode_is_415(three_providers: Pool) -> None:
+    def raw(body: dict[str, Any]) -> bytes:
+        return gzip.compress(json.dumps(body).encode())
+
+    _assert_refused_at_the_door(
+        three_providers, raw, 415, "unsupported_media_type", **{"content-encoding": "gzip"}
+    )

@@ -18,7 +18,9 @@ from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_hex_id, new_request_id, new_secret_token, new_uuid, sha256_hex
 from sublane_core._immutable import immutable
 from sublane_core._json import dumps as json_dumps
+from sublane_core._json import NotStrictJson
 from sublane_core._json import loads as json_loads
+from sublane_core._json import loads_strict as json_loads_strict
 from sublane_core._json import loads_text as json_loads_text
 from sublane_core._logging import (
     RedactingFilter,
@@ -126,6 +128,7 @@ __all__ = [
     "ShiftedClock",
     "SystemClock",
     "MovingDeadline",
+    "NotStrictJson",
     "TIMER_SLACK_S",
     "immutable",
     "new_hex_id",
@@ -149,5 +152,6 @@ __all__ = [
     # JSON on the hot path: the stdlib's semantics, Rust's speed
     "json_dumps",
     "json_loads",
+    "json_loads_strict",
     "json_loads_text",
 ]

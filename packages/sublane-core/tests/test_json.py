@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sublane_core import json_dumps, json_loads, json_loads_text
+from sublane_core import NotStrictJson, json_dumps, json_loads, json_loads_strict, json_loads_text
 
 _SETTINGS = settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -182,3 +182,51 @@ def test_ops_1_loads_text_reads_bytes_as_loads_reads_them_decoded(data: bytes) -
         assert _same(ours[1], decoded[1]), (data, ours, decoded)
     else:
         assert ours[1] is decoded[1], (data, ours, decoded)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"t": NaN}',
+        b'{"t": Infinity}',
+        b'{"t": -Infinity}',
+        b'{"t": 1e400}',
+        b'{"t": -1E+999}',
+        b'{"t": ' + b"9" * 400 + b".0}",
+        b'{"t": "\xed\xa0\x80"}',  # a surrogate's UTF-8 bytes: not UTF-8 text
+        '{"t": 1}'.encode("utf-16"),
+        b'{"t": "\xff"}',
+    ],
+)
+def test_ops_1_loads_strict_refuses_what_rfc_8259_does_not_allow(data: bytes) -> None:
+    with pytest.raises(NotStrictJson):
+        json_loads_strict(data)
+
+
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+        max_leaves=20,
+    )
+)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_loads_strict_reads_every_json_text_as_json_loads_does(value: Any) -> None:
+    data = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        with pytest.raises(NotStrictJson):  # a lone surrogate written raw: not UTF-8
+            json_loads_strict(data)
+        return
+    assert json_loads_strict(data) == json.loads(data)
+    assert json_loads_strict(json.dumps(value).encode()) == json.loads(json.dumps(value))  # escaped
+
+
+def test_loads_strict_keeps_escaped_surrogates_and_big_strings_for_the_caller() -> None:
+    assert json_loads_strict(b'{"t": "\\ud800"}') == {"t": "\ud800"}
+    assert json_loads_strict(b'{"t": "1e400", "n": 1e300}') == {"t": "1e400", "n": 1e300}

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from sublane_core import NO_GROUP, NO_PROVIDER, signals
+from sublane_core import NO_GROUP, NO_PROVIDER, signals, storable_text
 from sublane_history._statements import DriverStatement
 from sublane_history._tables import USAGE_DAYS, USAGE_HOURS
 
@@ -185,7 +185,7 @@ class UsageWriter:
                 user_id,
                 payload.group_id if payload.group_id is not None else NO_GROUP,
                 (payload.provider or NO_PROVIDER)[:16],
-                self._label(connection, user_id, day, payload.model[:128]),
+                self._label(connection, user_id, day, storable_text(payload.model[:128])),
             )
             bucket = days.get(key)
             if bucket is None:

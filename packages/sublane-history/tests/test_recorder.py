@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from history_harness import HistoryDb
 
 from sublane_core import create_db_engine, signals
-from sublane_history import HistoryRecorder, Retention, record_row
+from sublane_history import HistoryRecorder, Retention, UsageWriter, record_row
 from sublane_history._rows import _MAX_ROUTING_TEXTS, _ROUTING_TEXTS, RECORD_COLUMNS, record_values
 from sublane_history._tables import RECORDS
 
@@ -240,6 +240,25 @@ def test_ops_1_a_lone_surrogate_costs_no_record_of_the_batch(
     rows = _rows(history_db)
     assert len(rows) == 3 and recorder.failed == 0
     assert rows[1]["model"] == "gpt-?" and rows[1]["request_id"] == "req_?"
+
+
+def test_ops_1_a_lone_surrogate_costs_no_record_or_usage_with_summaries_on(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    # Found by probing: with usage summaries on (as the gateway runs), the model label kept its
+    # surrogate and the row's write failed with UnicodeEncodeError: the record was gone.
+    recorder = _recorder(history_db, batch_size=10, usage=UsageWriter())
+    payloads = [make_payload(), make_payload(model="claude-\ud800", request_id="req_x"), make_payload()]
+    for payload in payloads:
+        recorder.record(payload)
+    recorder.start()
+    assert recorder.flush()
+    recorder.close()
+    rows = _rows(history_db)
+    assert len(rows) == 3 and recorder.failed == 0
+    with history_db.engine.connect() as connection:
+        labels = {row[0] for row in connection.execute(sa.text("SELECT model FROM usage_days"))}
+    assert "claude-?" in labels
 
 
 def test_ops_2_a_database_locked_for_seconds_loses_no_record(

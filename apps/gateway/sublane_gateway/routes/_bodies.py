@@ -7,7 +7,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from sublane_core import SubLaneError, json_loads, json_problem
+from sublane_core import NotStrictJson, SubLaneError, json_loads_strict, json_problem
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # OPS-1 default (SUBLANE_MAX_BODY_MB); long histories and images
 
@@ -33,6 +33,11 @@ async def read_json_object(
     content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
     if content_type not in ("application/json", "") and not content_type.endswith("+json"):
         raise SubLaneError("unsupported_media_type")
+    encoding = headers.get("content-encoding")
+    if encoding is not None and encoding.strip().lower() not in ("", "identity"):
+        raise SubLaneError(
+            "unsupported_media_type", f"Content-Encoding {encoding.strip()!r} is not accepted; send the body as is."
+        )
     limit = body_limit(request)
     length = headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
@@ -60,16 +65,20 @@ async def read_json_object(
 
 
 def parse_json_object(raw: bytes | str) -> dict[str, Any]:
-    """``raw`` as a JSON object that can be served: 400 for bad, too deep or non-Unicode JSON (OPS-1)."""
+    """``raw`` as a JSON object that can be served: 400 for bad, too deep or non-Unicode JSON, and
+    for what RFC 8259 does not allow (text that is not UTF-8, ``NaN``, infinities) (OPS-1)."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     try:
-        body = json_loads(raw)
+        body = json_loads_strict(data)
+    except NotStrictJson as error:
+        raise SubLaneError("invalid_json", str(error)) from None
     except (ValueError, RecursionError):  # RecursionError: nested far beyond any real request
         raise SubLaneError("invalid_json") from None
     if not isinstance(body, dict):
         raise SubLaneError("invalid_request", "The body must be a JSON object.")
     # Two byte scans (C speed) keep the walk off the hot path: a lone surrogate can only arrive as
-    # an escape, and nesting deeper than the limit needs at least that many brackets.
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    # an escape (encoded surrogate bytes are not UTF-8, refused above), and nesting deeper than the
+    # limit needs at least that many brackets.
     surrogates = data.find(b"\\ud") != -1 or data.find(b"\\uD") != -1
     if surrogates or data.count(b"[") + data.count(b"{") > _DEEP_HINT:
         problem = json_problem(body, text=surrogates)
