@@ -201,3 +201,40 @@ def test_ops_1_a_content_encoding_the_gateway_does_not_decode_is_415(three_provi
     _assert_refused_at_the_door(
         three_providers, raw, 415, "unsupported_media_type", **{"content-encoding": "gzip"}
     )
+
+
+def _google_error(answer: httpx.Response, status: int) -> dict[str, Any]:
+    assert answer.status_code == status, answer.text
+    error: dict[str, Any] = answer.json()["error"]
+    assert error["code"] == status and isinstance(error["status"], str) and error["details"], error
+    return error
+
+
+def test_ops_1_every_answer_under_v1beta_is_google_shaped(three_providers: Pool) -> None:
+    # Found by probing: a model with "/" answered 404 and an unknown method 405, both in the
+    # management shape ({"error": {"code": "not_found"}}), which Google's SDKs cannot read.
+    api = three_providers.gateway.client(headers={"x-goog-api-key": three_providers.key})
+    for path in (
+        "/v1beta/models/nobody/gpt-5-codex:generateContent",
+        "/v1beta/models/..%2F..%2Fapi%2Fusers:generateContent",
+        "/v1beta/models/a/b/c:streamGenerateContent",
+    ):
+        error = _google_error(api.post(path, json=GEMINI_BODY), 404)
+        assert error["details"][0]["reason"] == "model_not_found", (path, error)
+    unknown_method = _google_error(api.post(f"/v1beta/models/{GEMINI_MODEL}:nope", json=GEMINI_BODY), 404)
+    assert unknown_method["status"] == "NOT_FOUND"
+    assert _google_error(api.get("/v1beta/nothing/here"), 404)["status"] == "NOT_FOUND"
+    assert _google_error(api.delete("/v1beta/models"), 404)["status"] == "NOT_FOUND"
+    bad_key = three_providers.gateway.client(headers={"x-goog-api-key": "sl_nope"})
+    assert _google_error(bad_key.post("/v1beta/models/x/y:countTokens", json=GEMINI_BODY), 401)
+
+
+@pytest.mark.parametrize("written", ["codex/gpt-5-codex", "codex%2Fgpt-5-codex"], ids=["slash", "escaped"])
+def test_aff_6_a_provider_prefix_on_a_gemini_path(three_providers: Pool, written: str) -> None:
+    """``models/codex/gpt-5-codex`` is how the google-genai SDK writes a model named
+    ``codex/gpt-5-codex``: the prefix limits the provider (AFF-6), escaped or not."""
+    api = three_providers.gateway.client(headers={"x-goog-api-key": three_providers.key})
+    answer = api.post(f"/v1beta/models/{written}:generateContent", json=GEMINI_BODY)
+    assert answer.status_code == 200, answer.text
+    assert three_providers.finished[-1].provider == "codex"
+    assert answer.json()["candidates"][0]["content"]["parts"]

@@ -78,3 +78,17 @@ def test_gem_2_google_genai_sees_sublane_errors_as_api_errors(make_pool: Callabl
     with pytest.raises(errors.ClientError) as missing:
         client.models.generate_content(model="gemini-0-nothing", contents="hi")
     assert missing.value.code == 404 and "model_not_found" in (missing.value.message or "")
+
+
+def test_aff_6_google_genai_with_a_provider_prefix_and_errors_it_can_read(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(provider="antigravity")
+    pool.add_account("codex", "codex-1")
+    client = sdk(pool)
+    answer = client.models.generate_content(model="codex/gpt-5-codex", contents="say hi")
+    assert answer.text and pool.finished[-1].provider == "codex"
+    with pytest.raises(errors.ClientError) as unknown:  # the SDK reads Google's envelope
+        client.models.generate_content(model="nobody/gpt-5-codex", contents="say hi")
+    assert unknown.value.code == 404 and unknown.value.status == "NOT_FOUND"
+    assert "model_not_found" in (unknown.value.message or "")

@@ -11,7 +11,8 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from sublane_core import ERROR_CATALOGUE, SubLaneError
+from sublane_core import ERROR_CATALOGUE, SubLaneError, WireProtocol
+from sublane_gateway.pipeline import error_reply
 
 _log = logging.getLogger("sublane.gateway")
 
@@ -56,10 +57,17 @@ async def _validation_error(_request: Request, exc: Exception) -> Response:
     return error_response("invalid_request", _describe_validation(errors))
 
 
-async def _http_error(_request: Request, exc: Exception) -> Response:
+async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     code = _STATUS_CODES.get(exc.status_code, "invalid_request")
-    response = error_response(code, status=exc.status_code)
+    if exc.status_code == 405 and client_protocol_of(request.url.path) is WireProtocol.GEMINI:
+        # Google's API has no 405: a method (``:nope``) or path it does not know is not found
+        return _client_shaped(request, "not_found", "No such method or resource.", status=404) or (
+            error_response("not_found")
+        )
+    response = _client_shaped(request, code, status=exc.status_code) or error_response(
+        code, status=exc.status_code
+    )
     if exc.headers:
         response.headers.update(exc.headers)
     return response
@@ -79,30 +87,39 @@ async def _bad_input(request: Request, exc: Exception) -> Response:
     return _client_shaped(request, "invalid_request") or error_response("invalid_request")
 
 
-def _client_shaped(request: Request, code: str) -> JSONResponse | None:
-    """The client API's (OpenAI) error shape for ``code`` on ``/v1/*``; ``None`` elsewhere."""
-    if not request.url.path.startswith(("/v1/", "/v1beta/")):
+def client_protocol_of(path: str) -> WireProtocol | None:
+    """The client protocol whose error shape an answer on ``path`` takes (``None``: not a model
+    route): Google's under ``/v1beta/`` and for ``/v1/models/{model}:method``, Anthropic's on
+    ``/v1/messages``, OpenAI's on the other ``/v1/`` routes."""
+    if path.startswith("/v1beta/"):
+        return WireProtocol.GEMINI
+    if not path.startswith("/v1/"):
+        return None
+    if path.startswith("/v1/messages"):
+        return WireProtocol.MESSAGES
+    if path.startswith("/v1/models/") and ":" in path.rpartition("/")[2]:
+        return WireProtocol.GEMINI
+    return WireProtocol.RESPONSES
+
+
+def _client_shaped(
+    request: Request, code: str, message: str | None = None, *, status: int | None = None
+) -> Response | None:
+    """``code`` in the error shape of the client protocol of the request's path; ``None`` outside
+    the client API."""
+    protocol = client_protocol_of(request.url.path)
+    if protocol is None:
         return None
     spec = ERROR_CATALOGUE[code]
-    kind = "server_error" if spec.status >= 500 else "invalid_request_error"
-    body = {"error": {"message": spec.message, "type": kind, "param": None, "code": code}}
-    return JSONResponse(body, status_code=spec.status)
+    reply = error_reply(protocol, status or spec.status, code, message or spec.message)
+    return Response(
+        reply.content, status_code=reply.status, headers=reply.headers, media_type="application/json"
+    )
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     _log.error("unhandled error: %s", type(exc).__name__, exc_info=exc)
-    if request.url.path.startswith("/v1/"):  # client API: OpenAI's error shape
-        spec = ERROR_CATALOGUE["internal_error"]
-        body = {
-            "error": {
-                "message": spec.message,
-                "type": "server_error",
-                "param": None,
-                "code": "internal_error",
-            }
-        }
-        return JSONResponse(body, status_code=500)
-    return error_response("internal_error")
+    return _client_shaped(request, "internal_error") or error_response("internal_error")
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -123,7 +123,7 @@ def test_the_gateway_serves_every_model_post_this_way() -> None:
         "/v1/responses",
         "/v1/chat/completions",
         "/v1/messages",
-        "/v1beta/models/{model}:generateContent",
+        "/v1beta/models/{model:path}:generateContent",
     } <= paths
     assert all(route.methods == {"POST"} for route in routes.MODEL_CALL_ROUTES)
 

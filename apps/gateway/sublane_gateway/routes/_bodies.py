@@ -36,7 +36,8 @@ async def read_json_object(
     encoding = headers.get("content-encoding")
     if encoding is not None and encoding.strip().lower() not in ("", "identity"):
         raise SubLaneError(
-            "unsupported_media_type", f"Content-Encoding {encoding.strip()!r} is not accepted; send the body as is."
+            "unsupported_media_type",
+            f"Content-Encoding {encoding.strip()!r} is not accepted; send the body as is.",
         )
     limit = body_limit(request)
     length = headers.get("content-length")

@@ -51,22 +51,22 @@ async def _serve(
     )
 
 
-@router.post("/v1beta/models/{model}:generateContent", response_model=None)
-@router.post("/v1/models/{model}:generateContent", response_model=None)
+@router.post("/v1beta/models/{model:path}:generateContent", response_model=None)
+@router.post("/v1/models/{model:path}:generateContent", response_model=None)
 async def generate_content(request: Request, model: str) -> Response:
     """One JSON answer."""
     return await _serve(request, model, UpstreamOperation.JSON, "generate")
 
 
-@router.post("/v1beta/models/{model}:streamGenerateContent", response_model=None)
-@router.post("/v1/models/{model}:streamGenerateContent", response_model=None)
+@router.post("/v1beta/models/{model:path}:streamGenerateContent", response_model=None)
+@router.post("/v1/models/{model:path}:streamGenerateContent", response_model=None)
 async def stream_generate_content(request: Request, model: str) -> Response:
     """A stream: SSE with ``alt=sse``, else one JSON array."""
     return await _serve(request, model, UpstreamOperation.STREAM, "generate")
 
 
-@router.post("/v1beta/models/{model}:countTokens", response_model=None)
-@router.post("/v1/models/{model}:countTokens", response_model=None)
+@router.post("/v1beta/models/{model:path}:countTokens", response_model=None)
+@router.post("/v1/models/{model:path}:countTokens", response_model=None)
 async def count_tokens(request: Request, model: str) -> Response:
     """Token counting on an account of the key's group."""
     return await _serve(request, model, UpstreamOperation.COUNT_TOKENS, "count_tokens")
@@ -105,7 +105,7 @@ async def list_models(request: Request) -> Response:
     return JSONResponse({"models": [_model_view(model) for model in models]})
 
 
-@router.get("/v1beta/models/{model}", response_model=None)
+@router.get("/v1beta/models/{model:path}", response_model=None)
 async def get_model(request: Request, model: str) -> Response:
     """One model of the group; 404 ``model_not_found`` when the group cannot reach it."""
     models = await _catalogue(request)
