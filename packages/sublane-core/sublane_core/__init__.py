@@ -17,8 +17,8 @@ from sublane_core._deadline import TIMER_SLACK_S, MovingDeadline
 from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_hex_id, new_request_id, new_secret_token, new_uuid, sha256_hex
 from sublane_core._immutable import immutable
-from sublane_core._json import dumps as json_dumps
 from sublane_core._json import NotStrictJson
+from sublane_core._json import dumps as json_dumps
 from sublane_core._json import loads as json_loads
 from sublane_core._json import loads_strict as json_loads_strict
 from sublane_core._json import loads_text as json_loads_text
