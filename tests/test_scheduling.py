@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 from gateway_pool import Pool, settings_for
 
 from sublane_gateway.testing import running_gateway
@@ -413,6 +414,64 @@ def test_retry_2_a_key_revoked_before_a_retry_stops_it(make_pool: Callable[..., 
         response = pending.result()
     assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
     assert len(pool.sim.requests(endpoint="codex.responses")) == 1  # the retry never went out
+
+
+def _retry_after_change(pool: Pool, change: Callable[[], object], key: str | None = None) -> httpx.Response:
+    """A call whose first attempt fails with a retryable 503; ``change`` runs during that attempt."""
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.error(503, header_delay_ms=400), Behaviour.ok())
+    with concurrent.futures.ThreadPoolExecutor(1) as workers:
+        pending = workers.submit(pool.client(key).post, "/v1/responses", json=BODY)
+        time.sleep(0.2)
+        change()
+        return pending.result()
+
+
+def test_retry_2_an_account_disabled_before_a_retry_does_not_serve_it(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    response = _retry_after_change(
+        pool, lambda: pool.admin.patch(f"/api/accounts/{account_id}", json={"enabled": False})
+    )
+    assert response.status_code == 503 and response.json()["error"]["code"] == "no_account_available"
+    assert len(pool.sim.requests(endpoint="codex.responses")) == 1  # the retry never went out
+    assert [record.request_id for record in pool.finished] == [response.headers["x-request-id"]]
+    assert pool.runtime.leases.acquired_total == pool.runtime.leases.released_total == 1
+
+
+def test_retry_2_an_account_removed_from_the_group_before_a_retry_does_not_serve_it(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    response = _retry_after_change(
+        pool, lambda: pool.admin.put("/api/groups/1/accounts", json={"account_ids": []})
+    )
+    assert response.status_code == 503 and response.json()["error"]["code"] == "no_account_available"
+    assert len(pool.sim.requests(endpoint="codex.responses")) == 1
+
+
+def test_retry_2_a_token_budget_used_up_before_a_retry_stops_it(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    assert pool.client(key).post("/v1/responses", json=BODY).status_code == 200  # some usage today
+
+    def used() -> int:
+        rules = pool.admin.put(
+            f"/api/users/{bob['id']}/budgets", json={"rules": [{"period": "day", "limit": 10**9}]}
+        ).json()["rules"]
+        return int(rules[0]["used"])
+
+    deadline = time.monotonic() + 5
+    while used() == 0:  # the first call's usage is written by the history writer
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    def budget_used_up() -> None:
+        rules = {"rules": [{"period": "day", "limit": 1}]}
+        assert pool.admin.put(f"/api/users/{bob['id']}/budgets", json=rules).status_code == 200
+
+    response = _retry_after_change(pool, budget_used_up, key)
+    assert response.status_code == 429 and response.json()["error"]["code"] == "token_budget_exceeded"
+    assert len(pool.sim.requests(endpoint="codex.responses")) == 2  # the first call, this one's first try
 
 
 def test_wait_8_local_rejections_never_touch_running_streams_or_count_as_failures(

@@ -40,6 +40,7 @@ from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import (
     check_policy,
+    recheck_before_retry,
     schedule,
     serving_providers,
     split_model,
@@ -191,12 +192,7 @@ async def _open(
             )
 
         async def recheck() -> None:
-            current = await runtime.keys.authenticate_again(principal)
-            check_policy(current, call.model)
-            cooldown = runtime.scheduler.cooldowns.blocking(account.id, call.model)
-            if cooldown is not None or runtime.vault.needs_reauth(account.id):
-                raise SubLaneError("no_account_available", "The account became unavailable during retries.")
-            runtime.scheduler.check_dispatch(account.id, call.model)  # RETRY-2: quota (QUOTA-7)
+            await recheck_before_retry(runtime, principal, account, call.model)
 
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     except (SubLaneError, UpstreamRefused) as error:

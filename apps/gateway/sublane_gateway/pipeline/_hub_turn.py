@@ -25,6 +25,7 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import refusal_reply
 from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
 from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_gateway.pipeline._schedule import recheck_before_retry
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
 from sublane_protocols import HubTranslator, TranslationRefused, translator_for
 from sublane_protocols.responses import ResponsesFrames
@@ -117,8 +118,7 @@ async def run_hub_turn(
         )
 
     async def recheck() -> None:
-        if runtime.scheduler.cooldowns.blocking(account.id, call.model) is not None:
-            raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+        await recheck_before_retry(runtime, call.principal, account, call.model)
 
     try:
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck)

@@ -15,7 +15,7 @@ from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import can_serve
 from sublane_providers import ProviderAdapter
-from sublane_scheduler import Grant, RouteRequest
+from sublane_scheduler import AccountInfo, Grant, RouteRequest
 
 
 def split_model(model: str, providers: Mapping[str, object]) -> tuple[str | None, str]:
@@ -111,6 +111,31 @@ def check_budget(runtime: ClientRuntime, principal: Principal, model: str) -> No
     budgets = runtime.budgets
     if budgets is not None and not principal.is_admin:
         budgets.check(principal.user_id, principal.group_id, model)
+
+
+async def recheck_before_retry(
+    runtime: ClientRuntime, principal: Principal, account: AccountInfo, model: str
+) -> None:
+    """RETRY-2: what a retry on the same lease re-checks — the key, member and group policy, the
+    member's token budget, and that the account is still enabled, of the same lifecycle (no
+    disable/enable or re-authorization meanwhile), in the key's group, not cooling, with usable
+    credentials and quota for ``model``. Raises the error the client gets instead of the retry."""
+    current = await runtime.keys.authenticate_again(principal)
+    check_policy(current, model)
+    check_budget(runtime, current, model)
+    directory = runtime.directory
+    await directory.refresh()
+    now = directory.get(account.id)
+    if (
+        now is None
+        or not now.enabled
+        or not now.auth_ok
+        or now.lifecycle_revision != account.lifecycle_revision
+        or not directory.in_group(current.group_id, account.id)
+        or runtime.vault.needs_reauth(account.id)
+    ):
+        raise SubLaneError("no_account_available", "The account became unavailable during retries.")
+    runtime.scheduler.check_dispatch(account.id, model)  # cooling, or out of quota (QUOTA-7)
 
 
 async def schedule(
