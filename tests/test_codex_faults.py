@@ -146,6 +146,32 @@ def test_adm_8_usage_is_collected_briefly_after_a_cancel(make_pool: Callable[...
     assert record.output_tokens is not None  # the terminal usage arrived within the 3 s drain
 
 
+def test_adm_8_the_post_cancel_drain_ends_after_3_s_while_the_upstream_keeps_streaming(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    account = pool.sim_accounts[0].id
+    pool.sim.script(account, Behaviour.ok(deltas=400, pacing_ms=25))  # 10 s more after the cancel
+    leases = pool.runtime.leases
+    with pool.client() as client, client.stream("POST", "/v1/responses", json=BODY) as response:
+        for line in response.iter_lines():
+            if "output_text.delta" in line:
+                break
+    canceled = time.monotonic()
+    while leases.total_in_flight() and time.monotonic() < canceled + 8:
+        time.sleep(0.02)
+    released = time.monotonic() - canceled
+    assert leases.total_in_flight() == 0 and leases.acquired_total == leases.released_total == 1
+    assert 2.0 <= released <= 4.5, released  # it kept reading for usage, for at most 3 s
+    record = pool.finished[-1]
+    assert record.outcome == "canceled" and record.error_code == "client_canceled"
+    assert record.output_tokens is None  # no terminal event came within the cap
+    deadline = time.monotonic() + 5
+    while pool.sim.counters(account).current_streams and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool.sim.counters(account).current_streams == 0  # the upstream was closed after the cap
+
+
 def test_adm_5_slots_never_exceed_max_concurrency_and_waiters_are_served(
     make_pool: Callable[..., Pool],
 ) -> None:

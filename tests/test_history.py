@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -317,6 +317,26 @@ def test_hist_5_first_output_counts_the_wait_and_is_null_without_a_delta(
     record = _get(pool.admin, f"/api/requests/{failed.headers['x-request-id']}")
     assert record["outcome"] == "error" and record["first_token_ms"] is None
     assert record["duration_ms"] is not None
+
+
+def test_hist_5_the_record_clock_starts_when_the_request_arrives(make_pool: Callable[..., Pool]) -> None:
+    """A body that takes 0.6 s to arrive counts in duration and first output: the clock starts with
+    the request's head, not after its body was read and its key checked."""
+    pool = make_pool()
+
+    def slow_body() -> Iterator[bytes]:
+        yield b'{"model": "gpt-5-codex", '
+        time.sleep(0.6)
+        yield b'"input": "hi", "stream": true}'
+
+    sent_wall = pool.runtime.clock.time()
+    response = pool.client().post(
+        "/v1/responses", content=slow_body(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200
+    record = _get(pool.admin, f"/api/requests/{response.headers['x-request-id']}")
+    assert record["started_at"] <= sent_wall + 0.3
+    assert record["duration_ms"] >= 600 and record["first_token_ms"] >= 600
 
 
 def test_compaction_is_recorded_without_a_first_output(make_pool: Callable[..., Pool]) -> None:

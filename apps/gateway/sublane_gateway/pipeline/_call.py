@@ -46,9 +46,15 @@ class ModelCall:
         model: str,
         protocol: str,
         operation: str,
+        arrived: tuple[float, float] | None = None,
     ) -> ModelCall:
-        """Begin an attempt; from here on the current task's log lines carry its request ID (OPS-11)."""
+        """Begin an attempt; from here on the current task's log lines carry its request ID (OPS-11).
+
+        ``arrived``: ``(monotonic, wall)`` when the request reached the gateway, before its body was
+        read and its key checked: the record's clock starts there (HIST-5), else now.
+        """
         bind_request_id(request_id)
+        started, started_wall = arrived if arrived is not None else (clock.monotonic(), clock.time())
         return cls(
             clock=clock,
             sender=sender,
@@ -57,8 +63,8 @@ class ModelCall:
             model=model[:128],
             protocol=protocol,
             operation=operation,
-            started_wall=clock.time(),
-            started=clock.monotonic(),
+            started_wall=started_wall,
+            started=started,
         )
 
     def take(self, grant: Grant) -> None:

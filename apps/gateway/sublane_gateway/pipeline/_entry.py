@@ -76,6 +76,7 @@ class CallSpec:
     record_operation: str  # ``operation`` of the record
     json_array: bool = False  # stream as one JSON array (Gemini without ``alt=sse``), not SSE
     path_model: str | None = None  # the model named in the route (Gemini)
+    arrived: tuple[float, float] | None = None  # (monotonic, wall) when the request arrived (HIST-5)
 
 
 async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpec) -> Reply:
@@ -99,6 +100,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         model,
         spec.record_protocol,
         spec.record_operation,
+        spec.arrived,
     )
     listing = await providers_listing(runtime, principal, model, providers)
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble

@@ -40,6 +40,8 @@ async def serve_http(
     the key is read from every copy of the request's own headers and ``query_keys``, which must agree.
     """
     runtime = client_runtime(request)
+    clock = runtime.clock
+    arrived = (clock.monotonic(), clock.time())  # the record's clock starts here (HIST-5)
     client_headers = headers_by_name(request) if headers is None else headers
     try:
         principal = await runtime.keys.authenticate(request.scope["headers"], query_keys)
@@ -55,5 +57,6 @@ async def serve_http(
         record_operation=record_operation,
         path_model=path_model,
         json_array=json_array,
+        arrived=arrived,
     )
     return to_response(await serve_call(runtime, principal, spec))
