@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -15,7 +17,7 @@ from sqlmodel import Session
 from sublane_core import Account
 from sublane_gateway._state import PendingLogin, PendingLogins
 from sublane_providers import PkcePair
-from sublane_sim import SimAccount, Simulator
+from sublane_sim import Behaviour, SimAccount, Simulator
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
 CALLBACK = "http://localhost:1455/auth/callback"
@@ -327,3 +329,37 @@ def test_cred_9_claude_oauth_login_with_code_hash_state_paste_back(
     body = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
     served = pool.client(key).post("/v1/messages", json=body)
     assert served.status_code == 200, served.text
+
+
+def test_adm_2_verification_reads_count_against_workspace_capacity(make_pool: Callable[..., Pool]) -> None:
+    """Import and OAuth sign-in read the provider (profile, Antigravity's loadCodeAssist): shared
+    metadata reads that take a workspace place like discovery and quota reads. With the only place
+    held by a running model call, both are refused with 429 workspace_busy and nothing is spent."""
+    pool = make_pool(workspace_capacity=1)
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=30, pacing_ms=50))
+    antigravity = pool.sim.create_account("antigravity")
+    codex = pool.sim.create_account("codex")
+    started, pasted = _login_as(pool, codex)
+    with concurrent.futures.ThreadPoolExecutor(1) as workers:
+        running = workers.submit(pool.client().post, "/v1/responses", json=BODY)
+        deadline = time.monotonic() + 5
+        while not pool.runtime.leases.total_in_flight():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        reads = len(pool.sim.requests(account_id=antigravity.id))
+        body = {
+            "provider": "antigravity",
+            "name": "ag",
+            "credentials": antigravity.credentials,
+            "group_ids": [1],
+        }
+        busy = pool.admin.post("/api/accounts/import", json=body)
+        assert busy.status_code == 429 and _error(busy) == "workspace_busy", busy.text
+        assert 1 <= int(busy.headers["retry-after"]) <= 5
+        assert len(pool.sim.requests(account_id=antigravity.id)) == reads  # no loadCodeAssist went out
+        refused = _complete(pool, started["state"], pasted)
+        assert refused.status_code == 429 and _error(refused) == "workspace_busy", refused.text
+        assert running.result().status_code == 200
+    assert pool.runtime.scheduler.admission.in_use == 0
+    assert pool.admin.post("/api/accounts/import", json=body).status_code == 201  # room again
+    assert _complete(pool, started["state"], pasted).status_code == 201  # the login was not spent

@@ -20,6 +20,7 @@ from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._audit import audit, change, changes, record_action
 from sublane_gateway.management._ids import get_or_404, require_existing
+from sublane_gateway.management._metadata import metadata_read
 from sublane_gateway.management._models import (
     AccountCredentials,
     AccountImport,
@@ -153,7 +154,8 @@ def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCr
     adapter = client_runtime(request).adapters.get(imported.provider)
     if adapter is None:
         return imported
-    return anyio.from_thread.run(adapter.complete_import, imported)
+    with metadata_read(request):  # ADM-2: a verification read
+        return anyio.from_thread.run(adapter.complete_import, imported)
 
 
 @router.post("/api/accounts/{account_id}/credentials")

@@ -24,6 +24,7 @@ from sublane_gateway._state import GatewayState, PendingLogin, gateway_state
 from sublane_gateway.management._accounts import create_account
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import require_existing
+from sublane_gateway.management._metadata import metadata_read
 from sublane_gateway.management._models import OAuthComplete, OAuthStart
 from sublane_gateway.management._views import account_view, groups_of_accounts
 from sublane_gateway.pipeline import client_runtime
@@ -152,17 +153,20 @@ def complete_oauth_login(
     require_existing(db, ResourceGroup, login.group_ids, "group")
     if name is not None:
         _require_free_name(db, name)
-    if state.logins.take(body.state, admin.id, now) is None:  # another request completed it meanwhile
-        raise SubLaneError("oauth_state_unknown")
     adapter = _login_adapter(request, login.provider)
-    try:
-        imported = anyio.from_thread.run(adapter.complete_login, code, body.state, login.pkce)
-    except RefreshFailed as failure:
-        if failure.permanent:
-            message = f"The provider did not accept the authorization code ({failure.code}); start again."
-            raise SubLaneError("oauth_exchange_failed", message) from None
-        message = f"The provider's token endpoint failed ({failure.code}); start the login again."
-        raise SubLaneError("oauth_exchange_failed", message, status=502) from None
+    # ADM-2: the exchange and profile reads are verification reads; a full workspace refuses
+    # before the login's state is spent, so the admin can simply try again.
+    with metadata_read(request):
+        if state.logins.take(body.state, admin.id, now) is None:  # another request completed it meanwhile
+            raise SubLaneError("oauth_state_unknown")
+        try:
+            imported = anyio.from_thread.run(adapter.complete_login, code, body.state, login.pkce)
+        except RefreshFailed as failure:
+            if failure.permanent:
+                message = f"The provider did not accept the authorization code ({failure.code}); start again."
+                raise SubLaneError("oauth_exchange_failed", message) from None
+            message = f"The provider's token endpoint failed ({failure.code}); start the login again."
+            raise SubLaneError("oauth_exchange_failed", message, status=502) from None
     account = _create_account(db, state, imported, login, name, admin)
     assert account.id is not None
     _log.info("account %s (%s) added by OAuth login", account.id, account.provider)
