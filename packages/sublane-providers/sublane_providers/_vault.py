@@ -10,6 +10,11 @@
 - CRED-5: a rejection by the model endpoint is stored with the credentials, so a restart cannot
   make that token usable again; backoff delays stay in memory.
 - CRED-6: only explicit token-endpoint credential errors mark the account ``reauth_required``.
+- CRED-10: every credential write is fenced by the account's lifecycle revision, in the database
+  (``UPDATE … WHERE lifecycle_revision = N``): a refresh that began under revision N writes
+  nothing once a re-authorization, credential replacement or disable/enable made it N+1, neither
+  its new tokens nor a re-authorization mark; its result is discarded and the next use reads the
+  new credentials.
 
 A refreshed bundle is encrypted and written to the database *before* it is used.
 """
@@ -23,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio.to_thread
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from sublane_core import (
     AUTH_OK,
@@ -70,6 +76,9 @@ class _Entry:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Whether a bundle has all a request needs (the adapter's ``bundle_complete``).
     complete: Callable[[Mapping[str, Any]], bool] = _always_complete
+    #: A newer lifecycle replaced this entry's credentials in the database (CRED-10): nothing of
+    #: it may be written or used any more.
+    stale: bool = False
 
 
 @immutable
@@ -156,6 +165,8 @@ class CredentialVault:
             raise SubLaneError("reauth_required")
         if entry.unsaved:
             await self._save_refreshed(account_id, entry)
+            if entry.stale:
+                return await self.get(account_id, provider)
         now = self._clock.time()
         if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
             return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
@@ -172,6 +183,8 @@ class CredentialVault:
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             if entry.retry_at <= now:
                 refreshed = await self._refresh(account_id, provider, entry)
+                if entry.stale:  # re-authorized meanwhile (CRED-10): the new credentials decide
+                    return await self.get(account_id, provider)
                 now = self._clock.time()  # the attempt took time: re-check expiry (CRED-2)
                 if refreshed and self._usable_without_refresh(entry, now, 0):
                     return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
@@ -201,17 +214,29 @@ class CredentialVault:
                 raise SubLaneError("reauth_required")
             if entry.bundle.get("access_token") != used.bundle.get("access_token"):
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)  # refreshed meanwhile
-            entry.rejected = True
-            await self._persist(
-                "rejection", account_id, self._store_rejection, account_id, self._clock.time()
+            stored = await self._persist(
+                "rejection",
+                account_id,
+                self._store_rejection,
+                account_id,
+                entry.lifecycle_revision,
+                self._clock.time(),
             )
+            if stored is False:  # a newer lifecycle (CRED-10): its credentials were not rejected
+                self._discard(account_id, entry)
+                return await self.get(account_id, provider)
+            entry.rejected = True
             if after_refresh:
                 await self._mark_reauth(account_id, entry, "rejected_after_refresh")
+                if entry.stale:
+                    return await self.get(account_id, provider)
                 raise SubLaneError("reauth_required")
             now = self._clock.time()
             if entry.retry_at > now:  # CRED-3: a 401 during the backoff does not retry early
                 raise SubLaneError("account_refresh_failed", retry_after=max(1.0, entry.retry_at - now))
             await self._refresh(account_id, provider, entry)
+            if entry.stale:
+                return await self.get(account_id, provider)
             if entry.reauth_required:
                 raise SubLaneError("reauth_required")
             if entry.rejected:
@@ -228,6 +253,8 @@ class CredentialVault:
         try:
             result = await refresher.refresh(entry.bundle)
         except RefreshFailed as failure:
+            if entry.stale:
+                return False
             if failure.permanent:
                 await self._mark_reauth(account_id, entry, failure.code)
                 return False
@@ -243,6 +270,8 @@ class CredentialVault:
                 delay,
             )
             return False
+        if entry.stale:  # re-authorized while the refresh ran (CRED-10): its result is discarded
+            return False
         # The rotated tokens go into memory first: the old refresh token is dead upstream now, so a
         # failed store must never throw the new one away (OPS-2, STORE-4). It is stored again later.
         entry.bundle, entry.expires_at = dict(result.bundle), result.expires_at
@@ -250,6 +279,8 @@ class CredentialVault:
         entry.failures, entry.retry_at = 0, 0.0
         entry.unsaved = True
         await self._save_refreshed(account_id, entry)
+        if entry.stale:
+            return False
         signals.credentials_refreshed.send(
             signals.CredentialsRefreshed(account_id=account_id, expires_at=result.expires_at)
         )
@@ -257,55 +288,93 @@ class CredentialVault:
 
     async def _save_refreshed(self, account_id: int, entry: _Entry) -> None:
         bundle, expires_at = entry.bundle, entry.expires_at
-        if await self._persist(
-            "refreshed credentials", account_id, self._store_refresh, account_id, bundle, expires_at
-        ):
+        stored = await self._persist(
+            "refreshed credentials",
+            account_id,
+            self._store_refresh,
+            account_id,
+            entry.lifecycle_revision,
+            bundle,
+            expires_at,
+        )
+        if stored is False:
+            self._discard(account_id, entry)
+        elif stored:
             entry.unsaved = entry.bundle is not bundle  # a newer refresh meanwhile is still to store
 
-    async def _persist(self, what: str, account_id: int, store: Callable[..., None], *args: Any) -> bool:
-        """Run ``store`` off the loop; a database failure is logged by type and never raised (OPS-2)."""
+    def _discard(self, account_id: int, entry: _Entry) -> None:
+        """The database holds a newer lifecycle than ``entry`` (CRED-10): forget it, so the next use
+        loads the new credentials."""
+        entry.stale = True
+        entry.unsaved = False
+        if self._entries.get(account_id) is entry:
+            del self._entries[account_id]
+        _log.info(
+            "account %s was re-authorized during a credential write; its result is discarded", account_id
+        )
+
+    async def _persist(
+        self, what: str, account_id: int, store: Callable[..., bool], *args: Any
+    ) -> bool | None:
+        """Run ``store`` off the loop: whether it wrote (``False``: the lifecycle moved on, CRED-10);
+        ``None`` when the database failed, which is logged by type and never raised (OPS-2)."""
         try:
-            await anyio.to_thread.run_sync(store, *args)
+            return await anyio.to_thread.run_sync(store, *args)
         except SQLAlchemyError as exc:
             _log.error("could not store %s of account %s: %s", what, account_id, type(exc).__name__)
-            return False
-        return True
+            return None
 
     async def _mark_reauth(self, account_id: int, entry: _Entry, code: str) -> None:
+        stored = await self._persist(
+            "re-authorization state",
+            account_id,
+            self._store_reauth,
+            account_id,
+            entry.lifecycle_revision,
+            code,
+        )
+        if stored is False:  # these credentials were replaced meanwhile: the new ones are not dead
+            self._discard(account_id, entry)
+            return
         entry.reauth_required = True
-        await self._persist("re-authorization state", account_id, self._store_reauth, account_id, code)
         _log.warning("account %s needs re-authorization (%s)", account_id, code)
         signals.credentials_rejected.send(
             signals.CredentialsRejected(account_id=account_id, reauth_required=True, reason=code)
         )
 
-    def _store_refresh(self, account_id: int, bundle: dict[str, Any], expires_at: float | None) -> None:
+    def _store_fenced(self, account_id: int, revision: int, **values: Any) -> bool:
+        """``UPDATE accounts SET … WHERE id = ? AND lifecycle_revision = ?``: whether it wrote."""
         with Session(self._engine) as db:
-            account = db.get(Account, account_id)
-            if account is None:
-                return
-            account.credentials = self._cipher.encrypt(bundle)
-            account.credentials_expires_at = expires_at
-            account.credentials_rejected_at = None
-            account.auth_state, account.auth_error = AUTH_OK, None
-            account.updated_at = self._clock.time()
-            db.add(account)
+            result = db.execute(
+                sa.update(Account)
+                .where(col(Account.id) == account_id, col(Account.lifecycle_revision) == revision)
+                .values(**values)
+            )
             db.commit()
+            return bool(result.rowcount)
 
-    def _store_rejection(self, account_id: int, now: float) -> None:
-        with Session(self._engine) as db:
-            account = db.get(Account, account_id)
-            if account is not None:
-                account.credentials_rejected_at = now
-                db.add(account)
-                db.commit()
+    def _store_refresh(
+        self, account_id: int, revision: int, bundle: dict[str, Any], expires_at: float | None
+    ) -> bool:
+        return self._store_fenced(
+            account_id,
+            revision,
+            credentials=self._cipher.encrypt(bundle),
+            credentials_expires_at=expires_at,
+            credentials_rejected_at=None,
+            auth_state=AUTH_OK,
+            auth_error=None,
+            updated_at=self._clock.time(),
+        )
 
-    def _store_reauth(self, account_id: int, code: str) -> None:
-        with Session(self._engine) as db:
-            account = db.get(Account, account_id)
-            if account is not None:
-                account.auth_state = AUTH_REAUTH_REQUIRED
-                account.auth_error = code[:64]
-                account.updated_at = self._clock.time()
-                db.add(account)
-                db.commit()
+    def _store_rejection(self, account_id: int, revision: int, now: float) -> bool:
+        return self._store_fenced(account_id, revision, credentials_rejected_at=now)
+
+    def _store_reauth(self, account_id: int, revision: int, code: str) -> bool:
+        return self._store_fenced(
+            account_id,
+            revision,
+            auth_state=AUTH_REAUTH_REQUIRED,
+            auth_error=code[:64],
+            updated_at=self._clock.time(),
+        )
