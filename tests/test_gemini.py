@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -425,3 +426,41 @@ def test_cat_3_the_group_catalogue_lists_native_ids_once_in_both_shapes(
     gemini_shape = [model["name"] for model in client(pool).get("/v1beta/models").json()["models"]]
     assert len(openai_shape) == len(set(openai_shape)) and MODEL in openai_shape
     assert gemini_shape == [f"models/{model}" for model in openai_shape]
+
+
+def _record_of(pool: Pool, answer: httpx.Response) -> Any:
+    """The record of ``answer``'s call (records are sent as calls end, not in answer order)."""
+    request_id = answer.headers["x-request-id"]
+    deadline = time.monotonic() + 5
+    while True:
+        found = [record for record in pool.finished if record.request_id == request_id]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, "no record"
+        time.sleep(0.01)
+
+
+def _upstream_models(pool: Pool) -> list[str]:
+    calls = ("antigravity.generateContent", "antigravity.streamGenerateContent")
+    return [r.body["model"] for r in pool.sim.requests() if r.endpoint in calls]
+
+
+def test_cat_2_a_thinking_level_in_parentheses_resolves_to_the_listed_native_id(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = gemini_pool(make_pool)
+    for written, native in (
+        ("gemini-3-pro(high)", "gemini-3-pro-high"),
+        ("gemini-3-pro(LOW)", "gemini-3-pro-low"),
+    ):
+        answer = generate(pool, model=written)
+        assert answer.status_code == 200, (written, answer.text)
+        assert _upstream_models(pool).count(native) == 1  # the upstream gets an id it lists
+        assert _record_of(pool, answer).model == native  # quota, limits and the record: the native id
+    openai = pool.client().post("/v1/responses", json={"model": "gemini-3-pro(high)", "input": "hi"})
+    assert openai.status_code == 200, openai.text
+    budget = generate(pool, model="gemini-3-flash(8192)")  # a numeric budget names no id: the base
+    assert budget.status_code == 200
+    assert _record_of(pool, budget).model == "gemini-3-flash" and "gemini-3-flash" in _upstream_models(pool)
+    unknown = generate(pool, model="gemini-9-pro(high)")
+    assert unknown.status_code == 404 and _error(unknown)["details"][0]["reason"] == "model_not_found"

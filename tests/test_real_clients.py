@@ -166,3 +166,18 @@ def test_gemini_cli_completes_a_prompt_served_by_a_pooled_antigravity_account(
     upstream = pool.sim.requests(endpoint="antigravity.streamGenerateContent")
     assert upstream and upstream[-1].body["project"] == pool.sim_accounts[0].project_id
     assert pool.runtime.leases.total_in_flight() == 0
+
+
+def test_cat_2_gemini_cli_with_a_thinking_level_in_parentheses(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    _client("gemini")
+    pool = make_pool(provider="antigravity")  # the simulator lists gemini-3-pro-high, not "(high)"
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(text=ANSWER, deltas=5))
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", "gemini-3-pro(high)")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    calls = ("antigravity.generateContent", "antigravity.streamGenerateContent")
+    sent = [r.body["model"] for r in pool.sim.requests() if r.endpoint in calls]
+    assert sent and set(sent) <= {"gemini-3-pro-high", "gemini-3-flash"}, sent  # the CLI's helpers may use flash
+    assert "gemini-3-pro-high" in sent

@@ -28,6 +28,7 @@ from sublane_core import (
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
+from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
 from sublane_gateway.pipeline._relay import (
     JSON_KEEPALIVE,
     KEEPALIVE,
@@ -87,6 +88,8 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     except SubLaneError as error:
         return sublane_error_reply(protocol, error)
     prefix, model = split_model(intent.model, runtime.adapters)
+    if model.endswith(")"):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
+        model = await resolve_level_suffix(runtime, principal, model)
     operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
     providers = serving_providers(runtime.adapters, protocol, operation, prefix)
     if not providers:

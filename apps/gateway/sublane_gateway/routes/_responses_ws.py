@@ -40,6 +40,7 @@ from sublane_gateway.pipeline import (
     split_model,
 )
 from sublane_gateway.pipeline._hub_turn import HubTurnError, SocketHistory, run_hub_turn
+from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
 from sublane_gateway.routes._bodies import parse_json_object
 from sublane_gateway.routes._http import headers_by_name
 from sublane_protocols import read_intent
@@ -220,6 +221,8 @@ class ClientSocket:
             await self._send_error(_TurnError(error.status, error.code, error.message), None)
             return
         provider, model = split_model(intent.model, runtime.adapters)
+        if model.endswith(")"):  # a thinking-level suffix (CAT-2, ALIAS-2)
+            model = await resolve_level_suffix(runtime, self.principal, model)
         providers = tuple(  # upstream sockets for Responses providers; any other through the hub
             name
             for name in serving_providers(
