@@ -179,5 +179,7 @@ def test_cat_2_gemini_cli_with_a_thinking_level_in_parentheses(
     assert ANSWER in run.stdout
     calls = ("antigravity.generateContent", "antigravity.streamGenerateContent")
     sent = [r.body["model"] for r in pool.sim.requests() if r.endpoint in calls]
-    assert sent and set(sent) <= {"gemini-3-pro-high", "gemini-3-flash"}, sent  # the CLI's helpers may use flash
+    assert sent and set(sent) <= {"gemini-3-pro-high", "gemini-3-flash"}, (
+        sent
+    )  # the CLI's helpers may use flash
     assert "gemini-3-pro-high" in sent

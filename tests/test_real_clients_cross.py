@@ -111,3 +111,31 @@ def test_xlat_1_claude_code_on_an_antigravity_account(make_pool: Callable[..., P
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert ANSWER in run.stdout
     _check_one_account_and_a_tool_round_trip(pool, ("messages",))
+
+
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
+@pytest.mark.parametrize("provider", ["claude", "antigravity"])
+def test_xlat_2_codex_cli_namespaced_sub_agent_tool_on_another_provider(
+    make_pool: Callable[..., Pool], tmp_path: Path, websocket: bool, provider: str
+) -> None:
+    """The Codex CLI offers its sub-agent tools in a ``namespace`` tool (``multi_agent_v1``); another
+    provider gets them as plain tools, and a call of one must come back with its namespace, or the
+    CLI answers "unsupported call: close_agent" instead of running it."""
+    _client("codex")
+    options = {"models": GEMINI_MODELS} if provider == "antigravity" else {}
+    pool = make_pool(provider=provider, account_options=options)
+    account = pool.sim_accounts[0]
+    pool.sim.script(
+        account.id, Behaviour.ok(tool_call=True, tool_name="close_agent", text="Closing.", deltas=2)
+    )
+    pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    model = "gemini-3-flash" if provider == "antigravity" else "claude-sonnet-4-5"
+    result = _codex(pool, tmp_path, websocket=websocket, model=model)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ANSWER in result.stdout
+    bodies = [str(request.body) for request in pool.sim.requests(account_id=account.id)]
+    assert not any("unsupported call" in body for body in bodies), bodies[-1][:3000]
+    assert any(marker in body for body in bodies for marker in TOOL_RESULT_MARKERS[provider]), bodies[-1][
+        :2000
+    ]
+    _check_one_account_and_a_tool_round_trip(pool, ("responses", "responses_ws"))

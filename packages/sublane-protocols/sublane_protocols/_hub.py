@@ -139,6 +139,75 @@ def portable_tools(body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def namespaced_tools(body: Mapping[str, Any]) -> dict[str, str]:
+    """``{tool name: namespace}`` of the tools a hub body groups in ``namespace`` tools.
+
+    :func:`portable_tools` offers them to other upstreams as plain tools; their calls must go back
+    to the client with their ``namespace`` (the Codex CLI refuses ``close_agent`` without
+    ``multi_agent_v1``: "unsupported call").
+    """
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return {}
+    names: dict[str, str] = {}
+    for tool in tools:
+        if not isinstance(tool, Mapping) or tool.get("type") != "namespace":
+            continue
+        namespace, inner = tool.get("name"), tool.get("tools")
+        if not isinstance(namespace, str) or not isinstance(inner, list):
+            continue
+        for member in inner:
+            name = member.get("name") if isinstance(member, Mapping) else None
+            if isinstance(name, str):
+                names.setdefault(name, namespace)
+    return names
+
+
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+
+
+def with_namespace(item: Any, namespaces: Mapping[str, str]) -> Any:
+    """``item`` with its ``namespace`` when it is a call of a namespaced tool."""
+    if (
+        isinstance(item, dict)
+        and item.get("type") in _CALL_ITEMS
+        and "namespace" not in item
+        and item.get("name") in namespaces
+    ):
+        return dict(item, namespace=namespaces[item["name"]])
+    return item
+
+
+def restore_namespaces(event: dict[str, Any], namespaces: Mapping[str, str]) -> dict[str, Any]:
+    """A Responses event (or a final ``response``) with the namespaces of its tool calls restored."""
+    item = event.get("item")
+    if item is not None:
+        named = with_namespace(item, namespaces)
+        if named is not item:
+            event = dict(event, item=named)
+    output = event.get("output")
+    if isinstance(output, list):
+        event = dict(event, output=[with_namespace(entry, namespaces) for entry in output])
+    response = event.get("response")
+    if isinstance(response, dict) and isinstance(response.get("output"), list):
+        event = dict(event, response=restore_namespaces(response, namespaces))
+    return event
+
+
+class _Namespaced:
+    """Responses events with the namespaces of namespaced tools' calls put back."""
+
+    __slots__ = ("_events", "_namespaces")
+
+    def __init__(self, events: EventsToResponses, namespaces: Mapping[str, str]) -> None:
+        self._events = events
+        self._namespaces = namespaces
+
+    def feed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        namespaces = self._namespaces
+        return [restore_namespaces(event, namespaces) for event in self._events.feed(payload)]
+
+
 class _Composed:
     """Upstream events → Responses events → client frames."""
 
@@ -206,8 +275,12 @@ class HubTranslator(Translator):
         """The upstream's events as Responses events (for transports that frame them themselves);
         ``body`` is the client's."""
         upstream = self._upstream
-        request = {} if upstream.speaks_hub else self._hub_body(body, hub)  # a hub speaker needs none
-        return upstream.new_events(request, model=model)
+        if upstream.speaks_hub:
+            return upstream.new_events({}, model=model)  # a hub speaker needs no request
+        request = self._hub_body(body, hub)
+        events = upstream.new_events(request, model=model)
+        namespaces = namespaced_tools(request)
+        return _Namespaced(events, namespaces) if namespaces else events
 
     def new_stream(
         self,
@@ -258,6 +331,9 @@ class HubTranslator(Translator):
     ) -> dict[str, Any]:
         request = self.to_responses(body) if body is not None else {}
         hub_final = self._upstream.answer_to_responses(final, model=model, request=request)
+        namespaces = namespaced_tools(request)
+        if namespaces:
+            hub_final = restore_namespaces(hub_final, namespaces)
         return self.client_side.answer_from_responses(hub_final, model=model, created=created)
 
 

@@ -24,8 +24,11 @@ class AntigravityPlan:
     success: str
 
 
-def _pick_functions(request: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
-    """`count` (name, args) pairs: the request's function declarations in turn (cycling)."""
+def _pick_functions(
+    request: dict[str, Any], count: int, wanted: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (name, args) pairs: the request's function declarations in turn (cycling), or the
+    one named `wanted` when declared."""
     offered: list[tuple[str, dict[str, Any]]] = []
     for tool in request.get("tools") or []:
         if not isinstance(tool, dict):
@@ -39,7 +42,7 @@ def _pick_functions(request: dict[str, Any], count: int) -> list[tuple[str, dict
                     or declaration.get("parameters_json_schema")
                 )
                 offered.append((declaration["name"], sample_arguments(schema)))
-    offered = offered or [("sim_tool", {})]
+    offered = [pair for pair in offered if pair[0] == wanted] or offered or [("sim_tool", {})]
     return [offered[index % len(offered)] for index in range(count)]
 
 
@@ -96,7 +99,7 @@ def build_antigravity_plan(
     if behaviour.tool_call:
         # parallel calls come as parts of one chunk, as Gemini sends them
         parts: list[dict[str, Any]] = []
-        for name, arguments in _pick_functions(request, behaviour.tool_calls):
+        for name, arguments in _pick_functions(request, behaviour.tool_calls, behaviour.tool_name):
             call_id = f"call_sim{rng.getrandbits(64):016x}"
             parts.append({"functionCall": {"name": name, "args": arguments, "id": call_id}})
             turn.record.tool_call_ids.append(call_id)

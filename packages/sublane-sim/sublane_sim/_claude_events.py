@@ -34,13 +34,17 @@ def _usage_json(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _pick_tools(body: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
-    """`count` (name, input) pairs: the request's client tools in turn (cycling)."""
+def _pick_tools(
+    body: dict[str, Any], count: int, wanted: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (name, input) pairs: the request's client tools in turn (cycling), or the one named
+    `wanted` when offered."""
     offered = [
         (tool["name"], sample_arguments(tool.get("input_schema")))
         for tool in body.get("tools") or []
         if isinstance(tool, dict) and isinstance(tool.get("name"), str) and "input_schema" in tool
-    ] or [("sim_tool", {})]
+    ]
+    offered = [pair for pair in offered if pair[0] == wanted] or offered or [("sim_tool", {})]
     return [offered[index % len(offered)] for index in range(count)]
 
 
@@ -86,7 +90,7 @@ def build_claude_plan(turn: Turn, body: dict[str, Any], message_id: str) -> Clau
     blocks.append({"type": "text", "text": "".join(chunks)})
     tool_deltas = 0
     if behaviour.tool_call:
-        for name, arguments in _pick_tools(body, behaviour.tool_calls):
+        for name, arguments in _pick_tools(body, behaviour.tool_calls, behaviour.tool_name):
             tool_id = f"toolu_sim{rng.getrandbits(96):024x}"
             index = len(blocks)
             block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}

@@ -64,13 +64,27 @@ def _response_object(turn: Turn, body: dict[str, Any], response_id: str, created
     }
 
 
-def _pick_tools(body: dict[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
-    """`count` (name, arguments) pairs: the request's function tools in turn (cycling)."""
-    offered = [
-        (tool["name"], sample_arguments(tool.get("parameters")))
-        for tool in body.get("tools") or []
-        if isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("name"), str)
-    ] or [("sim_tool", {})]
+def _functions(tools: Any, namespace: str | None = None) -> list[tuple[str, dict[str, Any], str | None]]:
+    """(name, sample arguments, namespace) of the function tools, those inside namespaces included."""
+    found: list[tuple[str, dict[str, Any], str | None]] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        if tool.get("type") == "function":
+            found.append((tool["name"], sample_arguments(tool.get("parameters")), namespace))
+        elif tool.get("type") == "namespace" and namespace is None:
+            found.extend(_functions(tool.get("tools"), tool["name"]))
+    return found
+
+
+def _pick_tools(
+    body: dict[str, Any], count: int, wanted: str | None = None
+) -> list[tuple[str, dict[str, Any], str | None]]:
+    """`count` (name, arguments, namespace) triples: the request's top-level function tools in turn
+    (cycling), or the one named `wanted` (a namespaced one too) when offered."""
+    every = _functions(body.get("tools"))
+    named = [triple for triple in every if triple[0] == wanted]
+    offered = named or [triple for triple in every if triple[2] is None] or [("sim_tool", {}, None)]
     return [offered[index % len(offered)] for index in range(count)]
 
 
@@ -188,7 +202,7 @@ def build_codex_plan(
         output.append(done_message)
 
         if behaviour.tool_call:
-            for name, arguments in _pick_tools(body, behaviour.tool_calls):
+            for name, arguments, namespace in _pick_tools(body, behaviour.tool_calls, behaviour.tool_name):
                 arguments_text = json.dumps(arguments)
                 index = len(output)
                 fc_id = f"fc_{turn.account.id}_{rng.getrandbits(48):012x}"
@@ -200,6 +214,8 @@ def build_codex_plan(
                     "name": name,
                     "arguments": "",
                 }
+                if namespace is not None:
+                    call["namespace"] = namespace
                 events.append(_item_event("response.output_item.added", index, call))
                 pieces = split_evenly(arguments_text, 3)
                 argument_deltas += len(pieces)

@@ -45,7 +45,9 @@ class Behaviour:
       stop reason, Antigravity `MAX_TOKENS` finish reason.
 
     `tool_call` ends a successful turn with `tool_calls` function calls in one turn (parallel
-    calls), the i-th for the i-th function tool of the request (cycling), each with its own id.
+    calls), the i-th for the i-th function tool of the request (cycling), each with its own id;
+    `tool_name` calls the request's tool of that name instead (when the request offers it), as a
+    model told to use that tool would — inside a Responses ``namespace`` tool too.
     `header_delay_ms` delays the response headers for every kind.
     """
 
@@ -58,6 +60,7 @@ class Behaviour:
     reasoning_deltas: int | None = None
     tool_call: bool = False
     tool_calls: int = 1
+    tool_name: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
