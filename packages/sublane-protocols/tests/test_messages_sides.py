@@ -577,10 +577,9 @@ def test_thinking_is_off_when_a_tool_is_forced() -> None:
     assert "thinking" in to_claude(tools=[SHELL], tool_choice="auto", reasoning={"effort": "high"})
 
 
-def test_structured_output_and_harmless_fields_are_dropped() -> None:
-    fmt = {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": True}
+def test_harmless_fields_are_dropped() -> None:
     request = to_claude(
-        text={"format": fmt, "verbosity": "low"},
+        text={"verbosity": "low"},
         store=False,
         stream=True,
         include=["reasoning.encrypted_content"],
@@ -595,7 +594,24 @@ def test_structured_output_and_harmless_fields_are_dropped() -> None:
         prompt_cache_retention="24h",
     )
     assert request == to_claude()
-    assert to_claude(text={"format": {"type": "json_object"}}) == to_claude()
+    assert to_claude(text={"format": {"type": "text"}}) == to_claude()
+
+
+def test_xlat_3_structured_output_is_carried_as_claude_output_config() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    fmt = {"type": "json_schema", "name": "answer", "schema": schema, "strict": True}
+    request = to_claude(text={"format": fmt})
+    assert request["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    assert {key: value for key, value in request.items() if key != "output_config"} == to_claude()
+
+
+def test_xlat_3_json_mode_without_a_schema_is_refused_not_dropped() -> None:
+    with pytest.raises(TranslationRefused) as refused:
+        to_claude(text={"format": {"type": "json_object"}})
+    assert (refused.value.code, refused.value.param) == ("unsupported_for_provider", "text.format")
+    with pytest.raises(TranslationRefused) as bad:
+        to_claude(text={"format": {"type": "json_schema", "name": "x"}})  # no schema
+    assert (bad.value.code, bad.value.param) == ("invalid_request", "text.format.schema")
 
 
 @pytest.mark.parametrize(
@@ -1327,7 +1343,7 @@ RICH_HUB_BODY = hub(
     max_output_tokens=4000,
     temperature=0.5,
     stop=["END"],
-    text={"format": {"type": "json_object"}},
+    text={"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}}},
     input=[
         {"type": "message", "role": "developer", "content": "Use tools."},
         user(

@@ -20,6 +20,7 @@
 | `temperature` (clamped to 0..1), `top_p` | the same, but not `top_p` beside `temperature` (newer Claude |
 | | models refuse the two together) and neither with thinking (Claude refuses them) |
 | hub `stop` | `stop_sequences` |
+| `text.format` json_schema | `output_config.format` `{"type":"json_schema","schema"}` |
 | `reasoning.effort` | `thinking: {"type":"enabled","budget_tokens":…}` (table below) |
 
 Thinking budgets: minimal 1024, low 4096, medium 8192, high 16384, xhigh 24576 tokens; a
@@ -33,9 +34,11 @@ the visible answer). Thinking is turned OFF, whatever the effort:
   (XLAT-2), so the turn can only be replayed without thinking;
 - when `tool_choice` forces a tool (`any` / `tool`): Claude refuses thinking with a forced tool.
 
-Dropped because Claude cannot honour them through this gateway: `text.format` (`json_schema`
-structured outputs need an `anthropic-beta` header the gateway cannot promise on every account, and
-`json_object` has no Messages counterpart), `text.verbosity`, `reasoning.summary`, `store`, `stream`
+`text.format` json_schema → `output_config.format` `{"type":"json_schema","schema"}` (Claude's
+structured outputs); `json_object` (no schema) has no Claude counterpart and is refused (XLAT-3).
+
+Dropped because Claude lacks them and they do not change what is asked: `text.verbosity`,
+`reasoning.summary`, `store`, `stream`
 (the adapter sets it), `include`, `prompt_cache_key`, `metadata`, `service_tier`, `truncation`,
 `user`, `safety_identifier`, `client_metadata`, `stream_options`, `prompt_cache_retention`,
 `max_tool_calls`, `top_logprobs`.
@@ -461,7 +464,9 @@ def _sampling(body: Mapping[str, Any], request: dict[str, Any], *, forced_tool: 
     request["max_tokens"] = limit
     if stop:
         request["stop_sequences"] = stop
-    _text_format(body.get("text"))
+    output_format = _text_format(body.get("text"))
+    if output_format is not None:
+        request["output_config"] = {"format": output_format}
 
 
 def _thinking_budget(reasoning: Any) -> int | None:
@@ -488,10 +493,29 @@ def _last_assistant_turn_calls_tools(messages: list[dict[str, Any]]) -> bool:
     return False
 
 
-def _text_format(text: Any) -> None:
-    """Checked, then dropped (see the module docstring)."""
+def _text_format(text: Any) -> dict[str, Any] | None:
+    """XLAT-2/3: the Responses ``text.format`` as Claude's ``output_config.format`` — a JSON Schema
+    carries over (Claude's structured outputs); ``json_object`` has no Claude counterpart and
+    changes the answer's meaning, so it is refused rather than dropped; ``text`` asks for nothing.
+    ``text.verbosity`` is a harmless hint Claude lacks: dropped."""
     if text is None:
-        return
+        return None
     fmt = require_object(text, "text").get("format")
-    if fmt is not None:
-        require_object(fmt, "text.format")
+    if fmt is None:
+        return None
+    fmt = require_object(fmt, "text.format")
+    kind = fmt.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_schema":
+        schema = fmt.get("schema")
+        if not isinstance(schema, Mapping):
+            refuse("'text.format.schema' must be a JSON Schema object.", "text.format.schema")
+        return {"type": "json_schema", "schema": dict(schema)}
+    if kind == "json_object":
+        unsupported(
+            "JSON mode without a schema ('text.format' json_object) is not supported by this model"
+            " provider; send a JSON Schema ('json_schema') instead.",
+            "text.format",
+        )
+    refuse(f"Unknown 'text.format.type' {kind!r}.", "text.format.type")
