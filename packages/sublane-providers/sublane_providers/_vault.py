@@ -163,10 +163,8 @@ class CredentialVault:
         entry = await self._entry(account_id)
         if entry.reauth_required:
             raise SubLaneError("reauth_required")
-        if entry.unsaved:
-            await self._save_refreshed(account_id, entry)
-            if entry.stale:
-                return await self.get(account_id, provider)
+        if entry.unsaved and not await self._save_refreshed(account_id, entry):
+            return await self.get(account_id, provider)
         now = self._clock.time()
         if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
             return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
@@ -278,15 +276,16 @@ class CredentialVault:
         entry.rejected = False
         entry.failures, entry.retry_at = 0, 0.0
         entry.unsaved = True
-        await self._save_refreshed(account_id, entry)
-        if entry.stale:
-            return False
+        if not await self._save_refreshed(account_id, entry):
+            return False  # the lifecycle moved on while it was stored (CRED-10)
         signals.credentials_refreshed.send(
             signals.CredentialsRefreshed(account_id=account_id, expires_at=result.expires_at)
         )
         return True
 
-    async def _save_refreshed(self, account_id: int, entry: _Entry) -> None:
+    async def _save_refreshed(self, account_id: int, entry: _Entry) -> bool:
+        """Store the entry's refreshed bundle; ``False`` when a newer lifecycle replaced it (the
+        entry is discarded then), ``True`` otherwise (a failed store is tried again later)."""
         bundle, expires_at = entry.bundle, entry.expires_at
         stored = await self._persist(
             "refreshed credentials",
@@ -299,8 +298,10 @@ class CredentialVault:
         )
         if stored is False:
             self._discard(account_id, entry)
-        elif stored:
+            return False
+        if stored:
             entry.unsaved = entry.bundle is not bundle  # a newer refresh meanwhile is still to store
+        return True
 
     def _discard(self, account_id: int, entry: _Entry) -> None:
         """The database holds a newer lifecycle than ``entry`` (CRED-10): forget it, so the next use
@@ -344,14 +345,13 @@ class CredentialVault:
 
     def _store_fenced(self, account_id: int, revision: int, **values: Any) -> bool:
         """``UPDATE accounts SET … WHERE id = ? AND lifecycle_revision = ?``: whether it wrote."""
-        with Session(self._engine) as db:
-            result = db.execute(
-                sa.update(Account)
-                .where(col(Account.id) == account_id, col(Account.lifecycle_revision) == revision)
-                .values(**values)
-            )
-            db.commit()
-            return bool(result.rowcount)
+        statement = (
+            sa.update(Account)
+            .where(col(Account.id) == account_id, col(Account.lifecycle_revision) == revision)
+            .values(**values)
+        )
+        with self._engine.begin() as connection:
+            return bool(connection.execute(statement).rowcount)
 
     def _store_refresh(
         self, account_id: int, revision: int, bundle: dict[str, Any], expires_at: float | None
