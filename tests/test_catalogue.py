@@ -57,12 +57,13 @@ def test_cat_1_an_over_age_catalogue_is_not_used_for_routing(make_pool: Callable
 def test_cat_1_the_refresh_route_discovers_now(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool()
     account_id = pool.account_ids[0]
+    _wait_for(lambda: _discoveries(pool) == 1)  # the one right after import
     refreshed = pool.admin.post(f"/api/accounts/{account_id}/models/refresh")
     assert refreshed.status_code == 200, refreshed.text
-    assert refreshed.json()["state"] == "fresh" and _discoveries(pool) == 1
+    assert refreshed.json()["state"] == "fresh" and _discoveries(pool) == 2
     pool.sim.update_account(pool.sim_accounts[0].id, models=["gpt-5", "gpt-5-codex", "gpt-5.9"])
     again = pool.admin.post(f"/api/accounts/{account_id}/models/refresh").json()
-    assert "gpt-5.9" in again["models"] and _discoveries(pool) == 2
+    assert "gpt-5.9" in again["models"] and _discoveries(pool) == 3
     missing = pool.admin.post("/api/accounts/999/models/refresh")
     assert missing.status_code == 404
 
@@ -97,3 +98,80 @@ def test_cat_3_a_model_of_several_providers_is_owned_by_sublane(make_pool: Calla
     assert list(listed).count("claude-sonnet-4-6") == 1
     one = pool.client().get("/v1/models/claude-sonnet-4-6").json()
     assert one["owned_by"] == "sublane"
+
+
+def test_cat_1_the_catalogue_is_discovered_right_after_import_and_reauthorization(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()  # no model call at all
+    account_id = pool.account_ids[0]
+    _wait_for(lambda: _discoveries(pool) == 1)
+    _wait_for(lambda: pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "fresh")
+    fresh = pool.sim.credentials(pool.sim_accounts[0].id)
+    assert (
+        pool.admin.post(f"/api/accounts/{account_id}/credentials", json={"credentials": fresh}).status_code
+        == 200
+    )
+    _wait_for(lambda: _discoveries(pool) == 2)  # re-authorization clears it and discovers anew
+    _wait_for(lambda: pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "fresh")
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+    assert _discoveries(pool) == 2  # the call found it fresh
+
+
+def _claude_model_lists(pool: Pool) -> int:
+    return pool.sim.counters(pool.sim_accounts[0].id).by_endpoint.get("claude.models", 0)
+
+
+CLAUDE_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "hi"}],
+}
+
+
+def test_cat_1_the_claude_catalogue_is_read_from_the_upstream_model_list(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(
+        provider="claude", account_options={"models": ("claude-sonnet-4-5-20250929", "claude-next-7")}
+    )
+    account_id = pool.account_ids[0]
+    _wait_for(lambda: _claude_model_lists(pool) == 1)  # right after import (GET /v1/models)
+    _wait_for(lambda: pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "fresh")
+    stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()["models"]
+    assert sorted(stored) == [
+        "claude-next-7",
+        "claude-sonnet-4-5-20250929",
+    ]  # the account's, not a fixed list
+    listed = {model["id"] for model in pool.client().get("/v1/models").json()["data"]}
+    assert listed == {"claude-next-7", "claude-sonnet-4-5-20250929"}
+    api = pool.client()
+    assert api.post("/v1/messages", json=CLAUDE_BODY).status_code == 200  # CAT-2: the undated alias
+    assert api.post("/v1/messages", json={**CLAUDE_BODY, "model": "claude-next-7"}).status_code == 200
+    assert api.post("/v1/messages", json={**CLAUDE_BODY, "model": "claude-opus-4-1"}).status_code == 404
+    refreshed = pool.admin.post(f"/api/accounts/{account_id}/models/refresh")
+    assert refreshed.status_code == 200 and _claude_model_lists(pool) == 2  # admins refresh it too
+
+
+def test_cat_1_the_built_in_claude_list_stands_in_when_the_model_list_is_refused(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(provider="claude", account_options={"models_listable": False})
+    account_id = pool.account_ids[0]
+    _wait_for(lambda: pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "fresh")
+    assert _claude_model_lists(pool) >= 1
+    stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()["models"]
+    assert "claude-sonnet-4-5-20250929" in stored  # the built-in list
+    assert pool.client().post("/v1/messages", json=CLAUDE_BODY).status_code == 200
+
+
+def test_cat_1_without_the_fallback_a_refused_claude_model_list_is_a_failed_discovery(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(
+        provider="claude", account_options={"models_listable": False}, claude_models_fallback=False
+    )
+    refused = pool.client().post("/v1/messages", json=CLAUDE_BODY)
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "model_catalog_unavailable"
+    account_id = pool.account_ids[0]
+    assert pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "unknown"

@@ -11,6 +11,7 @@ scheduler does not have yet; it is proven with the scheduler.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_pool import Pool, seed_catalogue, settings_for
+from gateway_pool import Pool, settings_for
 from sqlmodel import Session
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -73,11 +74,15 @@ def _short_pool(make_pool: Callable[..., Pool], accounts: int = 1, **settings: A
 
 
 def _catalogued(pool: Pool) -> Pool:
-    """The pool with its catalogue already discovered (before its tokens neared expiry), so the
-    first call's refresh happens at dispatch, after selection: the request that finds the refresh
-    failing may still use the old token (CRED-2); the account is then backing off and passed over
-    for new selection (OPS-5)."""
-    seed_catalogue(pool, [BODY["model"]])
+    """The pool once the catalogue discovery that follows an import has ended (CAT-1; a metadata
+    read does not refresh a token that outlives it), so the first call's refresh happens at
+    dispatch, after selection: the request that finds the refresh failing may still use the old
+    token (CRED-2); the account is then backing off and passed over for new selection (OPS-5)."""
+    deadline = time.monotonic() + 10
+    for account_id in pool.account_ids:
+        while pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] != "fresh":
+            assert time.monotonic() < deadline, "no catalogue after import"
+            time.sleep(0.02)
     return pool
 
 
@@ -602,7 +607,7 @@ def test_ops_5_accounts_in_refresh_backoff_take_no_new_conversation(make_pool: C
     assert 1 <= int(refused.headers["retry-after"]) <= 30
     assert pool.sim.counters(account.id).model_requests == 1
     other = pool.add_account("codex", "codex-2")
-    seed_catalogue(pool, [BODY["model"]])
+    _catalogued(pool)
     assert call("second").status_code == 200
     assert pool.sim.counters(pool.sim_account_of(other).id).model_requests == 1
     assert call("first").status_code == 200  # a bound conversation stays bound (CRED-7)

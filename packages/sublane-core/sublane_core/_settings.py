@@ -139,6 +139,11 @@ class Settings(BaseSettings):
     claude_authorize_url: str = Field(
         "https://claude.ai/oauth/authorize", description="Claude OAuth authorize page (PKCE login)."
     )
+    claude_models_fallback: bool = Field(
+        True,
+        description="CAT-1: use the built-in Claude model list when GET /v1/models cannot be read "
+        "with an account's OAuth token (off: such a discovery fails).",
+    )
     antigravity_base_url: str = Field(
         "https://cloudcode-pa.googleapis.com", description="Antigravity (cloudcode-pa) base."
     )

@@ -158,22 +158,27 @@ class CredentialVault:
         entry = self._entries.get(account_id)
         return entry is not None and entry.reauth_required
 
-    async def get(self, account_id: int, provider: str) -> Credentials:
-        """Usable credentials, refreshing first when due (CRED-1); raises the CRED-4 error when none."""
+    async def get(self, account_id: int, provider: str, *, margin: float = REFRESH_MARGIN_S) -> Credentials:
+        """Usable credentials, refreshing first when due (CRED-1); raises the CRED-4 error when none.
+
+        ``margin``: how long the token must still last. A model call needs the 2 minutes of CRED-1
+        (a stream outlives its first byte); a metadata read (discovery, quota) needs only its own
+        timeout, so it does not spend a refresh on a token that outlives it by far.
+        """
         entry = await self._entry(account_id)
         if entry.reauth_required:
             raise SubLaneError("reauth_required")
         if entry.unsaved and not await self._save_refreshed(account_id, entry):
-            return await self.get(account_id, provider)
+            return await self.get(account_id, provider, margin=margin)
         now = self._clock.time()
-        if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
+        if self._usable_without_refresh(entry, now, margin):
             return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
         seen = entry.bundle.get("access_token")
         async with entry.lock:  # single flight: the second caller sees the first one's result
             if entry.reauth_required:  # the refresh this caller waited for killed the credentials
                 raise SubLaneError("reauth_required")
             now = self._clock.time()
-            if self._usable_without_refresh(entry, now, REFRESH_MARGIN_S):
+            if self._usable_without_refresh(entry, now, margin):
                 return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
             if entry.bundle.get("access_token") != seen and self._usable_without_refresh(entry, now, 0):
                 # Refreshed while this caller waited: use that token, even one issued with less than
@@ -182,7 +187,7 @@ class CredentialVault:
             if entry.retry_at <= now:
                 refreshed = await self._refresh(account_id, provider, entry)
                 if entry.stale:  # re-authorized meanwhile (CRED-10): the new credentials decide
-                    return await self.get(account_id, provider)
+                    return await self.get(account_id, provider, margin=margin)
                 now = self._clock.time()  # the attempt took time: re-check expiry (CRED-2)
                 if refreshed and self._usable_without_refresh(entry, now, 0):
                     return Credentials(account_id, entry.bundle, entry.lifecycle_revision)

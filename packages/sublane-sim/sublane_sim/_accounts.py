@@ -50,6 +50,8 @@ class Account:
     require_stream: bool = True
     onboarded: bool = True
     onboarding_polls: int = 1
+    #: Claude: whether ``GET /v1/models`` answers this account's OAuth token (else 403)
+    models_listable: bool = True
     access_tokens: dict[str, float] = field(default_factory=dict)
     revoked_access: set[str] = field(default_factory=set)
     refresh_token: str = ""
@@ -141,6 +143,7 @@ class AccountBook:
         require_account_id: bool = True,
         require_stream: bool = True,
         onboarded: bool = True,
+        models_listable: bool = True,
     ) -> Account:
         self._counter += 1
         sim_id = account_id or f"{provider}-{self._counter}"
@@ -166,6 +169,7 @@ class AccountBook:
             require_account_id=require_account_id,
             require_stream=require_stream,
             onboarded=onboarded,
+            models_listable=models_listable,
         )
         self._accounts[sim_id] = account
         self._by_api_key[account.api_key] = sim_id

@@ -107,9 +107,18 @@ def _validate(
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return 400, "messages: at least one message is required"
-    if model not in account.models:
+    if not serves(account.models, model):
         return 404, f"model: {model}"
     return None
+
+
+def serves(models: tuple[str, ...], model: str) -> bool:
+    """Whether the API takes ``model`` for an account of ``models``: a listed id, or an alias of a
+    dated one (``claude-sonnet-4-5`` and ``claude-sonnet-4-5-latest`` for ``…-20250929``)."""
+    if model in models:
+        return True
+    base = model.removesuffix("-latest")
+    return any(other.startswith(f"{base}-20") for other in models)
 
 
 def _cache_parts(body: dict[str, Any]) -> tuple[str, int]:
@@ -242,6 +251,43 @@ async def oauth_profile(request: Request) -> Response:
     )
 
 
+def listed_ids(models: tuple[str, ...]) -> list[str]:
+    """What the Anthropic API's model list shows: dated ids, not the undated aliases of them
+    (``claude-sonnet-4-5`` is accepted by the Messages API but listed as its dated id)."""
+    return [model for model in models if not any(other.startswith(f"{model}-20") for other in models)]
+
+
+async def list_models(request: Request) -> Response:
+    """``GET /v1/models``: the account's models, newest first, in pages (``limit``, ``after_id``)."""
+    record, _ = await record_request(request, "claude", "claude.models")
+    authorized = await _authorize(request, record)
+    if isinstance(authorized, Response):
+        return authorized
+    if not authorized.models_listable:
+        return _reject(record, 403, "permission_error", "This token may not list models.")
+    ids = listed_ids(authorized.models)
+    try:
+        limit = max(1, min(int(request.query_params.get("limit", "20")), 1000))
+    except ValueError:
+        return _reject(record, 400, "invalid_request_error", "limit: must be an integer")
+    after = request.query_params.get("after_id")
+    start = ids.index(after) + 1 if after in ids else 0
+    page = ids[start : start + limit]
+    record.status, record.outcome = 200, "completed"
+    data = [
+        {"type": "model", "id": model, "display_name": model, "created_at": "2025-01-01T00:00:00Z"}
+        for model in page
+    ]
+    return JSONResponse(
+        {
+            "data": data,
+            "has_more": start + limit < len(ids),
+            "first_id": page[0] if page else None,
+            "last_id": page[-1] if page else None,
+        }
+    )
+
+
 async def root(request: Request) -> Response:
     """Claude Code probes `HEAD /` for connectivity before its first call."""
     return Response(status_code=200)
@@ -252,6 +298,7 @@ def claude_routes() -> list[BaseRoute]:
         Route("/", root, methods=["GET", "HEAD"]),
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+        Route("/v1/models", list_models, methods=["GET"]),
         Route("/api/oauth/usage", oauth_usage, methods=["GET"]),
         Route("/api/oauth/profile", oauth_profile, methods=["GET"]),
     ]

@@ -29,7 +29,15 @@ __all__ = ["SimAccount", "Simulator"]
 
 # Request bodies larger than this are logged as a size marker instead of their content.
 MAX_LOGGED_BODY = 1 << 20
-_UPDATABLE = {"require_account_id", "require_stream", "quota_cost", "models", "access_ttl_s", "onboarded"}
+_UPDATABLE = {
+    "require_account_id",
+    "require_stream",
+    "quota_cost",
+    "models",
+    "access_ttl_s",
+    "onboarded",
+    "models_listable",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +197,8 @@ class Simulator:
 
     def create_account(self, provider: Provider, **options: Any) -> SimAccount:
         """Create an account; options: `account_id` (sim id), `email`, `plan`, `project_id`,
-        `models`, `access_ttl_s`, `quota_cost`, `require_account_id`, `require_stream`, `onboarded`.
+        `models`, `access_ttl_s`, `quota_cost`, `require_account_id`, `require_stream`, `onboarded`,
+        `models_listable`.
         """
         if provider not in PROVIDERS:
             raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
@@ -223,7 +232,7 @@ class Simulator:
 
     def update_account(self, account_id: str, **options: Any) -> SimAccount:
         """Change account options (`require_account_id`, `require_stream`, `quota_cost`, `models`,
-        `access_ttl_s`, `onboarded`)."""
+        `access_ttl_s`, `onboarded`, `models_listable`)."""
         unknown = set(options) - _UPDATABLE
         if unknown:
             raise ValueError(f"cannot update {sorted(unknown)}; updatable: {sorted(_UPDATABLE)}")

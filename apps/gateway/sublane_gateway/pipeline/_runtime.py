@@ -11,8 +11,10 @@ events it emits, so observers of one app never see another app's events.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from starlette.requests import HTTPConnection
@@ -35,6 +37,8 @@ from sublane_scheduler import (
     Scheduler,
     WaitRoom,
 )
+
+_log = logging.getLogger("sublane.gateway")
 
 Change = signals.AccountChange
 
@@ -103,9 +107,11 @@ class ClientRuntime:
                     if self.quota is not None:
                         self.quota.forget(payload.account_id)
                 if change is Change.LIMITS:
-                    task = asyncio.ensure_future(self._limits_changed(payload.account_id))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                    self._background(self._limits_changed(payload.account_id))
+                if change in (Change.CREATED, Change.REAUTHORIZED, Change.ENABLED):
+                    # CAT-1: the catalogue is discovered right away, in the background, under the
+                    # metadata rules (workspace capacity, two at a time), not on the first call
+                    self._background(self._discover(payload.account_id))
 
             self._on_loop(apply)
 
@@ -126,6 +132,24 @@ class ClientRuntime:
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _discover(self, account_id: int) -> None:
+        """Discover a new, re-authorized or enabled account's catalogue (its failure is only logged:
+        the first call that needs the catalogue asks again, CAT-1)."""
+        try:
+            await self.directory.refresh()
+            account = self.directory.get(account_id)
+            if account is not None and account.enabled:
+                await self.catalog.refresh(account_id, account.provider)
+        except Exception as exc:
+            _log.info(
+                "model discovery after a change of account %s failed: %s", account_id, type(exc).__name__
+            )
 
     async def _limits_changed(self, account_id: int) -> None:
         await self.directory.refresh()
@@ -170,13 +194,15 @@ def build_runtime(
         persist=cooldown_store.save,
     )
     admission = Admission(clock, settings.workspace_capacity)
+    # A metadata read's token must last as long as the read may (TIME-3), not CRED-1's 2 minutes.
+    metadata_margin = float(settings.metadata_timeout_s)
 
     def discoverer(adapter: ProviderAdapter) -> Callable[[int], Awaitable[list[str]]]:
         async def discover(account_id: int) -> list[str]:
             # A metadata read: it counts against workspace capacity, never takes a model slot (ADM-10).
             ticket = admission.enter_metadata()
             try:
-                credentials = await vault.get(account_id, adapter.name)
+                credentials = await vault.get(account_id, adapter.name, margin=metadata_margin)
                 return await adapter.list_models(credentials.bundle)
             finally:
                 ticket.close()
@@ -189,7 +215,7 @@ def build_runtime(
         # A metadata read: workspace capacity, never a model slot, never clears a cooldown (ADM-10).
         ticket = admission.enter_metadata()
         try:
-            credentials = await vault.get(account_id, provider)
+            credentials = await vault.get(account_id, provider, margin=metadata_margin)
             return await adapters[provider].read_quota(credentials.bundle, clock.time())
         finally:
             ticket.close()

@@ -36,6 +36,9 @@ from sublane_providers.claude._stream import ClaudeStreamObserver
 
 _log = logging.getLogger("sublane.providers.claude")
 
+ANTHROPIC_VERSION = "2023-06-01"
+MAX_MODEL_PAGES = 10
+
 # Token-endpoint errors that mean the refresh token (or the login's code) is dead (CRED-6).
 PERMANENT_REFRESH_CODES = frozenset({"invalid_grant"})
 
@@ -114,7 +117,9 @@ class ClaudeAdapter(ProviderAdapter):
         http: the shared HTTP client.
         metadata_timeout: timeout of token, usage and profile calls (TIME-3).
         authorize_url: where logins start (``https://claude.ai/oauth/authorize``).
-        models: the model catalogue :meth:`list_models` answers (default :data:`KNOWN_MODELS`).
+        models: the built-in catalogue, used when the upstream's model list cannot be read
+            (default :data:`KNOWN_MODELS`).
+        models_fallback: whether that built-in catalogue stands in (``SUBLANE_CLAUDE_MODELS_FALLBACK``).
         clock: wall-clock seconds, to turn the token endpoint's ``expires_in`` into an expiry.
     """
 
@@ -133,6 +138,7 @@ class ClaudeAdapter(ProviderAdapter):
         metadata_timeout: float,
         authorize_url: str = AUTHORIZE_URL,
         models: Iterable[str] = KNOWN_MODELS,
+        models_fallback: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -142,6 +148,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._metadata_timeout = metadata_timeout
         self._models = tuple(models)
+        self._models_fallback = models_fallback
         self._clock = clock
 
     # -- endpoints --------------------------------------------------------------------------------
@@ -368,8 +375,49 @@ class ClaudeAdapter(ProviderAdapter):
         )
 
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:
-        """The configured catalogue (there is no model-list endpoint for OAuth accounts)."""
-        return list(self._models)
+        """The account's models from the Anthropic API's ``GET /v1/models`` (CAT-1), page by page.
+
+        Whether a subscription OAuth token may read that list is not documented
+        (docs/claude-models.md): when it cannot (refused, unreachable, not a model list), the built-in
+        list stands in while ``SUBLANE_CLAUDE_MODELS_FALLBACK`` is on (the default); with it off the
+        discovery fails and the catalogue rules of CAT-1/CAT-4 apply.
+        """
+        try:
+            return await self._read_model_list(bundle)
+        except (httpx.HTTPError, ValueError) as exc:
+            if not self._models_fallback:
+                raise
+            detail = (
+                f"HTTP {exc.response.status_code}"
+                if isinstance(exc, httpx.HTTPStatusError)
+                else type(exc).__name__
+            )
+            _log.info("Claude model list not readable (%s); using the built-in list", detail)
+            return list(self._models)
+
+    async def _read_model_list(self, bundle: Mapping[str, Any]) -> list[str]:
+        headers = {**self._metadata_headers(bundle), "anthropic-version": ANTHROPIC_VERSION}
+        models: list[str] = []
+        params: dict[str, str | int] = {"limit": 1000}
+        for _page in range(MAX_MODEL_PAGES):
+            response = await self._http.get(
+                f"{self.base_url}/v1/models", headers=headers, params=params, timeout=self._metadata_timeout
+            )
+            response.raise_for_status()
+            payload = response.json()
+            data = payload.get("data") if isinstance(payload, dict) else None
+            if not isinstance(data, list):
+                raise ValueError("/v1/models answered something other than a model list")
+            models.extend(
+                entry["id"] for entry in data if isinstance(entry, dict) and isinstance(entry.get("id"), str)
+            )
+            last = payload.get("last_id")
+            if payload.get("has_more") is not True or not isinstance(last, str):
+                break
+            params = {"limit": 1000, "after_id": last}
+        if not models:
+            raise ValueError("/v1/models listed no model")
+        return models
 
     def model_aliases(self, models: frozenset[str]) -> frozenset[str]:
         return aliases_of(models) - models
@@ -383,5 +431,6 @@ def build_adapter(settings: Settings, transport: UpstreamClients, clock: Clock) 
         http=transport.metadata,
         metadata_timeout=settings.metadata_timeout_s,
         authorize_url=settings.claude_authorize_url,
+        models_fallback=settings.claude_models_fallback,
         clock=clock.time,
     )
