@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from gateway_pool import Pool
@@ -127,7 +126,7 @@ def test_xlat_3_json_mode_without_a_schema_is_carried_or_refused_never_dropped(
 
 def test_xlat_3_the_openai_sdk_reads_the_refusal(pool: Pool) -> None:
     client = openai.OpenAI(
-        base_url=f"{pool.gateway.url}/v1", api_key=pool.key, max_retries=0, http_client=httpx.Client()
+        base_url=f"{pool.gateway.url}/v1", api_key=pool.key, max_retries=0, http_client=pool.gateway.client()
     )
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
