@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from gateway_pool import Pool
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 GEMINI_MODEL = "gemini-3-flash"
 GEMINI_BODY: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
@@ -238,3 +240,123 @@ def test_aff_6_a_provider_prefix_on_a_gemini_path(three_providers: Pool, written
     assert answer.status_code == 200, answer.text
     assert three_providers.finished[-1].provider == "codex"
     assert answer.json()["candidates"][0]["content"]["parts"]
+
+
+#: Known fields with a value of a type their protocol's published schema does not allow.
+MALFORMED: dict[str, list[tuple[str, Any]]] = {
+    "responses": [
+        ("reasoning", 5),
+        ("reasoning", "high"),
+        ("reasoning", []),
+        ("reasoning", True),
+        ("reasoning", {"effort": 3}),
+        ("text", "json"),
+        ("temperature", "hot"),
+        ("max_output_tokens", 1.5),
+        ("tools", {}),
+        ("tool_choice", 7),
+        ("instructions", ["be brief"]),
+        ("parallel_tool_calls", "yes"),
+        ("input", 5),
+    ],
+    "chat": [
+        ("temperature", "hot"),
+        ("max_tokens", "10"),
+        ("messages", "hi"),
+        ("messages", [{"role": 5, "content": "hi"}]),
+        ("stop", 5),
+        ("tools", [{"type": "function", "function": "f"}]),
+        ("stream", "yes"),
+        ("response_format", "json"),
+    ],
+    "messages": [
+        ("max_tokens", "16"),
+        ("temperature", [0.5]),
+        ("system", 5),
+        ("thinking", 5),
+        ("tools", {}),
+        ("stop_sequences", "END"),
+        ("messages", [{"role": "user", "content": 5}]),
+    ],
+    "gemini": [
+        ("generationConfig", []),
+        ("generationConfig", {"temperature": "hot"}),
+        ("generationConfig", {"maxOutputTokens": 1.5}),
+        ("generationConfig", {"thinkingConfig": {"includeThoughts": "yes"}}),
+        ("contents", "hi"),
+        ("tools", {}),
+        ("systemInstruction", 7),
+    ],
+}
+
+
+def _client_request(client: str, model: str) -> tuple[str, dict[str, Any], str]:
+    chat = [{"role": "user", "content": "hi"}]
+    if client == "responses":
+        return "/v1/responses", {"model": model, "input": "hi"}, "openai"
+    if client == "chat":
+        return "/v1/chat/completions", {"model": model, "messages": chat}, "openai"
+    if client == "messages":
+        return "/v1/messages", {"model": model, "max_tokens": 16, "messages": chat}, "anthropic"
+    return f"/v1beta/models/{model}:generateContent", dict(GEMINI_BODY), "google"
+
+
+def _cooling(pool: Pool) -> list[dict[str, Any]]:
+    accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
+    return [account for account in accounts if account["state"] != "ready" or account["limited_models"]]
+
+
+@pytest.mark.parametrize("client", list(MALFORMED))
+def test_ops_1_a_malformed_known_field_is_refused_before_any_upstream_call(
+    three_providers: Pool, client: str
+) -> None:
+    pool = three_providers
+    api = pool.client()
+    for provider, model in zip(("codex", "claude", "antigravity"), MODELS, strict=True):
+        path, body, shape = _client_request(client, f"{provider}/{model}")
+        for field, bad in MALFORMED[client]:
+            before = _model_calls(pool)
+            for _ in range(4):  # more than the model failure threshold (3)
+                answer = api.post(path, json={**body, field: bad})
+                assert answer.status_code == 400, (provider, field, bad, answer.status_code, answer.text)
+                assert code_of(answer, shape) == "invalid_request", (provider, field, answer.text)
+                assert field.split(".")[0] in answer.text
+            assert _model_calls(pool) == before, (provider, field)  # nothing went upstream
+        assert api.post(path, json=body).status_code == 200, (client, provider)
+    assert _cooling(pool) == []  # no account and no model counted a failure
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+JSON_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+KNOWN_FIELDS = sorted({(client, field) for client, pairs in MALFORMED.items() for field, _ in pairs})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    case=st.sampled_from(KNOWN_FIELDS),
+    value=JSON_VALUES,
+    provider=st.sampled_from(["codex", "claude", "antigravity"]),
+)
+def test_ops_1_no_malformed_request_ever_counts_as_an_upstream_failure(
+    three_providers: Pool, case: tuple[str, str], value: Any, provider: str
+) -> None:
+    """Any value in any known field, on any provider: a 4xx (refused here or by the upstream, as
+    the real upstreams refuse malformed requests) or an answer — never a 5xx, never a cooldown."""
+    client, field = case
+    pool = three_providers
+    path, body, _shape = _client_request(
+        client, f"{provider}/{MODELS[('codex', 'claude', 'antigravity').index(provider)]}"
+    )
+    answer = pool.client().post(path, json={**body, field: value})
+    assert answer.status_code < 500, (client, field, value, answer.text)
+    assert _cooling(pool) == []

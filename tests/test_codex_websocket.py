@@ -156,3 +156,19 @@ async def test_client_disconnect_mid_turn_releases_the_slot(make_pool: Callable[
         await asyncio.sleep(0.05)
     assert pool.runtime.leases.total_in_flight() == 0
     assert pool.finished[-1].outcome == "canceled"
+
+
+async def test_ops_1_a_malformed_known_field_on_a_websocket_turn_is_refused_here(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    async with websockets.connect(_url(pool), additional_headers=_headers(pool)) as ws:
+        for _ in range(4):  # more than the model failure threshold
+            refused = await _turn(ws, {**CREATE, "reasoning": 5})
+            assert refused[-1]["type"] == "error", refused
+            assert "reasoning" in json.dumps(refused[-1])
+        served = await _turn(ws, CREATE)  # the socket and the model are fine
+    assert served[-1]["type"] == "response.completed"
+    assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 1  # only the good turn went out
+    accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
+    assert accounts[0]["state"] == "ready" and accounts[0]["limited_models"] == []

@@ -10,6 +10,7 @@ from sublane_protocols import chat, gemini, messages, responses
 from sublane_protocols._collect import Collector, new_collector
 from sublane_protocols._endings import cut_stream_ending
 from sublane_protocols._errors import ErrorAnswer, error_headers, render_error, request_id_headers
+from sublane_protocols._fields import body_field_problem
 from sublane_protocols._framing import ReframedStream
 from sublane_protocols._hub import (
     ClientSide,
@@ -41,6 +42,7 @@ __all__ = [
     "CallIntent",
     "read_intent",
     "require_model",
+    "body_field_problem",
     # errors
     "ErrorAnswer",
     "error_headers",

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 from ._accounts import Account
 from ._antigravity_events import build_antigravity_plan, sse_encode
 from ._content import estimate_tokens
+from ._field_types import GEMINI_TYPES, type_problem
 from ._google_errors import google_error, rfc3339_z, rpc_error
 from ._http import bearer_token, parse_json_object, record_request, sim_of
 from ._records import RequestRecord
@@ -101,6 +102,10 @@ async def _generate(
         or not isinstance(inner.get("contents"), list)
     ):
         return _reject(record, 400, "Request must name a model and carry request.contents.")
+    problem = type_problem(inner, GEMINI_TYPES)
+    if problem is not None:
+        name, _expected, got = problem
+        return _reject(record, 400, f"Invalid value at 'request.{name}', {got}: not {_expected}.")
     if model not in account.models:
         record.model = model
         return _reject(record, 404, f"Requested entity was not found: model {model}.")

@@ -14,6 +14,7 @@ from ._accounts import Account
 from ._claude_events import build_claude_plan, claude_sse_encode
 from ._claude_limits import unified_headers, usage_payload
 from ._content import estimate_tokens
+from ._field_types import CLAUDE_TYPES, type_problem
 from ._http import bearer_token, parse_json_object, record_request, sim_of
 from ._records import RequestRecord
 from ._responses import DelayedResponse, EventStreamResponse, PacedJSONResponse
@@ -107,6 +108,10 @@ def _validate(
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return 400, "messages: at least one message is required"
+    problem = type_problem(body, CLAUDE_TYPES)
+    if problem is not None:
+        name, expected, got = problem
+        return 400, f"{name}: Input should be {expected}, not {got}"
     if not serves(account.models, model):
         return 404, f"model: {model}"
     return None

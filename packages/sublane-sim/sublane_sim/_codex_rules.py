@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._accounts import Account
+from ._field_types import CODEX_TYPES, type_problem
 
 __all__ = ["codex_cache_key", "validate_codex_body"]
 
@@ -35,4 +36,8 @@ def validate_codex_body(body: dict[str, Any] | None, account: Account, *, websoc
         return f"The '{model}' model is not supported when using Codex with a ChatGPT account."
     if "input" in body and not isinstance(body["input"], list | str):
         return "Invalid type for 'input': expected an array of items"
+    problem = type_problem(body, CODEX_TYPES)
+    if problem is not None:
+        name, expected, got = problem
+        return f"Invalid type for '{name}': expected {expected}, but got {got} instead."
     return None

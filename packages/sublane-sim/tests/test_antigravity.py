@@ -224,3 +224,11 @@ def test_load_code_assist_and_onboarding(sim: Simulator, http: httpx.Client) -> 
     loaded = http.post(f"{base}/v1internal:loadCodeAssist", json={}, headers=auth(account)).json()
     assert loaded["cloudaicompanionProject"] == account.project_id
     assert stream(sim, http, account, body(account)).status_code == 200
+
+
+def test_a_field_of_the_wrong_type_is_a_400(sim: Simulator, http: httpx.Client) -> None:
+    account = sim.create_account("antigravity")
+    for field, bad in (("generationConfig", []), ("tools", {}), ("systemInstruction", 7)):
+        response = stream(sim, http, account, body(account, **{field: bad}))
+        assert response.status_code == 400, field
+        assert response.json()["error"]["status"] == "INVALID_ARGUMENT"

@@ -197,3 +197,13 @@ def test_count_tokens_usage_and_profile(sim: Simulator, http: httpx.Client) -> N
 
 def test_head_root_for_claude_code(sim: Simulator, http: httpx.Client) -> None:
     assert http.head(f"{sim.claude_base_url}/").status_code == 200
+
+
+def test_a_field_of_the_wrong_type_is_a_400(sim: Simulator, http: httpx.Client) -> None:
+    account = sim.create_account("claude")
+    url = f"{sim.claude_base_url}/v1/messages"
+    for field, bad in (("temperature", "hot"), ("thinking", 5), ("tools", {}), ("system", 3)):
+        response = http.post(url, json=body(**{field: bad}), headers=oauth(account))
+        assert response.status_code == 400, field
+        assert response.json()["error"]["type"] == "invalid_request_error"
+        assert response.json()["error"]["message"].startswith(f"{field}:")

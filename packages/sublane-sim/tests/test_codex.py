@@ -279,3 +279,16 @@ def test_request_log_records_headers_and_body(sim: Simulator, http: httpx.Client
     assert record.body["prompt_cache_key"] == "k"
     assert record.status == 200 and record.outcome == "completed"
     assert record.cached_tokens == 0 and record.output_tokens == 8
+
+
+def test_a_field_of_the_wrong_type_is_a_400_as_the_real_backend_answers(
+    sim: Simulator, http: httpx.Client
+) -> None:
+    account = sim.create_account("codex")
+    url = f"{sim.codex_base_url}/codex/responses"
+    for bad in (5, "high", [], True):
+        response = http.post(url, json=codex_body(reasoning=bad), headers=codex_headers(account))
+        assert response.status_code == 400, bad
+        assert "Invalid type for 'reasoning'" in response.json()["detail"]
+    assert http.post(url, json=codex_body(reasoning=None), headers=codex_headers(account)).status_code == 200
+    assert sim.counters(account.id).model_requests == 1

@@ -93,9 +93,9 @@ def test_bad_control_input(sim: Simulator, http: httpx.Client) -> None:
 def test_reset_and_unknown_routes(sim: Simulator, http: httpx.Client) -> None:
     base = f"{sim.base_url}/_sim"
     http.post(f"{base}/accounts", json={"provider": "claude"})
-    missing = http.get(f"{sim.base_url}/v1/models")
+    missing = http.get(f"{sim.base_url}/v1/nothing-here")
     assert missing.status_code == 404
-    assert sim.requests(endpoint="unknown")[-1].path == "/v1/models"
+    assert sim.requests(endpoint="unknown")[-1].path == "/v1/nothing-here"
     assert http.post(f"{base}/reset").json() == {"ok": True}
     assert sim.accounts() == [] and sim.requests() == []
     health = http.get(f"{base}/health").json()

@@ -55,6 +55,7 @@ from sublane_protocols import (
     ReframedStream,
     StreamTranslator,
     TranslationRefused,
+    body_field_problem,
     cut_stream_ending,
     new_collector,
     read_intent,
@@ -87,6 +88,9 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         intent = read_intent(protocol, spec.headers, spec.body, path_model=spec.path_model)
     except SubLaneError as error:
         return sublane_error_reply(protocol, error)
+    problem = body_field_problem(protocol, spec.body)  # OPS-1: never forwarded, never a failure
+    if problem is not None:
+        return error_reply(protocol, 400, "invalid_request", problem[1], param=problem[0])
     prefix, model = split_model(intent.model, runtime.adapters)
     if model.endswith(")"):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
         model = await resolve_level_suffix(runtime, principal, model)

@@ -43,7 +43,7 @@ from sublane_gateway.pipeline._hub_turn import HubTurnError, SocketHistory, run_
 from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
 from sublane_gateway.routes._bodies import parse_json_object
 from sublane_gateway.routes._http import headers_by_name
-from sublane_protocols import read_intent
+from sublane_protocols import body_field_problem, read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
     Credentials,
@@ -219,6 +219,10 @@ class ClientSocket:
             intent = read_intent(WireProtocol.RESPONSES, self.headers, body)
         except SubLaneError as error:
             await self._send_error(_TurnError(error.status, error.code, error.message), None)
+            return
+        problem = body_field_problem(WireProtocol.RESPONSES, body)  # OPS-1: nothing goes upstream
+        if problem is not None:
+            await self._send_error(_TurnError(400, "invalid_request", problem[1]), None)
             return
         provider, model = split_model(intent.model, runtime.adapters)
         if model.endswith(")"):  # a thinking-level suffix (CAT-2, ALIAS-2)

@@ -2,8 +2,10 @@
 
 from sublane_core import WireProtocol
 from sublane_protocols._errors import register_error_shape
+from sublane_protocols._fields import register_field_spec
 from sublane_protocols._hub import register_client_side
 from sublane_protocols._intent import register_intent_reader
+from sublane_protocols.chat._fields import CHAT_FIELDS
 from sublane_protocols.chat._over_responses import ChatClientSide, ChatFrames, ChatOverResponses
 from sublane_protocols.chat._translate import (
     ChatRequestError,
@@ -16,6 +18,7 @@ from sublane_protocols.responses._intent import read_openai_intent
 
 register_intent_reader(WireProtocol.CHAT_COMPLETIONS, read_openai_intent)
 register_error_shape(WireProtocol.CHAT_COMPLETIONS, render_openai_error)
+register_field_spec(WireProtocol.CHAT_COMPLETIONS, CHAT_FIELDS)
 register_client_side(ChatClientSide())
 
 __all__ = [
