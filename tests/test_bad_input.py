@@ -360,3 +360,40 @@ def test_ops_1_no_malformed_request_ever_counts_as_an_upstream_failure(
     answer = pool.client().post(path, json={**body, field: value})
     assert answer.status_code < 500, (client, field, value, answer.text)
     assert _cooling(pool) == []
+
+
+def test_ops_1_the_official_sdks_read_the_refusals(three_providers: Pool) -> None:
+    """The changed answers as each protocol's own SDK sees them: a typed error with our code."""
+    import anthropic
+    import openai
+
+    pool = three_providers
+    oai = openai.OpenAI(
+        base_url=f"{pool.gateway.url}/v1", api_key=pool.key, max_retries=0, http_client=pool.gateway.client()
+    )
+    with pytest.raises(openai.BadRequestError) as malformed:
+        oai.responses.create(model="gpt-5-codex", input="hi", extra_body={"reasoning": 5})
+    assert malformed.value.code == "invalid_request" and "reasoning" in str(malformed.value)
+    with pytest.raises(openai.BadRequestError) as structured:
+        oai.chat.completions.create(
+            model="claude/claude-sonnet-4-5",
+            messages=[{"role": "user", "content": "hi"}],
+            response_format={"type": "json_object"},
+        )
+    assert structured.value.code == "unsupported_for_provider"
+    with anthropic.Anthropic(base_url=pool.gateway.url, api_key=pool.key, max_retries=0) as claude:
+        with pytest.raises(anthropic.BadRequestError) as bad_type:
+            claude.messages.create(
+                model="claude-opus-4-6",
+                max_tokens=16,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_body={"temperature": "hot"},
+            )
+        assert bad_type.value.status_code == 400 and "temperature" in str(bad_type.value)
+        with pytest.raises(anthropic.AuthenticationError):
+            claude.messages.create(
+                model="claude-opus-4-6",
+                max_tokens=16,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"authorization": "Bearer sl_" + "B" * 43},  # disagrees with x-api-key
+            )
