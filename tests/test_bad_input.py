@@ -276,7 +276,7 @@ MALFORMED: dict[str, list[tuple[str, Any]]] = {
         ("thinking", 5),
         ("tools", {}),
         ("stop_sequences", "END"),
-        ("messages", [{"role": "user", "content": 5}]),
+        ("messages", ["hi"]),
     ],
     "gemini": [
         ("generationConfig", []),

@@ -22,10 +22,15 @@ def test_ops_1_known_fields_of_the_wrong_type_are_named() -> None:
         "'reasoning.effort' must be a string, not an array.",
     )
     assert body_field_problem(WireProtocol.RESPONSES, {**ok, "max_output_tokens": True}) is not None
-    bad_item = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": 5}]}
+    bad_item = {"model": "m", "messages": [{"role": "user", "content": "hi"}, "hi"]}
     assert body_field_problem(WireProtocol.CHAT_COMPLETIONS, bad_item) == (
-        "messages[1].role",
-        "'messages[1].role' must be a string, not an integer.",
+        "messages[1]",
+        "'messages[1]' must be an object, not a string.",
+    )
+    bad_tool = {"model": "m", "input": "hi", "tools": [{"type": "function", "name": 5}]}
+    assert body_field_problem(WireProtocol.RESPONSES, bad_tool) == (
+        "tools[0].name",
+        "'tools[0].name' must be a string, not an integer.",
     )
     gemini = {"contents": [], "generationConfig": {"thinkingConfig": {"thinkingBudget": 1.5}}}
     assert body_field_problem(WireProtocol.GEMINI, gemini) == (

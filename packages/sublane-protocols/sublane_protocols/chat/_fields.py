@@ -18,28 +18,9 @@ from sublane_protocols._fields import (
     obj,
 )
 
-_CALL = obj(
-    {
-        "id": kinds(STRING, NULL),
-        "type": kinds(STRING, NULL),
-        "function": obj({"name": kinds(STRING), "arguments": kinds(STRING, NULL)}, NULL),
-    }
-)
-
 CHAT_FIELDS: Final[dict[str, Field]] = {
     "model": kinds(STRING),
-    "messages": arr(
-        obj(
-            {
-                "role": kinds(STRING),
-                "content": kinds(STRING, ARRAY, NULL),
-                "name": kinds(STRING, NULL),
-                "tool_calls": arr(_CALL, NULL),
-                "tool_call_id": kinds(STRING, NULL),
-                "refusal": kinds(STRING, NULL),
-            }
-        )
-    ),
+    "messages": arr(kinds(OBJECT)),  # each message is checked where it is translated
     "temperature": kinds(NUMBER, NULL),
     "top_p": kinds(NUMBER, NULL),
     "presence_penalty": kinds(NUMBER, NULL),

@@ -18,9 +18,10 @@ from sublane_protocols._fields import (
 )
 
 _CONTENT = obj({"role": kinds(STRING, NULL), "parts": arr(kinds(OBJECT), NULL)})
+_CONTENTS = arr(kinds(OBJECT))  # each content is checked where it is read or translated
 
 GEMINI_FIELDS: Final[dict[str, Field]] = {
-    "contents": arr(_CONTENT),
+    "contents": _CONTENTS,
     "systemInstruction": Field(frozenset((OBJECT, STRING, NULL)), fields=_CONTENT.fields),
     "generationConfig": obj(
         {

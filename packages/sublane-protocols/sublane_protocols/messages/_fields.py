@@ -21,7 +21,7 @@ from sublane_protocols._fields import (
 MESSAGES_FIELDS: Final[dict[str, Field]] = {
     "model": kinds(STRING),
     "max_tokens": kinds(INTEGER),
-    "messages": arr(obj({"role": kinds(STRING), "content": kinds(STRING, ARRAY)})),
+    "messages": arr(kinds(OBJECT)),  # a history's items are the upstream's (or translator's) to check
     "system": kinds(STRING, ARRAY, NULL),
     "stop_sequences": arr(kinds(STRING), NULL),
     "stream": kinds(BOOLEAN, NULL),
