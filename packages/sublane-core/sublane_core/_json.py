@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import jiter
@@ -46,9 +45,52 @@ class NotStrictJson(ValueError):
     """A body that RFC 8259 does not allow: not UTF-8 text, or a number that is not finite."""
 
 
-#: A number literal that may not fit a float: a 3-digit exponent, or 309 digits in a row. Found
-#: by one C-speed scan; only a hit (also inside a string) walks the parsed value.
-_MAYBE_OVERFLOW = re.compile(rb"[0-9](?:[eE][+-]?[0-9]{3}|[0-9]{308})")
+#: Digits as ``0``, ``E`` as ``e`` and ``-`` as ``+``: a number literal that may not fit a float
+#: (a 3-digit exponent, or 309 digits in a row) then shows as ``e000``, ``e+000`` or 309 zeros.
+#: One ``bytes.translate`` and three finds (C speed; a regular expression with a leading class
+#: took 16 times as long); only a hit, also inside a string, walks the parsed value.
+_NUMBER_SHAPES = bytes(
+    ord("0")
+    if chr(byte).isdigit()
+    else ord("e")
+    if byte == ord("E")
+    else ord("+")
+    if byte == ord("-")
+    else byte
+    for byte in range(256)
+)
+_LONG_DIGITS = b"0" * 309
+
+
+#: What may stand before a number literal in JSON (its sign is ``+`` in the translated bytes).
+_BEFORE_NUMBER = frozenset(b":,[ \t\r\n+")
+_MAX_HITS = 256
+
+
+def _maybe_overflow(data: bytes) -> bool:
+    """Whether ``data`` may hold a number literal too large for a float (then the value is walked).
+
+    An exponent of three digits is a hit only when the digits before it start right after what may
+    precede a number (``:``, ``,``, ``[``, white space, a sign): a hash such as ``"3e812…"`` inside a
+    string, common in a coding agent's history, is not one.
+    """
+    shapes = data.translate(_NUMBER_SHAPES)
+    if shapes.find(_LONG_DIGITS) != -1:
+        return True
+    hits = 0
+    for marker in (b"e000", b"e+000"):
+        at = shapes.find(marker)
+        while at != -1:
+            hits += 1
+            if hits > _MAX_HITS:
+                return True  # a body full of them: walking it is cheaper than looking on
+            start = at
+            while start > 0 and shapes[start - 1] in b"0.":
+                start -= 1
+            if start < at and (start == 0 or shapes[start - 1] in _BEFORE_NUMBER):
+                return True
+            at = shapes.find(marker, at + 1)
+    return False
 
 
 def loads_strict(data: bytes) -> Any:
@@ -67,7 +109,7 @@ def loads_strict(data: bytes) -> Any:
         except UnicodeDecodeError:
             raise NotStrictJson("The body is not UTF-8 text (RFC 8259).") from None
         value = json.loads(text, parse_constant=_refuse_constant)
-    if _MAYBE_OVERFLOW.search(data) is not None and _has_non_finite(value):
+    if _maybe_overflow(data) and _has_non_finite(value):
         raise NotStrictJson("Numbers must be finite (RFC 8259): a number too large for a double.")
     return value
 

@@ -230,3 +230,6 @@ def test_loads_strict_reads_every_json_text_as_json_loads_does(value: Any) -> No
 def test_loads_strict_keeps_escaped_surrogates_and_big_strings_for_the_caller() -> None:
     assert json_loads_strict(b'{"t": "\\ud800"}') == {"t": "\ud800"}
     assert json_loads_strict(b'{"t": "1e400", "n": 1e300}') == {"t": "1e400", "n": 1e300}
+    hashes = b'{"log": "commit 3e812a9 and 1e999 in prose", "sha": "9e4001"}'
+    assert json_loads_strict(hashes) == json.loads(hashes)  # strings are never numbers
+    assert json_loads_strict(b'{"n": 1e-400, "m": [2.5e+100]}') == {"n": 0.0, "m": [2.5e100]}
