@@ -146,7 +146,7 @@ def _post_routes(model: str) -> list[tuple[str, dict[str, Any], str]]:
     ]
 
 
-def _model_calls(pool: Pool) -> int:
+def model_calls(pool: Pool) -> int:
     return sum(pool.sim.counters(account.id).model_requests for account in pool.sim_accounts)
 
 
@@ -154,14 +154,14 @@ def _assert_refused_at_the_door(
     pool: Pool, raw: Callable[[dict[str, Any]], bytes], status: int, code: str, **headers: str
 ) -> None:
     client = pool.client()
-    before = _model_calls(pool)
+    before = model_calls(pool)
     for model in MODELS:
         for path, body, shape in _post_routes(model):
             sent = {"content-type": "application/json", "x-api-key": pool.key, **headers}
             answer = client.post(path, content=raw(body), headers=sent)
             assert answer.status_code == status, (model, path, answer.status_code, answer.text)
             assert code_of(answer, shape) == code, (model, path, answer.text)
-    assert _model_calls(pool) == before  # nothing went upstream
+    assert model_calls(pool) == before  # nothing went upstream
     states = {account["state"] for account in pool.admin.get("/api/accounts/runtime").json()["accounts"]}
     assert states == {"ready"}  # no account and no model counted a failure
     for model in MODELS:  # and every model still serves
@@ -315,13 +315,13 @@ def test_ops_1_a_malformed_known_field_is_refused_before_any_upstream_call(
     for provider, model in zip(("codex", "claude", "antigravity"), MODELS, strict=True):
         path, body, shape = _client_request(client, f"{provider}/{model}")
         for field, bad in MALFORMED[client]:
-            before = _model_calls(pool)
+            before = model_calls(pool)
             for _ in range(4):  # more than the model failure threshold (3)
                 answer = api.post(path, json={**body, field: bad})
                 assert answer.status_code == 400, (provider, field, bad, answer.status_code, answer.text)
                 assert code_of(answer, shape) == "invalid_request", (provider, field, answer.text)
                 assert field.split(".")[0] in answer.text
-            assert _model_calls(pool) == before, (provider, field)  # nothing went upstream
+            assert model_calls(pool) == before, (provider, field)  # nothing went upstream
         assert api.post(path, json=body).status_code == 200, (client, provider)
     assert _cooling(pool) == []  # no account and no model counted a failure
 

@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 from gateway_pool import Pool
-from test_bad_input import code_of
+from test_bad_input import model_calls, code_of
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -103,7 +103,7 @@ def test_xlat_3_json_mode_without_a_schema_is_carried_or_refused_never_dropped(
 ) -> None:
     path, body, shape = _request(client, f"{provider}/{MODELS[provider]}", schema=False)
     headers = {"x-goog-api-key": pool.key} if client == "gemini" else {}
-    before = len(pool.sim.requests())
+    before = model_calls(pool)
     answer = pool.client().post(path, json=body, headers=headers)
     if carried:
         assert answer.status_code == 200, answer.text
@@ -118,10 +118,7 @@ def test_xlat_3_json_mode_without_a_schema_is_carried_or_refused_never_dropped(
     assert (
         "text.format" in answer.text or "response_format" in answer.text or "responseMimeType" in answer.text
     )
-    model_calls = [
-        r for r in pool.sim.requests()[before:] if r.method == "POST" and "models" not in r.endpoint
-    ]
-    assert model_calls == []  # refused before any upstream call
+    assert model_calls(pool) == before  # refused before any upstream call
 
 
 def test_xlat_3_the_openai_sdk_reads_the_refusal(pool: Pool) -> None:
