@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 from gateway_pool import Pool
-from test_bad_input import model_calls, code_of
+from test_bad_input import code_of, model_calls
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
