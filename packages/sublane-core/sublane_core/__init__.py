@@ -128,7 +128,6 @@ __all__ = [
     "ShiftedClock",
     "SystemClock",
     "MovingDeadline",
-    "NotStrictJson",
     "TIMER_SLACK_S",
     "immutable",
     "new_hex_id",
@@ -153,5 +152,6 @@ __all__ = [
     "json_dumps",
     "json_loads",
     "json_loads_strict",
+    "NotStrictJson",
     "json_loads_text",
 ]

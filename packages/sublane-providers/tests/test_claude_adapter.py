@@ -319,19 +319,39 @@ async def test_read_profile(adapter: ClaudeAdapter, sim: Simulator) -> None:
     assert identity.subject == account.account_id
 
 
-async def test_models_are_the_configured_catalogue(
-    adapter: ClaudeAdapter, sim: Simulator, http: httpx.AsyncClient
+async def test_cat_1_models_come_from_the_upstream_model_list_page_by_page(
+    adapter: ClaudeAdapter, sim: Simulator, bundle: dict[str, Any], account: SimAccount
 ) -> None:
-    assert await adapter.list_models({}) == list(KNOWN_MODELS)
+    models = tuple(f"claude-m{index}-20260101" for index in range(1500))  # two pages of 1,000
+    sim.update_account(account.id, models=models)
+    assert await adapter.list_models(bundle) == list(models)
+    calls = sim.requests(account_id=account.id, endpoint="claude.models")
+    assert len(calls) == 2 and calls[0].headers["anthropic-version"] == "2023-06-01"
+    assert "oauth-2025-04-20" in calls[0].headers["anthropic-beta"]
+
+
+async def test_cat_1_the_built_in_list_stands_in_only_while_the_fallback_is_on(
+    sim: Simulator, http: httpx.AsyncClient, bundle: dict[str, Any], account: SimAccount
+) -> None:
+    sim.update_account(account.id, models_listable=False)
     assert len(set(KNOWN_MODELS)) == len(KNOWN_MODELS)
-    custom = ClaudeAdapter(
+    fallback = ClaudeAdapter(
         base_url=sim.claude_base_url,
         auth_url=sim.claude_auth_url,
         http=http,
         metadata_timeout=1,
         models=["claude-x"],
     )
-    assert await custom.list_models({}) == ["claude-x"]
+    assert await fallback.list_models(bundle) == ["claude-x"]  # refused (403): the built-in list
+    strict = ClaudeAdapter(
+        base_url=sim.claude_base_url,
+        auth_url=sim.claude_auth_url,
+        http=http,
+        metadata_timeout=1,
+        models_fallback=False,
+    )
+    with pytest.raises(httpx.HTTPStatusError):
+        await strict.list_models(bundle)
 
 
 @pytest.mark.parametrize("paste", ["url", "code#state"])
