@@ -398,7 +398,7 @@ class ClaudeAdapter(ProviderAdapter):
     async def _read_model_list(self, bundle: Mapping[str, Any]) -> list[str]:
         headers = {**self._metadata_headers(bundle), "anthropic-version": ANTHROPIC_VERSION}
         models: list[str] = []
-        params: dict[str, str | int] = {"limit": 1000}
+        params: dict[str, str | int] = {"beta": "true", "limit": 1000}  # as Claude Code's SDK asks
         for _page in range(MAX_MODEL_PAGES):
             response = await self._http.get(
                 f"{self.base_url}/v1/models", headers=headers, params=params, timeout=self._metadata_timeout
@@ -414,7 +414,7 @@ class ClaudeAdapter(ProviderAdapter):
             last = payload.get("last_id")
             if payload.get("has_more") is not True or not isinstance(last, str):
                 break
-            params = {"limit": 1000, "after_id": last}
+            params = {"beta": "true", "limit": 1000, "after_id": last}
         if not models:
             raise ValueError("/v1/models listed no model")
         return models
