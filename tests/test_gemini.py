@@ -464,3 +464,20 @@ def test_cat_2_a_thinking_level_in_parentheses_resolves_to_the_listed_native_id(
     assert _record_of(pool, budget).model == "gemini-3-flash" and "gemini-3-flash" in _upstream_models(pool)
     unknown = generate(pool, model="gemini-9-pro(high)")
     assert unknown.status_code == 404 and _error(unknown)["details"][0]["reason"] == "model_not_found"
+
+
+def test_alias_2_a_suffix_form_shares_its_native_ids_model_limit_and_quota(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = gemini_pool(make_pool)
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="RATE_LIMIT_EXCEEDED", retry_delay="60s")
+    )
+    assert generate(pool, model="gemini-3-pro(high)").status_code == 429  # the limit of gemini-3-pro-high
+    held = generate(pool, model="gemini-3-pro-high")
+    assert held.status_code == 429 and _error(held)["details"][0]["reason"] == "model_cooling"
+    again = generate(pool, model="gemini-3-pro(high)")
+    assert again.status_code == 429 and _error(again)["details"][0]["reason"] == "model_cooling"
+    state = _runtime(pool)[pool.account_ids[0]]
+    assert [item["model"] for item in state["limited_models"]] == ["gemini-3-pro-high"]
+    assert generate(pool, model="gemini-3-pro(low)").status_code == 200  # another native id
