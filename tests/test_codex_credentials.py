@@ -612,3 +612,25 @@ def test_ops_5_accounts_in_refresh_backoff_take_no_new_conversation(make_pool: C
     assert pool.sim.counters(pool.sim_account_of(other).id).model_requests == 1
     assert call("first").status_code == 200  # a bound conversation stays bound (CRED-7)
     assert pool.sim.counters(account.id).model_requests == 2
+
+
+def test_cred_1_an_admin_edit_during_a_refresh_starts_no_second_refresh(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """A rename or a new limit is no new lifecycle: the refresh running keeps the account's
+    credentials, and no second refresh presents the refresh token the first is rotating."""
+    pool = _catalogued(_short_pool(make_pool))
+    account, account_id = pool.sim_accounts[0], pool.account_ids[0]
+    pool.sim.script_refresh(account.id, RefreshOutcome(kind="ok", delay_ms=600))
+    with ThreadPoolExecutor(2) as workers:
+        first = workers.submit(_call, pool)
+        time.sleep(0.2)  # its refresh is at the token endpoint now
+        assert (
+            pool.admin.patch(f"/api/accounts/{account_id}/limits", json={"max_concurrency": 5}).status_code
+            == 200
+        )
+        assert pool.admin.patch(f"/api/accounts/{account_id}", json={"name": "renamed"}).status_code == 200
+        second = workers.submit(_call, pool)
+        assert first.result().status_code == 200 and second.result().status_code == 200
+    assert pool.sim.counters(account.id).refreshes == 1
+    assert _auth_state(pool, account_id) == ("ok", None)

@@ -93,8 +93,12 @@ class ClientRuntime:
         def on_account(payload: signals.AccountChanged) -> None:
             def apply() -> None:
                 self.directory.invalidate()
-                self.vault.forget(payload.account_id)
                 change = payload.change
+                if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
+                    # only a new lifecycle drops the cached credentials: forgetting them on a rename
+                    # or a new limit while a refresh runs would start a second refresh with the
+                    # refresh token the first is rotating (CRED-1: one refresh at a time)
+                    self.vault.forget(payload.account_id)
                 if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
                     self.catalog.forget(payload.account_id)
                 if change in (Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
