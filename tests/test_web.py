@@ -184,6 +184,11 @@ def test_web_4_adding_accounts_by_file_upload_and_by_sign_in(
     expect(_card(page, "codex-1")).to_be_visible()
     pasted = pool.sim.create_account("codex")
     form = page.get_by_role("form", name="Import a credential file")
+    # the choices are the gateway's providers (GET /api/providers), not a list in the page
+    offered = pool.admin.get("/api/providers").json()["items"]
+    choices = form.get_by_label("Provider").locator("option")
+    expect(choices).to_have_text([item["label"] for item in offered])
+    expect(form.get_by_text("~/.claude/.credentials.json")).to_be_visible()
     form.get_by_label("Name").fill("pasted-plus")
     form.get_by_label("Credential file content").fill(json.dumps(pasted.credentials))
     form.get_by_role("button", name="Import account").click()

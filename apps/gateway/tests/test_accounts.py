@@ -234,3 +234,13 @@ def test_members_cannot_see_or_change_accounts(gateway: Gateway, admin: httpx.Cl
     assert member.patch(f"/api/accounts/{account_id}", json={"enabled": False}).status_code == 403
     assert member.delete(f"/api/accounts/{account_id}").status_code == 403
     assert admin.get(f"/api/accounts/{account_id}").json()["enabled"] is True
+
+
+def test_the_providers_the_web_views_offer_come_from_the_gateway(gateway: Gateway, admin: httpx.Client) -> None:
+    answer = admin.get("/api/providers")
+    assert answer.status_code == 200
+    items = answer.json()["items"]
+    assert [item["name"] for item in items] == ["codex", "claude", "antigravity"]
+    assert all(item["label"] and item["credential_file"] and item["sign_in"] is True for item in items)
+    assert items[1]["credential_file"] == "~/.claude/.credentials.json"
+    assert gateway.client().get("/api/providers").status_code == 401  # signed-in users only

@@ -75,6 +75,10 @@ class ProviderAdapter(ABC):
     """One upstream provider, as the gateway uses it."""
 
     name: ClassVar[str]
+    #: How people call the provider (the web views' choices; ``GET /api/providers``).
+    label: ClassVar[str] = ""
+    #: The credential file an import takes, in the words of the people who have it.
+    credential_file: ClassVar[str] = ""
     #: The protocol the upstream speaks; clients of another protocol need a translator.
     protocol: ClassVar[WireProtocol]
     #: The operations :meth:`build_request` can build.

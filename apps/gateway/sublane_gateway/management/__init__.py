@@ -16,6 +16,7 @@ from sublane_gateway.management import (
     _limits,
     _oauth,
     _password_changes,
+    _providers,
     _runtime_view,
     _usage,
     _users,
@@ -33,6 +34,7 @@ for _module in (
     _keys,
     _accounts,
     _oauth,
+    _providers,
     _audit,
 ):
     router.include_router(_module.router)

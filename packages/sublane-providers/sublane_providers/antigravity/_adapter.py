@@ -61,6 +61,8 @@ class AntigravityAdapter(ProviderAdapter):
     """Talks to cloudcode-pa and Google's OAuth server for one SubLane process."""
 
     name = "antigravity"
+    label = "Antigravity (Google)"
+    credential_file = "an Antigravity token JSON or a Google OAuth credential file"
     protocol = WireProtocol.GEMINI
     operations = frozenset(_PATHS)
     refresh_fallback = False  # plain validity (GEM-3)

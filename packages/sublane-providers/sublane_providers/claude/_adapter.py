@@ -124,6 +124,8 @@ class ClaudeAdapter(ProviderAdapter):
     """
 
     name = "claude"
+    label = "Claude"
+    credential_file = "~/.claude/.credentials.json"
     protocol = WireProtocol.MESSAGES
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False

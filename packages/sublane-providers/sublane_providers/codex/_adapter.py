@@ -57,6 +57,8 @@ class CodexAdapter(ProviderAdapter):
     """Talks to the Codex backend and the OpenAI OAuth server for one SubLane process."""
 
     name = "codex"
+    label = "ChatGPT / Codex"
+    credential_file = "~/.codex/auth.json"
     protocol = WireProtocol.RESPONSES
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.COMPACT})
     refresh_fallback = True

@@ -162,8 +162,13 @@ function checkedIds(formEl, name) {
 }
 
 async function addAccount(onAdded) {
-  const provider = h("select", {name: "provider"},
-    option("codex", "ChatGPT / Codex"), option("claude", "Claude"), option("antigravity", "Antigravity"));
+  // The providers this gateway has, with their labels and credential files (GET /api/providers).
+  const providers = (await api("GET", "/api/providers")).items;
+  const provider = h("select", {name: "provider"}, providers.map((item) => option(item.name, item.label)));
+  const files = providers.filter((item) => item.credential_file).map((item) => item.credential_file);
+  const fileHint = files.length > 1
+    ? `Paste ${files.slice(0, -1).join(", ")} or ${files[files.length - 1]}.`
+    : `Paste ${files[0] || "the provider's credential file"}.`;
   const name = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
   const credentials = h("textarea", {name: "credentials", rows: 5, required: true, spellcheck: "false",
     placeholder: '{"tokens": {…}}'});
@@ -176,8 +181,7 @@ async function addAccount(onAdded) {
     h("h3", {}, "Import a credential file"),
     field("Provider", provider),
     field("Name", name),
-    field("Credential file content", credentials,
-      "Paste ~/.codex/auth.json, ~/.claude/.credentials.json or an Antigravity token JSON."),
+    field("Credential file content", credentials, fileHint),
     field("Or upload the file", upload),
     groups,
     h("button", {type: "submit"}, "Import account"),
@@ -197,7 +201,7 @@ async function addAccount(onAdded) {
   });
 
   const oauthProvider = h("select", {name: "provider"},
-    option("codex", "ChatGPT / Codex"), option("claude", "Claude"), option("antigravity", "Antigravity (Google)"));
+    providers.filter((item) => item.sign_in).map((item) => option(item.name, item.label)));
   const oauthName = h("input", {name: "name", maxlength: 64, autocomplete: "off"});
   const callback = h("textarea", {name: "callback_url", rows: 2, required: true, spellcheck: "false"});
   const step2 = h("div", {class: "stack", hidden: true});
