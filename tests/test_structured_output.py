@@ -137,3 +137,33 @@ def test_xlat_3_the_openai_sdk_reads_the_refusal(pool: Pool) -> None:
     )
     assert structured.output_text is not None
     assert _sent(pool, "claude")["output_config"]["format"]["schema"] == SCHEMA
+
+
+@pytest.mark.parametrize("provider", ["codex", "claude", "antigravity"])
+def test_xlat_2_chat_sampling_output_cap_and_stop_reach_every_upstream_that_takes_them(
+    pool: Pool, provider: str
+) -> None:
+    body = {
+        "model": f"{provider}/{MODELS[provider]}",
+        "messages": CHAT,
+        "temperature": 0.3,
+        "top_p": 0.8,
+        "max_tokens": 321,
+    }
+    assert pool.client().post("/v1/chat/completions", json=body).status_code == 200
+    sent = _sent(pool, provider)
+    if provider == "codex":  # the Codex backend refuses these: its side drops them
+        assert not {"temperature", "top_p", "max_output_tokens"} & set(sent)
+    elif provider == "claude":
+        assert sent["temperature"] == 0.3 and sent["max_tokens"] == 321
+    else:
+        config = sent["generationConfig"]
+        assert (config["temperature"], config["topP"], config["maxOutputTokens"]) == (0.3, 0.8, 321)
+    stopped = pool.client().post("/v1/chat/completions", json={**body, "stop": ["END"]})
+    if provider == "codex":  # no stop sequences there: refused, never dropped (XLAT-3)
+        assert stopped.status_code == 400 and stopped.json()["error"]["code"] == "unsupported_for_provider"
+    else:
+        assert stopped.status_code == 200, stopped.text
+        sent = _sent(pool, provider)
+        stops = sent["stop_sequences"] if provider == "claude" else sent["generationConfig"]["stopSequences"]
+        assert stops == ["END"]

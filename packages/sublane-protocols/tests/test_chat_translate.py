@@ -439,12 +439,16 @@ def test_verbosity_becomes_text_verbosity() -> None:
     assert request["text"] == {"format": {"type": "text"}, "verbosity": "low"}
 
 
-def test_sampling_and_token_limits_are_dropped_because_codex_rejects_them() -> None:
+def test_xlat_2_sampling_the_output_cap_and_stop_sequences_go_into_the_hub() -> None:
     request = translate(temperature=0.2, top_p=0.9, max_tokens=100, max_completion_tokens=200)
-
-    assert not {"temperature", "top_p", "max_output_tokens", "max_tokens", "max_completion_tokens"} & set(
-        request
-    )
+    assert (request["temperature"], request["top_p"], request["max_output_tokens"]) == (0.2, 0.9, 200)
+    assert translate(max_tokens=100)["max_output_tokens"] == 100
+    assert not {"max_tokens", "max_completion_tokens"} & set(translate(max_tokens=100))
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    # the hub's own `stop` (Responses has none; the Messages and Gemini sides read it, the
+    # Responses upstream side drops it)
+    assert chat_to_responses({**body, "stop": "END"})["stop"] == ["END"]
+    assert chat_to_responses({**body, "stop": ["a", "b"]})["stop"] == ["a", "b"]
 
 
 def test_harmless_fields_are_dropped() -> None:
@@ -679,8 +683,9 @@ def test_malformed_or_unsupported_tools_are_refused(fields: dict[str, Any], para
         ({"top_logprobs": 3}, "top_logprobs"),
         ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
         ({"modalities": ["text", "audio"]}, "modalities"),
-        ({"stop": "\nObservation:"}, "stop"),
-        ({"stop": ["END"]}, "stop"),
+        ({"stop": 5}, "stop"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+        ({"stop": ["END", ""]}, "stop"),
         ({"web_search_options": {"search_context_size": "low"}}, "web_search_options"),
         ({"temperature": "hot"}, "temperature"),
         ({"top_p": True}, "top_p"),

@@ -17,18 +17,22 @@ The ChatGPT Codex backend speaks only the Responses API, streamed, with `store: 
 | `tool_choice`, `parallel_tool_calls` | same values (the named form flattened); dropped without tools |
 | `reasoning_effort` | `reasoning.effort`, `summary: "auto"`, `include: ["reasoning.encrypted_content"]` |
 | `response_format`, `verbosity` | `text.format`, `text.verbosity` |
+| `temperature`, `top_p` | the same (XLAT-2) |
+| `max_completion_tokens` (else `max_tokens`) | `max_output_tokens` |
+| `stop` (a string or up to 4 strings) | hub `stop` (a list) |
 
 `store: false` and `stream: true` are always set (the gateway aggregates for non-stream callers);
 `prompt_cache_key` is left to the gateway.
 
 Refused with `ChatRequestError` because ignoring them would silently change the answer: `n > 1`,
-`logprobs`/`top_logprobs`, `audio`, audio `modalities`, `stop`, `web_search_options`, the legacy
+`logprobs`/`top_logprobs`, `audio`, audio `modalities`, `web_search_options`, the legacy
 `functions`/`function_call`/`function` role, non-function tools, input audio and uploaded file ids.
 
-Validated, then dropped: `temperature`, `top_p`, `max_tokens`/`max_completion_tokens`. The Codex
-backend answers `400 Unsupported parameter: …` to each of them (many public reports, e.g.
-kortix-ai/suna#5124, Wei-Shaw/sub2api#589, can1357/oh-my-pi#3117), so forwarding a client's default
-sampling settings would fail every request. Also dropped as harmless: `user`, `metadata`, `seed`,
+Sampling, the output cap and stop sequences go into the hub like every client protocol's: what an
+upstream cannot take is its own side's business (the Codex backend answers `400 Unsupported
+parameter` to `temperature`, `top_p` and `max_output_tokens`, so the Responses upstream side drops
+them, and `stop` with them; Claude and Antigravity carry them). Dropped as harmless: `user`,
+`metadata`, `seed`,
 `store`, `service_tier`, penalties, `logit_bias`, `prediction`, `stream_options` (the gateway reads
 `include_usage` itself), the prompt-cache and safety fields and any unknown vendor extension.
 
@@ -45,10 +49,9 @@ from typing import Any, Final
 
 __all__ = ["ChatRequestError", "ChatStreamTranslator", "chat_to_responses", "responses_to_chat_completion"]
 
-# Accepted and type-checked so a malformed request still fails clearly, then not forwarded: the Codex
-# backend rejects every one of them with "Unsupported parameter" (see the module docstring).
-_CODEX_REJECTED_NUMBERS: Final = ("temperature", "top_p")
-_CODEX_REJECTED_LIMITS: Final = ("max_tokens", "max_completion_tokens")
+# Sampling numbers and output caps: type-checked here, carried into the hub (XLAT-2).
+_SAMPLING_NUMBERS: Final = ("temperature", "top_p")
+_OUTPUT_LIMITS: Final = ("max_completion_tokens", "max_tokens")  # the first one given wins
 
 # Fields whose mere presence (with a non-empty value) asks for behaviour Responses cannot give.
 _REFUSED_FIELDS: Final = {
@@ -104,6 +107,7 @@ def chat_to_responses(body: Mapping[str, Any]) -> dict[str, Any]:
     }
     request.update(_translate_tooling(body))
     request.update(_translate_reasoning(body.get("reasoning_effort")))
+    request.update(_translate_sampling(body))
     text = _translate_text(body)
     if text:
         request["text"] = text
@@ -124,16 +128,14 @@ def _refuse_unsupported(body: Mapping[str, Any]) -> None:
     modalities = body.get("modalities")
     if modalities is not None and (not isinstance(modalities, list) or "audio" in modalities):
         raise ChatRequestError("Only the 'text' modality is supported.", "modalities")
-    if body.get("stop") not in (None, "", []):
-        raise ChatRequestError("Stop sequences ('stop') are not supported by this model provider.", "stop")
 
 
 def _check_ignored_fields(body: Mapping[str, Any]) -> None:
-    for field in _CODEX_REJECTED_NUMBERS:
+    for field in _SAMPLING_NUMBERS:
         value = body.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise ChatRequestError(f"'{field}' must be a number.", field)
-    for field in _CODEX_REJECTED_LIMITS:
+    for field in _OUTPUT_LIMITS:
         value = body.get(field)
         if value is not None and (not _is_int(value) or value < 1):
             raise ChatRequestError(f"'{field}' must be a positive integer.", field)
@@ -142,6 +144,24 @@ def _check_ignored_fields(body: Mapping[str, Any]) -> None:
     options = body.get("stream_options")
     if options is not None and not isinstance(options, Mapping):
         raise ChatRequestError("'stream_options' must be an object.", "stream_options")
+
+
+def _translate_sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``temperature``, ``top_p``, the output cap and stop sequences, in the hub's fields."""
+    hub: dict[str, Any] = {name: body[name] for name in _SAMPLING_NUMBERS if body.get(name) is not None}
+    limit = next((body[name] for name in _OUTPUT_LIMITS if body.get(name) is not None), None)
+    if limit is not None:
+        hub["max_output_tokens"] = limit
+    stop = body.get("stop")
+    if isinstance(stop, str) and stop:
+        hub["stop"] = [stop]
+    elif isinstance(stop, list) and stop:
+        if len(stop) > 4 or not all(isinstance(item, str) and item for item in stop):
+            raise ChatRequestError("'stop' must be a string or up to 4 non-empty strings.", "stop")
+        hub["stop"] = list(stop)
+    elif stop not in (None, "", []):
+        raise ChatRequestError("'stop' must be a string or up to 4 non-empty strings.", "stop")
+    return hub
 
 
 # --- messages ---------------------------------------------------------------------------------------
