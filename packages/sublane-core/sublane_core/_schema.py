@@ -23,7 +23,6 @@ SQLModel.metadata.naming_convention = {
 
 ROLE_ADMIN = "admin"
 ROLE_MEMBER = "member"
-PROVIDERS = ("codex", "claude", "antigravity")
 AUTH_OK = "ok"
 AUTH_REAUTH_REQUIRED = "reauth_required"
 AFFINITY_SCOPE_AUTO = "auto"

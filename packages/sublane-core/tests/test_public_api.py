@@ -8,7 +8,7 @@ EXPECTED = [
     "Settings", "settings_help",
     "create_db_engine", "current_revision", "head_revision", "known_revisions", "upgrade_database",
     "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
-    "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "PROVIDERS", "ROLE_ADMIN", "ROLE_MEMBER",
+    "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "ROLE_ADMIN", "ROLE_MEMBER",
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
     "KeyCheck", "AccountModels", "QuotaObservation", "RequestRecord", "ResourceGroup", "User", "WebSession",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "UsageDay", "UsageHour",
