@@ -99,7 +99,6 @@ class ClientRuntime:
                     # or a new limit while a refresh runs would start a second refresh with the
                     # refresh token the first is rotating (CRED-1: one refresh at a time)
                     self.vault.forget(payload.account_id)
-                if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
                     self.catalog.forget(payload.account_id)
                 if change in (Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
                     scheduler.cooldowns.clear_model_limits(payload.account_id)  # AGL-2
