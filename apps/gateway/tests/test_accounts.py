@@ -236,7 +236,9 @@ def test_members_cannot_see_or_change_accounts(gateway: Gateway, admin: httpx.Cl
     assert admin.get(f"/api/accounts/{account_id}").json()["enabled"] is True
 
 
-def test_the_providers_the_web_views_offer_come_from_the_gateway(gateway: Gateway, admin: httpx.Client) -> None:
+def test_the_providers_the_web_views_offer_come_from_the_gateway(
+    gateway: Gateway, admin: httpx.Client
+) -> None:
     answer = admin.get("/api/providers")
     assert answer.status_code == 200
     items = answer.json()["items"]
