@@ -337,6 +337,7 @@ def test_adm_2_verification_reads_count_against_workspace_capacity(make_pool: Ca
     held by a running model call, both are refused with 429 workspace_busy and nothing is spent."""
     pool = make_pool(workspace_capacity=1)
     pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=30, pacing_ms=50))
+    _workspace_idle(pool)  # the pool's own account was just imported: its catalogue read first
     antigravity = pool.sim.create_account("antigravity")
     codex = pool.sim.create_account("codex")
     started, pasted = _login_as(pool, codex)
@@ -362,4 +363,12 @@ def test_adm_2_verification_reads_count_against_workspace_capacity(make_pool: Ca
         assert running.result().status_code == 200
     assert pool.runtime.scheduler.admission.in_use == 0
     assert pool.admin.post("/api/accounts/import", json=body).status_code == 201  # room again
+    _workspace_idle(pool)  # the new account's catalogue read (CAT-1) holds the place a moment
     assert _complete(pool, started["state"], pasted).status_code == 201  # the login was not spent
+
+
+def _workspace_idle(pool: Pool) -> None:
+    deadline = time.monotonic() + 5
+    while pool.runtime.scheduler.admission.in_use:
+        assert time.monotonic() < deadline, "the workspace stayed busy"
+        time.sleep(0.01)
