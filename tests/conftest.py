@@ -47,6 +47,7 @@ def make_pool(sim: Simulator, tmp_path: Path) -> Iterator[Callable[..., Pool]]:
                 account_ids.append(response.json()["id"])
             key = admin.post("/api/users/1/keys", json={"name": "pool", "group_id": 1}).json()["secret"]
             pool = Pool(gateway, sim, admin, key, sim_accounts, account_ids)
+            pool.settle()  # the catalogue reads that follow the imports (CAT-1) are over
             # this gateway's calls only: a runtime sends its events with itself as sender
             stack.callback(signals.request_finished.connect(pool.finished.append, sender=pool.runtime))
             return pool

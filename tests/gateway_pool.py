@@ -48,7 +48,18 @@ class Pool:
         account_id: int = response.json()["id"]
         self.sim_accounts.append(account)
         self.account_ids.append(account_id)
+        self.settle()
         return account_id
+
+    def settle(self, timeout_s: float = 10.0) -> None:
+        """Wait until the work management changes started in the background has ended (the
+        catalogue read after an import, CAT-1), as a deployment is a moment after its set-up."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while self.runtime.background_work:
+            assert time.monotonic() < deadline, "background work did not end"
+            time.sleep(0.005)
 
     def sim_account_of(self, account_id: int) -> SimAccount:
         return self.sim_accounts[self.account_ids.index(account_id)]

@@ -136,6 +136,11 @@ class ClientRuntime:
             signals.access_changed.connect(on_access),
         ]
 
+    @property
+    def background_work(self) -> int:
+        """Work started by management changes and still running (catalogue reads, limit wake-ups)."""
+        return len(self._tasks)
+
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
