@@ -46,7 +46,7 @@ async def read_json_object(
     chunks: list[bytes] = []
     size = 0
     receive = request.receive
-    while True:  # Request.stream()'s loop, without an async generator per request (issue #19)
+    while True:  # the ASGI messages, as the spec hands them (no async generator per request, #19)
         message = await receive()
         kind = message["type"]
         if kind == "http.request":
@@ -61,8 +61,7 @@ async def read_json_object(
         elif kind == "http.disconnect":  # the client left before sending its body: nothing to answer
             raise SubLaneError("invalid_request", "The client closed the connection.")
     raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    request._body = raw  # where Request.body() keeps it: a later read of the body gets these bytes
-    return parse_json_object(raw), raw
+    return parse_json_object(raw), raw  # the caller keeps ``raw``: nothing reads the body again
 
 
 def parse_json_object(raw: bytes | str) -> dict[str, Any]:
