@@ -47,26 +47,30 @@ class Field:
     """The types a field may have; for an object its known fields, for an array its items."""
 
     kinds: frozenset[str]
+    #: The exact Python types of the allowed values: one set lookup a check (``type(v) in …``).
+    types: frozenset[type]
     fields: Mapping[str, Field] | None = None
     items: Field | None = None
-    #: The exact Python types of the allowed values: one set lookup a check (``type(v) in …``).
-    types: frozenset[type] = frozenset()
 
-    def __post_init__(self) -> None:
-        types = frozenset(python for kind in self.kinds for python in _PYTHON_TYPES[kind])
-        object.__setattr__(self, "types", types)
+
+def field_of(
+    names: tuple[str, ...], fields: Mapping[str, Field] | None = None, items: Field | None = None
+) -> Field:
+    """A field of the JSON types ``names`` (its known fields when an object, its items when an array)."""
+    types = frozenset(python for kind in names for python in _PYTHON_TYPES[kind])
+    return Field(frozenset(names), types, fields, items)
 
 
 def kinds(*names: str) -> Field:
-    return Field(frozenset(names))
+    return field_of(names)
 
 
 def obj(fields: Mapping[str, Field] | None = None, *extra: str) -> Field:
-    return Field(frozenset((OBJECT, *extra)), fields=fields)
+    return field_of((OBJECT, *extra), fields=fields)
 
 
 def arr(items: Field | None = None, *extra: str) -> Field:
-    return Field(frozenset((ARRAY, *extra)), items=items)
+    return field_of((ARRAY, *extra), items=items)
 
 
 def kind_of(value: Any) -> str:

@@ -13,6 +13,7 @@ from sublane_protocols._fields import (
     STRING,
     Field,
     arr,
+    field_of,
     kinds,
     obj,
 )
@@ -22,7 +23,7 @@ _CONTENTS = arr(kinds(OBJECT))  # each content is checked where it is read or tr
 
 GEMINI_FIELDS: Final[dict[str, Field]] = {
     "contents": _CONTENTS,
-    "systemInstruction": Field(frozenset((OBJECT, STRING, NULL)), fields=_CONTENT.fields),
+    "systemInstruction": field_of((OBJECT, STRING, NULL), fields=_CONTENT.fields),
     "generationConfig": obj(
         {
             "temperature": kinds(NUMBER, NULL),
