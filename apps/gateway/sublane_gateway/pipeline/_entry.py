@@ -43,7 +43,6 @@ from sublane_gateway.pipeline._schedule import (
     check_policy,
     recheck_before_retry,
     schedule,
-    serving_providers,
     split_model,
     upstream_operation,
 )
@@ -95,7 +94,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if model.endswith(")"):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
         model = await resolve_level_suffix(runtime, principal, model)
     operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
-    providers = serving_providers(runtime.adapters, protocol, operation, prefix)
+    providers = runtime.serving(protocol, operation, prefix)
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
         return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")

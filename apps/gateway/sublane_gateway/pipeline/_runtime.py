@@ -23,6 +23,7 @@ from sublane_core import Clock, CredentialCipher, Settings, signals
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
+from sublane_gateway.pipeline._serving import ServingProviders
 from sublane_history import TokenBudgets
 from sublane_providers import CredentialVault, ProviderAdapter, UpstreamClients, build_adapters
 from sublane_quota import QuotaObserver
@@ -58,6 +59,7 @@ class ClientRuntime:
     vault: CredentialVault
     catalog: ModelCatalog
     adapters: dict[str, ProviderAdapter]
+    serving: ServingProviders  # which adapters can serve a call, remembered for this runtime
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
@@ -258,6 +260,7 @@ def build_runtime(
         vault=vault,
         catalog=catalog,
         adapters=adapters,
+        serving=ServingProviders(adapters),
         quota=quota,
     )
 

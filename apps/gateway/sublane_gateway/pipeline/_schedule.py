@@ -8,14 +8,22 @@ operation; an explicit prefix (``codex/…``, AFF-6) narrows that to one registe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
+from sublane_core import SubLaneError
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
-from sublane_protocols import can_serve
-from sublane_providers import ProviderAdapter
+from sublane_gateway.pipeline._serving import serving_providers, upstream_operation
 from sublane_scheduler import AccountInfo, Grant, RouteRequest
+
+__all__ = [
+    "check_budget",
+    "check_policy",
+    "recheck_before_retry",
+    "schedule",
+    "serving_providers",
+    "split_model",
+    "upstream_operation",
+]
 
 
 def split_model(model: str, providers: Mapping[str, object]) -> tuple[str | None, str]:
@@ -24,77 +32,6 @@ def split_model(model: str, providers: Mapping[str, object]) -> tuple[str | None
     if sep and prefix in providers and rest:
         return prefix, rest
     return None, model
-
-
-def upstream_operation(
-    adapter: ProviderAdapter, operation: UpstreamOperation, *, translated: bool = False
-) -> UpstreamOperation:
-    """What to ask of ``adapter`` for a client's ``operation``: a JSON answer from an upstream that
-    only streams, or one in another protocol (translated through the hub's stream), is collected
-    from a stream."""
-    if operation is UpstreamOperation.JSON and (adapter.json_from_stream or translated):
-        return UpstreamOperation.STREAM
-    return operation
-
-
-def serving_providers(
-    adapters: Mapping[str, ProviderAdapter],
-    protocol: WireProtocol,
-    operation: UpstreamOperation,
-    prefix: str | None,
-    *,
-    sessions: bool = False,
-) -> tuple[str, ...]:
-    """The providers whose accounts can serve a call of ``protocol`` asking for ``operation``,
-    the native ones (speaking ``protocol`` itself) first (AFF-6).
-
-    Remembered per adapter mapping (the runtime's is built once): every model call asks.
-    """
-    key = (protocol, operation, prefix, sessions)
-    known = _SERVING.get(id(adapters))
-    if known is not None and known[0] is adapters:
-        found = known[1].get(key)
-        if found is not None:
-            return found
-    else:
-        if len(_SERVING) >= _SERVING_MAX:  # many runtimes in one process (tests): start afresh
-            _SERVING.clear()
-        known = _SERVING[id(adapters)] = (adapters, {})
-    found = known[1][key] = _serving_providers(adapters, protocol, operation, prefix, sessions=sessions)
-    return found
-
-
-# id(adapter mapping) → (the mapping, its answers): the mapping is held, so its id cannot be reused
-_SERVING: dict[int, tuple[Mapping[str, ProviderAdapter], dict[tuple[Any, ...], tuple[str, ...]]]] = {}
-_SERVING_MAX = 16
-
-
-def _serving_providers(
-    adapters: Mapping[str, ProviderAdapter],
-    protocol: WireProtocol,
-    operation: UpstreamOperation,
-    prefix: str | None,
-    *,
-    sessions: bool,
-) -> tuple[str, ...]:
-    names = []
-    for name, adapter in adapters.items():
-        if prefix is not None and name != prefix:
-            continue
-        if sessions and not adapter.sessions:
-            continue
-        if not can_serve(protocol, adapter.protocol):
-            continue
-        translated = adapter.protocol != protocol
-        if translated and operation is UpstreamOperation.COMPACT:
-            continue  # compaction is state of the upstream's own protocol: never translated
-        if upstream_operation(adapter, operation, translated=translated) in adapter.operations or (
-            translated and operation is UpstreamOperation.COUNT_TOKENS  # estimated (XLAT)
-        ):
-            names.append(name)
-    native = WireProtocol.RESPONSES if protocol is WireProtocol.CHAT_COMPLETIONS else protocol
-    names.sort(key=lambda name: adapters[name].protocol != native)  # stable: native first
-    return tuple(names)
 
 
 def check_policy(principal: Principal, model: str) -> None:

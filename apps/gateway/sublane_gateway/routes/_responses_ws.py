@@ -36,7 +36,6 @@ from sublane_gateway.pipeline import (
     report_refusal,
     review_link,
     schedule,
-    serving_providers,
     split_model,
 )
 from sublane_gateway.pipeline._hub_turn import HubTurnError, SocketHistory, run_hub_turn
@@ -229,9 +228,7 @@ class ClientSocket:
             model = await resolve_level_suffix(runtime, self.principal, model)
         providers = tuple(  # upstream sockets for Responses providers; any other through the hub
             name
-            for name in serving_providers(
-                runtime.adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider
-            )
+            for name in runtime.serving(WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider)
             if runtime.adapters[name].sessions or runtime.adapters[name].protocol != WireProtocol.RESPONSES
         )
         if not providers:
