@@ -77,27 +77,15 @@ def settings_for(sim: Simulator, data_dir: Path, **overrides: Any) -> Settings:
 def store_catalogue(gateway: Gateway, account_ids: list[int], models: list[str]) -> None:
     """Store ``models`` as the accounts' catalogues, discovered now (CAT-1), as a restart after a
     good discovery finds them; read before the gateway's first call."""
-    import time
-
-    from sqlalchemy.exc import IntegrityError
     from sqlmodel import Session
 
     from sublane_core import AccountModels
 
     now = gateway.app.state.client.clock.time()
-    for _attempt in range(100):  # the discovery that follows an import may be writing its row now
-        try:
-            with Session(gateway.engine) as db:
-                for account_id in account_ids:
-                    row = AccountModels(
-                        account_id=account_id, models=models, served=models, discovered_at=now
-                    )
-                    db.merge(row)
-                db.commit()
-            return
-        except IntegrityError:
-            time.sleep(0.02)
-    raise AssertionError("could not store the catalogue")
+    with Session(gateway.engine) as db:
+        for account_id in account_ids:
+            db.merge(AccountModels(account_id=account_id, models=models, served=models, discovered_at=now))
+        db.commit()
 
 
 def seed_catalogue(pool: Pool, models: list[str]) -> None:

@@ -33,7 +33,10 @@ from sublane_sim import Behaviour, RefreshOutcome, SimAccount, Simulator
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
 DAY_S = 24 * 3600
-SHORT = {"access_ttl_s": 100}  # imported tokens expire within the 2-minute refresh margin
+# Imported tokens expire within the 2-minute refresh margin. The catalogue read that follows an
+# import (CAT-1) is over when a pool is handed out and, being a metadata read, spent no refresh on
+# them: a test's first call refreshes at its dispatch, after selection (CRED-2, OPS-5).
+SHORT = {"access_ttl_s": 100}
 
 
 # -- helpers -----------------------------------------------------------------------------------------
@@ -70,19 +73,6 @@ def _short_pool(make_pool: Callable[..., Pool], accounts: int = 1, **settings: A
     pool = make_pool(accounts=accounts, account_options=SHORT, **settings)
     for account in pool.sim_accounts:
         pool.sim.update_account(account.id, access_ttl_s=DAY_S)
-    return pool
-
-
-def _catalogued(pool: Pool) -> Pool:
-    """The pool once the catalogue discovery that follows an import has ended (CAT-1; a metadata
-    read does not refresh a token that outlives it), so the first call's refresh happens at
-    dispatch, after selection: the request that finds the refresh failing may still use the old
-    token (CRED-2); the account is then backing off and passed over for new selection (OPS-5)."""
-    deadline = time.monotonic() + 10
-    for account_id in pool.account_ids:
-        while pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] != "fresh":
-            assert time.monotonic() < deadline, "no catalogue after import"
-            time.sleep(0.02)
     return pool
 
 
@@ -251,7 +241,7 @@ def test_cred_1_rotated_bundle_is_persisted_sealed_before_use_and_survives_resta
 def test_cred_2_transient_refresh_failure_uses_a_token_with_more_than_30_s_left(
     make_pool: Callable[..., Pool],
 ) -> None:
-    pool = _catalogued(make_pool(account_options=SHORT))
+    pool = make_pool(account_options=SHORT)
     account = pool.sim_accounts[0]
     pool.sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
     response = _call(pool)
@@ -341,7 +331,7 @@ def test_cred_3_each_account_has_its_own_schedule(make_pool: Callable[..., Pool]
 
 
 def test_cred_3_a_401_during_the_backoff_does_not_refresh_early(make_pool: Callable[..., Pool]) -> None:
-    pool = _catalogued(_short_pool(make_pool))
+    pool = _short_pool(make_pool)
     account = pool.sim_accounts[0]
     pool.sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
     pool.sim.script(account.id, Behaviour.error(401))
@@ -484,7 +474,7 @@ def test_cred_6_explicit_token_endpoint_errors_require_reauthorization(
 def test_cred_6_other_token_endpoint_failures_do_not(
     make_pool: Callable[..., Pool], outcome: RefreshOutcome
 ) -> None:
-    pool = _catalogued(make_pool(account_options=SHORT))
+    pool = make_pool(account_options=SHORT)
     account, account_id = pool.sim_accounts[0], pool.account_ids[0]
     pool.sim.script_refresh(account.id, outcome)
     assert _call(pool).status_code == 200  # the old token still had 100 s (CRED-2)
@@ -594,7 +584,7 @@ def test_cred_8_a_403_is_upstream_forbidden_and_never_refreshes(
 
 
 def test_ops_5_accounts_in_refresh_backoff_take_no_new_conversation(make_pool: Callable[..., Pool]) -> None:
-    pool = _catalogued(make_pool(account_options=SHORT))
+    pool = make_pool(account_options=SHORT)
     account = pool.sim_accounts[0]
     pool.sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
 
@@ -607,7 +597,6 @@ def test_ops_5_accounts_in_refresh_backoff_take_no_new_conversation(make_pool: C
     assert 1 <= int(refused.headers["retry-after"]) <= 30
     assert pool.sim.counters(account.id).model_requests == 1
     other = pool.add_account("codex", "codex-2")
-    _catalogued(pool)
     assert call("second").status_code == 200
     assert pool.sim.counters(pool.sim_account_of(other).id).model_requests == 1
     assert call("first").status_code == 200  # a bound conversation stays bound (CRED-7)
@@ -619,7 +608,7 @@ def test_cred_1_an_admin_edit_during_a_refresh_starts_no_second_refresh(
 ) -> None:
     """A rename or a new limit is no new lifecycle: the refresh running keeps the account's
     credentials, and no second refresh presents the refresh token the first is rotating."""
-    pool = _catalogued(_short_pool(make_pool))
+    pool = _short_pool(make_pool)
     account, account_id = pool.sim_accounts[0], pool.account_ids[0]
     pool.sim.script_refresh(account.id, RefreshOutcome(kind="ok", delay_ms=600))
     with ThreadPoolExecutor(2) as workers:

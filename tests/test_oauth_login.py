@@ -337,7 +337,6 @@ def test_adm_2_verification_reads_count_against_workspace_capacity(make_pool: Ca
     held by a running model call, both are refused with 429 workspace_busy and nothing is spent."""
     pool = make_pool(workspace_capacity=1)
     pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(deltas=30, pacing_ms=50))
-    _workspace_idle(pool, pool.account_ids[0])  # the pool's own account was just imported
     antigravity = pool.sim.create_account("antigravity")
     codex = pool.sim.create_account("codex")
     started, pasted = _login_as(pool, codex)
@@ -364,16 +363,5 @@ def test_adm_2_verification_reads_count_against_workspace_capacity(make_pool: Ca
     assert pool.runtime.scheduler.admission.in_use == 0
     imported = pool.admin.post("/api/accounts/import", json=body)
     assert imported.status_code == 201  # room again
-    _workspace_idle(pool, imported.json()["id"])  # its catalogue read (CAT-1) holds the place a moment
+    pool.settle()  # its catalogue read (CAT-1) holds the one place a moment
     assert _complete(pool, started["state"], pasted).status_code == 201  # the login was not spent
-
-
-def _workspace_idle(pool: Pool, account_id: int) -> None:
-    """Once the catalogue read that follows the account's import (CAT-1) is over."""
-    deadline = time.monotonic() + 5
-    while (
-        pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] != "fresh"
-        or pool.runtime.scheduler.admission.in_use
-    ):
-        assert time.monotonic() < deadline, "the workspace stayed busy"
-        time.sleep(0.01)
