@@ -1,7 +1,7 @@
 """Verification reads made for the management API count against workspace capacity (ADM-2).
 
-Importing an account, completing an OAuth sign-in and re-authorizing one read the provider (the
-profile, Antigravity's ``loadCodeAssist``/``onboardUser``): shared metadata reads, like model
+Importing an account and completing an OAuth sign-in read the provider (the profile,
+Antigravity's ``loadCodeAssist``/``onboardUser``): shared metadata reads, like model
 discovery and quota reads. Each holds one place of the workspace while it runs and never a model
 slot (ADM-10); over capacity the admin gets 429 ``workspace_busy`` with ``Retry-After``.
 """

@@ -26,6 +26,7 @@ from sublane_providers.claude._failures import classify_failure
 from sublane_providers.claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
 from sublane_providers.claude._quota import remembered_windows_from_headers, windows_from_usage
 from sublane_providers.claude._request import (
+    DEFAULT_ANTHROPIC_VERSION,
     OAUTH_BETA,
     count_tokens_url,
     messages_body,
@@ -36,7 +37,6 @@ from sublane_providers.claude._stream import ClaudeStreamObserver
 
 _log = logging.getLogger("sublane.providers.claude")
 
-ANTHROPIC_VERSION = "2023-06-01"
 MAX_MODEL_PAGES = 10
 
 # Token-endpoint errors that mean the refresh token (or the login's code) is dead (CRED-6).
@@ -398,7 +398,7 @@ class ClaudeAdapter(ProviderAdapter):
             return list(self._models)
 
     async def _read_model_list(self, bundle: Mapping[str, Any]) -> list[str]:
-        headers = {**self._metadata_headers(bundle), "anthropic-version": ANTHROPIC_VERSION}
+        headers = {**self._metadata_headers(bundle), "anthropic-version": DEFAULT_ANTHROPIC_VERSION}
         models: list[str] = []
         params: dict[str, str | int] = {"beta": "true", "limit": 1000}  # as Claude Code's SDK asks
         for _page in range(MAX_MODEL_PAGES):
