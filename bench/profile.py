@@ -90,8 +90,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "Http1Pool.",
             "_Connection.",
-            "Http1Body.",
-            "ChunkReader.",
+            "PoolResponse.",
             "UpstreamClients.send",
             "send_with_recovery",
         ),

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,7 +25,7 @@ from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._relay import observe_blocks, observe_events
 from sublane_protocols import Collector, new_collector
-from sublane_providers import SseFramer, StreamState, parse_event
+from sublane_providers import ResponseHeaders, SseFramer, StreamState, UpstreamCut, parse_event
 from sublane_providers.codex import CodexStreamObserver
 
 _PRINCIPAL = Principal(1, "key", 1, "user", "member", 1, "group", None, 0, 0, None)
@@ -69,18 +68,25 @@ _EVENTS = [
 _SEPARATORS = ["\n", "\r\n", "\r"]
 
 
-class _Stream(httpx.AsyncByteStream):
-    def __init__(self, chunks: list[bytes], *, fail: bool = False, stall: bool = False) -> None:
-        self._chunks, self._fail, self._stall = chunks, fail, stall
-        self.closed = False
+class _Stream:
+    """An upstream answer's body (an ``UpstreamResponse``) made of ``chunks``, then a cut
+    (``fail``) or a silence (``stall``)."""
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._chunks:
-            yield chunk
+    def __init__(self, chunks: list[bytes], *, fail: bool = False, stall: bool = False) -> None:
+        self._chunks, self._fail, self._stall = list(chunks), fail, stall
+        self.closed = False
+        self.status_code = 200
+        self.headers = ResponseHeaders([])
+
+    async def read(self, within: float | None = None) -> bytes | None:
+        if self._chunks:
+            return self._chunks.pop(0)
         if self._stall:
-            await asyncio.sleep(30)
+            await asyncio.sleep(30 if within is None else within)
+            return None
         if self._fail:
-            raise httpx.ReadError("cut")
+            raise UpstreamCut("cut")
+        return b""
 
     async def aclose(self) -> None:
         self.closed = True
@@ -96,8 +102,8 @@ def _call() -> ModelCall:
     )  # fmt: skip
 
 
-def _response(stream: _Stream) -> httpx.Response:
-    return httpx.Response(200, stream=stream, request=httpx.Request("POST", "http://upstream/responses"))
+def _response(stream: _Stream) -> _Stream:
+    return stream
 
 
 class _EveryEvent:

@@ -23,7 +23,7 @@ from sublane_providers._sse import (
     parse_event,
     usual_event_name,
 )
-from sublane_providers._transport import ChunkReader, UpstreamClients
+from sublane_providers._transport import UpstreamClients
 from sublane_providers._types import (
     DeltaKind,
     FailureKind,
@@ -31,6 +31,20 @@ from sublane_providers._types import (
     StreamState,
     TokenUsage,
     UpstreamFailure,
+)
+from sublane_providers._upstream import (
+    ResponseHeaders,
+    UpstreamConnectError,
+    UpstreamCut,
+    UpstreamError,
+    UpstreamProxyError,
+    UpstreamRequest,
+    UpstreamResponse,
+    UpstreamSender,
+    UpstreamTimeout,
+    chunks_of,
+    read_all,
+    read_error_body,
 )
 from sublane_providers._vault import Credentials, CredentialVault
 
@@ -51,7 +65,18 @@ __all__ = [
     "SessionClosed",
     "SessionRefused",
     "UpstreamClients",
-    "ChunkReader",
+    "UpstreamRequest",
+    "UpstreamResponse",
+    "UpstreamSender",
+    "ResponseHeaders",
+    "UpstreamError",
+    "UpstreamConnectError",
+    "UpstreamProxyError",
+    "UpstreamTimeout",
+    "UpstreamCut",
+    "chunks_of",
+    "read_all",
+    "read_error_body",
     "UpstreamSession",
     "UpstreamUnreachable",
     # credentials

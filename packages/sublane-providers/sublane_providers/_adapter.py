@@ -17,14 +17,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-import httpx
-
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol, signals
 from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._oauth import PkcePair
 from sublane_providers._refresh import RefreshedCredentials
 from sublane_providers._session import UpstreamSession
 from sublane_providers._types import StreamState, UpstreamFailure
+from sublane_providers._upstream import UpstreamRequest
 
 Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]  # (plan, windows)
 
@@ -118,7 +117,7 @@ class ProviderAdapter(ABC):
         *,
         bound: bool,
         conversation_key: str | None = None,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         """The upstream request for ``operation`` on ``body`` (in the adapter's protocol).
 
         ``client_headers`` are the client's (lower-case names); ``bound`` says whether the call
@@ -133,7 +132,7 @@ class ProviderAdapter(ABC):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         """A streaming inference request (:attr:`UpstreamOperation.STREAM`)."""
         return self.build_request(UpstreamOperation.STREAM, bundle, body, client_headers, bound=bound)
 
@@ -144,7 +143,7 @@ class ProviderAdapter(ABC):
         :class:`~sublane_providers.SessionRefused` or :class:`~sublane_providers.UpstreamUnreachable`."""
         raise SubLaneError("unsupported_for_provider", f"{self.name} offers no upstream sessions.")
 
-    def next_host(self, request: httpx.Request, failure: UpstreamFailure | None) -> httpx.Request | None:
+    def next_host(self, request: UpstreamRequest, failure: UpstreamFailure | None) -> UpstreamRequest | None:
         """``request`` sent to another host of the provider, when ``failure`` (``None``: the host could
         not be reached) says another host may serve it; ``None`` when there is no other to try."""
         return None

@@ -5,16 +5,17 @@ Why not a general client: a model request is one POST whose body is known in ful
 stream; it needs keep-alive, TLS, a forward proxy, timeouts, flow control and an answer cut
 mid-way delivered up to the cut. Measured on the bench machine (BENCHMARKS.md, "The hot path"),
 aiohttp's ``ClientSession`` costs about 0.3 ms of CPU per request and httpx's ``AsyncClient``
-another 0.15 ms over it; this path costs a fraction of that. httpx's request and response types
-are kept, so the pipeline and the adapters do not change.
+another 0.15 ms over it; this path costs a fraction of that. It speaks SubLane's own upstream
+interface (``_upstream``: :class:`UpstreamRequest` in, an :class:`UpstreamResponse` out, its
+errors), never another library's types.
 
 A kept-alive connection that the upstream closes before any byte of the answer (it went idle at
 the upstream's keep-alive limit as the request left: the close was on its way) is not an answer:
 the request is sent once more on a new connection, as Go's client does for a server-closed idle
 connection. Any other cut is the caller's error.
 
-Timeouts (the pool's, like an httpx client's default): ``connect`` bounds opening a connection
-(and a proxy tunnel); ``read`` bounds every wait for the upstream's next bytes, the head included.
+Timeouts: ``connect_timeout`` bounds opening a connection (and a proxy tunnel); ``read_timeout``
+bounds every wait for the upstream's next bytes, the head included.
 """
 
 from __future__ import annotations
@@ -26,21 +27,29 @@ import ssl
 import urllib.parse
 import urllib.request
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Final, cast
 
 import httptools
-import httpx
 
 from sublane_core import MovingDeadline
-from sublane_providers._wire import ModelRequest, ModelResponse, Origin
+from sublane_providers._upstream import (
+    ResponseHeaders,
+    UpstreamConnectError,
+    UpstreamCut,
+    UpstreamProxyError,
+    UpstreamRequest,
+    UpstreamTimeout,
+)
 
 HIGH_WATER: Final = 1 << 20  # bytes held for a slow reader before the socket is paused
 LOW_WATER: Final = 1 << 18
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _TIMED_OUT: Final = "timed out"
 
+Origin = tuple[str, str, int]  # (scheme, IDNA host, port): where the pool connects
 PoolKey = tuple[str, str, int, str | None]  # an origin and the proxy to it
+_MAX_TARGETS = 256  # parsed request targets kept by a pool
 
 
 class _Connection(asyncio.Protocol):
@@ -62,8 +71,7 @@ class _Connection(asyncio.Protocol):
         # The exchange in progress.
         self.status = 0
         self.reason = b""
-        # (raw name, lower-case name, value): the layout of ``httpx.Headers``' own list, so that the
-        # response's headers are made from it without another pass (``headers_of_parsed``).
+        # (raw name, lower-case name, value), in order: what ``ResponseHeaders`` is made of.
         self.headers: list[tuple[bytes, bytes, bytes]] = []
         self.head_done = False
         self.complete = False
@@ -267,18 +275,19 @@ class _Tunnel(asyncio.Protocol):
             self.answer.set_exception(ConnectionError("the proxy closed the connection"))
 
 
-class Http1Body(httpx.AsyncByteStream):
-    """A response body as it arrives; a cut gives what came before it, then ``httpx.ReadError``."""
+class PoolResponse:
+    """An answer on one of the pool's connections (an :class:`~sublane_providers.UpstreamResponse`):
+    a cut gives what came before it, then :class:`UpstreamCut`."""
 
-    def __init__(self, connection: _Connection, request: httpx.Request, pool: Http1Pool) -> None:
+    __slots__ = ("_connection", "_pool", "_released", "headers", "reason", "status_code")
+
+    def __init__(self, connection: _Connection, pool: Http1Pool) -> None:
+        self.status_code = connection.status
+        self.reason = connection.reason.strip()
+        self.headers = ResponseHeaders(connection.headers)
         self._connection = connection
-        self._request = request
         self._pool = pool
         self._released = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        while data := await self.read():
-            yield data
 
     async def read(self, within: float | None = None) -> bytes | None:
         """The bytes received since the last read, waiting for some if none; ``b""`` at the end,
@@ -292,8 +301,8 @@ class Http1Body(httpx.AsyncByteStream):
                 return b""
             if connection.error is not None:
                 if connection.error == _TIMED_OUT:
-                    raise httpx.ReadTimeout("the upstream sent nothing in time", request=self._request)
-                raise httpx.ReadError(connection.error, request=self._request)
+                    raise UpstreamTimeout("the upstream sent nothing in time")
+                raise UpstreamCut(connection.error)
             if not await connection.wait(within):
                 return None
 
@@ -311,11 +320,17 @@ class Http1Pool:
     """
 
     def __init__(
-        self, tls: ssl.SSLContext, *, limit: int, keepalive_s: float, timeout: httpx.Timeout
+        self,
+        tls: ssl.SSLContext,
+        *,
+        limit: int,
+        keepalive_s: float,
+        connect_timeout: float | None,
+        read_timeout: float | None,
     ) -> None:
         self._tls = tls
-        self._connect_timeout = timeout.connect
-        self._read_timeout = timeout.read
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
         self._limit = limit
         self._keepalive_s = keepalive_s
         self._idle: dict[PoolKey, list[_Connection]] = {}
@@ -327,29 +342,25 @@ class Http1Pool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._proxies = urllib.request.getproxies_environment()
         self._proxy_of_host: dict[tuple[str, str], str | None] = {}
+        self._targets: dict[str, _Target] = {}
 
     # -- sending ---------------------------------------------------------------------------------
 
-    async def send(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``; the answer's body is read from the response's stream."""
+    async def send(self, request: UpstreamRequest) -> PoolResponse:
+        """Send ``request``; the answer's body is read from the response."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._close_all()  # what is left of the loop the pool leaves
             self._loop = loop
             self._busy = 0
             self._queue.clear()
-        url = request.url
-        head: bytes | None = None
-        if isinstance(request, ModelRequest) and (head := request.wire_head()) is not None:
-            origin = request.origin  # what the head was written for
-        else:
-            origin = _origin(url)
-        proxy = self._proxy(url) if self._proxies else None
-        key: PoolKey = (*origin, proxy)
-        absolute = proxy is not None and origin[0] == "http"
-        if head is None or absolute:
-            head = _head(request, absolute=absolute, proxy=proxy)
-        body = request.content if _is_read(request) else await request.aread()
+        target = self._targets.get(request.url)
+        if target is None:
+            target = self._target(request.url)
+        proxy = self._proxy(target) if self._proxies else None
+        key: PoolKey = (*target.origin, proxy)
+        head = _head(request, target, proxy)
+        body = request.content
         await self._acquire_slot()
         connection: _Connection | None = None
         try:
@@ -362,7 +373,7 @@ class Http1Pool:
                 error = connection.error
                 if error is not None:
                     if error == _TIMED_OUT:
-                        raise httpx.ReadTimeout("the upstream did not answer in time", request=request)
+                        raise UpstreamTimeout("the upstream did not answer in time")
                     if kept and not connection.answered:
                         # A kept-alive connection the upstream closed as it went idle, before any
                         # byte of an answer: the request goes once more, on a new connection.
@@ -371,17 +382,20 @@ class Http1Pool:
                         connection = await self._connect(key, loop)
                         connection.start(head, body, self._read_timeout)
                         continue
-                    raise httpx.RemoteProtocolError(error, request=request)
+                    raise UpstreamCut(error)
                 await connection.wait()
         except BaseException:
             self._free_slot()
             if connection is not None:
                 connection.close()
             raise
-        body_stream = Http1Body(connection, request, self)
-        return ModelResponse.of(
-            connection.status, connection.headers, body_stream, request, connection.reason.strip()
-        )
+        return PoolResponse(connection, self)
+
+    def _target(self, url: str) -> _Target:
+        if len(self._targets) >= _MAX_TARGETS:
+            self._targets.clear()
+        target = self._targets[url] = _Target.of(url)
+        return target
 
     def release(self, connection: _Connection) -> None:
         """The exchange is over: keep the connection for the next request, or close it."""
@@ -471,13 +485,13 @@ class Http1Pool:
                 self._open.add(connection)
                 return connection
         except TimeoutError:
-            raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
-        except httpx.ProxyError:
+            raise UpstreamTimeout(f"connecting to {host}:{port} timed out") from None
+        except UpstreamProxyError:
             raise
         except (OSError, ssl.SSLError, ValueError) as exc:  # ValueError: a host asyncio refuses
             if proxy is not None:
-                raise httpx.ProxyError(f"proxy: {type(exc).__name__}: {exc}") from None
-            raise httpx.ConnectError(f"{type(exc).__name__}: {exc}") from None
+                raise UpstreamProxyError(f"proxy: {type(exc).__name__}") from None
+            raise UpstreamConnectError(f"{type(exc).__name__}: {exc}") from None
 
     async def _through_proxy(
         self, key: PoolKey, loop: asyncio.AbstractEventLoop, factory: Callable[[], _Connection]
@@ -500,54 +514,82 @@ class Http1Pool:
             answer = await tunnel.answer
         except ConnectionError as exc:
             transport.close()
-            raise httpx.ProxyError(str(exc)) from None
+            raise UpstreamProxyError(str(exc)) from None
         status_line = answer.split(b"\r\n", 1)[0].split()
         if len(status_line) < 2 or not status_line[1].startswith(b"2"):
             transport.close()
-            raise httpx.ProxyError(f"the proxy refused the tunnel: {answer[:64]!r}")
+            raise UpstreamProxyError(f"the proxy refused the tunnel: {answer[:64]!r}")
         connection = factory()
         tls_transport = await loop.start_tls(transport, connection, self._tls, server_hostname=host)
         if tls_transport is None:
-            raise httpx.ProxyError("the proxy tunnel closed during the TLS handshake")
+            raise UpstreamProxyError("the proxy tunnel closed during the TLS handshake")
         connection.connection_made(tls_transport)
         return connection
 
-    def _proxy(self, url: httpx.URL) -> str | None:
-        """The environment's proxy for ``url``'s scheme and host (``None``: go direct)."""
-        if not self._proxies:
-            return None
-        key = (url.scheme, url.host)
+    def _proxy(self, target: _Target) -> str | None:
+        """The environment's proxy for the target's scheme and host (``None``: go direct)."""
+        scheme, host = target.origin[0], target.origin[1]
+        key = (scheme, host)
         if key not in self._proxy_of_host:
-            bypass = urllib.request.proxy_bypass(url.host)  # NO_PROXY; once per host
-            self._proxy_of_host[key] = None if bypass else self._proxies.get(url.scheme)
+            bypass = urllib.request.proxy_bypass(host)  # NO_PROXY; once per host
+            self._proxy_of_host[key] = None if bypass else self._proxies.get(scheme)
         return self._proxy_of_host[key]
 
 
-def _origin(url: httpx.URL) -> Origin:
-    host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, TLS (SNI) and Host use
-    return url.scheme, host, url.port or DEFAULT_PORTS.get(url.scheme, 80)
+class _Target:
+    """What a URL gives every request to it: where to connect, and the start of the head."""
+
+    __slots__ = ("absolute", "host", "line", "origin", "url")
+
+    def __init__(self, url: str, origin: Origin, host: str, path: str) -> None:
+        self.url = url
+        self.origin = origin
+        self.host = host  # the Host header's value
+        self.line = path  # the origin-form request target
+        self.absolute = url  # the absolute-form target (to an HTTP proxy, for http URLs)
+
+    @classmethod
+    def of(cls, url: str) -> _Target:
+        parsed = urllib.parse.urlsplit(url)
+        scheme = parsed.scheme.lower()
+        if scheme not in DEFAULT_PORTS or not parsed.hostname:
+            raise UpstreamConnectError(f"not an http(s) URL: {scheme or '?'}://…")
+        host = parsed.hostname.encode("idna").decode("ascii")  # what DNS, TLS (SNI) and Host use
+        port = parsed.port or DEFAULT_PORTS[scheme]
+        netloc = host if parsed.port is None else f"{host}:{parsed.port}"
+        if ":" in host:
+            netloc = f"[{host}]" if parsed.port is None else f"[{host}]:{parsed.port}"
+        path = parsed.path or "/"
+        if parsed.query:
+            path += "?" + parsed.query
+        return cls(url, (scheme, host, port), netloc, path)
 
 
-def _head(request: httpx.Request, *, absolute: bool, proxy: str | None) -> bytes:
-    """The request line and headers (httpx's request already carries Host and Content-Length)."""
-    target = str(request.url).encode("ascii") if absolute else request.url.raw_path
-    parts = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
-    for name, value in request.headers.raw:
-        parts += (name, b": ", value, b"\r\n")
+def _head(request: UpstreamRequest, target: _Target, proxy: str | None) -> bytes:
+    """The request line and headers: Host first unless given, the request's headers, then
+    Content-Length and Accept-Encoding unless given."""
+    headers = request.headers
+    absolute = proxy is not None and target.origin[0] == "http"
+    parts = [request.method, " ", target.absolute if absolute else target.line, " HTTP/1.1\r\n"]
+    if "host" not in headers:
+        parts += ("host: ", target.host, "\r\n")
+    for name, value in headers.items():
+        parts += (name, ": ", value, "\r\n")
+    if "content-length" not in headers:
+        parts += ("content-length: ", str(len(request.content)), "\r\n")
+    if "accept-encoding" not in headers:
+        parts.append("accept-encoding: identity\r\n")  # relayed byte for byte: never compressed
     if absolute and proxy is not None:
         authorization = _proxy_authorization(proxy)
         if authorization:
-            parts += (b"proxy-authorization: ", authorization.encode("latin-1"), b"\r\n")
-    parts.append(b"\r\n")
-    return b"".join(parts)
-
-
-def _is_read(request: httpx.Request) -> bool:
-    try:
-        request.content  # noqa: B018  (raises while the body is an unread stream)
-    except httpx.RequestNotRead:
-        return False
-    return True
+            parts += ("proxy-authorization: ", authorization, "\r\n")
+    parts.append("\r\n")
+    head = "".join(parts)
+    # Each part above that ends a line ends with CRLF and no value may add one (header injection).
+    lines = sum(1 for part in parts if part[-1:] == "\n")
+    if head.count("\n") != lines or head.count("\r") != lines:
+        raise ValueError("a request header holds a line break")
+    return head.encode("latin-1")
 
 
 def _proxy_authorization(proxy: str) -> str | None:

@@ -1,9 +1,9 @@
 """The few response headers a quota parser reads, picked out cheaply (every answer is looked at).
 
-An httpx response's ``items()`` decodes and merges every header before a parser can skip the ones
-it does not want; :func:`headers_with_prefix` reads the raw list and decodes only the names that
-start with the prefix, with the same result: lower-case names, repeated fields joined with
-``", "``, values decoded as httpx decodes them.
+A mapping's ``items()`` decodes and merges every header before a parser can skip the ones it does
+not want; on a model answer's :class:`~sublane_providers.ResponseHeaders`,
+:func:`headers_with_prefix` reads the parsed triples and decodes only the names that start with the
+prefix, with the same result: lower-case names, repeated fields joined with ``", "``.
 """
 
 from __future__ import annotations
@@ -11,28 +11,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-import httpx
-
 from sublane_core import signals
+from sublane_providers._upstream import ResponseHeaders, header_text
 
 
 def headers_with_prefix(headers: Mapping[str, str], prefix: str) -> dict[str, str]:
     """The headers whose lower-case name starts with ``prefix`` (lower-case), by that name."""
     found: dict[str, str] = {}
-    if isinstance(headers, httpx.Headers):
+    if isinstance(headers, ResponseHeaders):
         wanted = prefix.encode("ascii")
-        for raw_name, raw_value in headers.raw:
-            lower = raw_name.lower()
+        for _, lower, raw_value in headers.triples:
             if not lower.startswith(wanted):
                 continue
-            try:  # ASCII reads the same in every encoding httpx may pick
-                name, value = lower.decode("ascii"), raw_value.decode("ascii")
-            except UnicodeDecodeError:  # anything else: as httpx decodes it
-                name, value = lower.decode(headers.encoding), raw_value.decode(headers.encoding)
-            if name in found:
-                found[name] += f", {value}"
-            else:
-                found[name] = value
+            name, value = header_text(lower), header_text(raw_value)
+            found[name] = f"{found[name]}, {value}" if name in found else value
         return found
     for raw, value in headers.items():
         name = raw.lower()
@@ -69,12 +61,11 @@ class QuotaHeaderMemo:
         self._names: dict[bytes, bool] = {}
 
     def __call__(self, headers: Mapping[str, str], now: float) -> Quota:
-        if not isinstance(headers, httpx.Headers):
+        if not isinstance(headers, ResponseHeaders):
             return self._parse(headers, now)
         names = self._names
         key_parts = []
-        # httpx's own (raw name, lower-case name, value) list: ``raw`` would copy it into pairs
-        for name, lower, value in headers._list:
+        for name, lower, value in headers.triples:
             wanted = names.get(lower)
             if wanted is None:
                 wanted = self._remember_name(lower)

@@ -20,10 +20,30 @@ import httpx
 import pytest
 
 from sublane_providers._adapter import ProviderAdapter
+from sublane_providers._http1 import Http1Pool
 from sublane_providers._refresh import RefreshFailed
 from sublane_providers._sse import SseFramer, parse_event
 from sublane_providers._types import FailureKind, Outcome, StreamState
+from sublane_providers._upstream import UpstreamError, UpstreamRequest, read_all
 from sublane_sim import Behaviour, RefreshOutcome, SimAccount, Simulator
+
+
+def as_httpx(http: httpx.AsyncClient, request: UpstreamRequest) -> httpx.Request:
+    """An adapter's request as ``http`` would send it (for tests reading answers with httpx)."""
+    return http.build_request(
+        request.method, request.url, headers=dict(request.headers), content=request.content
+    )
+
+
+def model_pool(timeout_s: float = 10.0) -> Http1Pool:
+    """A pool sending model requests the way the gateway does (its own small pool for a test)."""
+    return Http1Pool(
+        ssl.create_default_context(),
+        limit=64,
+        keepalive_s=5.0,
+        connect_timeout=timeout_s,
+        read_timeout=timeout_s,
+    )
 
 
 class AdapterContract(ABC):
@@ -68,20 +88,23 @@ class AdapterContract(ABC):
         request = adapter.stream_request(bundle, self.native_body(), {}, bound=False)
         observer = adapter.new_observer()
         framer = SseFramer()
-        response = await http.send(request, stream=True)
+        pool = model_pool()
         try:
+            response = await pool.send(request)
             if response.status_code >= 300:
-                return response.status_code, observer.state, await response.aread()
+                return response.status_code, observer.state, await read_all(response)
             try:
-                async for chunk in response.aiter_raw():
+                while chunk := await response.read():
                     for block in framer.feed(chunk):
                         event = parse_event(block)
                         observer.observe(event.name, event.data)
-            except httpx.HTTPError:
+            except UpstreamError:
                 pass  # a cut connection: the state shows what arrived
+            finally:
+                await response.aclose()
             return response.status_code, observer.state, b""
         finally:
-            await response.aclose()
+            await pool.aclose()
 
     # -- the contract -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from sublane_providers.antigravity import (
     usage_of,
     windows_from_models,
 )
-from sublane_providers.testing import AdapterContract
+from sublane_providers.testing import AdapterContract, as_httpx
 from sublane_sim import Behaviour, Simulator
 
 MODEL = "gemini-3-flash"
@@ -74,9 +74,8 @@ async def test_gem_1_requests_are_wrapped_with_project_model_and_a_stable_sessio
         UpstreamOperation.STREAM, bundle, body(safetySettings=[]), {}, bound=True, conversation_key="conv-1"
     )
     sent = json.loads(request.content)
-    assert (
-        request.url.path.endswith("/v1internal:streamGenerateContent") and request.url.params["alt"] == "sse"
-    )
+    url = httpx.URL(request.url)
+    assert url.path.endswith("/v1internal:streamGenerateContent") and url.params["alt"] == "sse"
     assert sent["project"] == account.project_id and sent["model"] == MODEL
     assert sent["userAgent"] == "antigravity" and sent["requestType"] == "agent"
     assert sent["requestId"].startswith("agent-")
@@ -222,8 +221,8 @@ async def test_gem_4_the_next_host_is_tried_after_a_connection_failure_or_no_cap
     moved = adapter.next_host(first, None)
     assert moved is not None and str(moved.url).startswith(sim.antigravity_base_url + "/v1internal:")
     assert moved.content == first.content
-    assert moved.headers["host"] == moved.url.netloc.decode()  # the new host's name, not the old one
-    assert moved.headers.get_list("content-length") == [str(len(first.content))]
+    # Host and Content-Length are written by the sender for the URL and body it sends: the new host's
+    assert "host" not in moved.headers and "content-length" not in moved.headers
     assert moved.headers["authorization"] == first.headers["authorization"]
     assert adapter.next_host(moved, None) is None  # the last host: nothing left to try
     no_capacity = classify_failure(503, {}, b'{"error":{"code":503,"message":"No capacity available"}}', 0.0)
@@ -278,7 +277,7 @@ async def test_a_cut_stream_has_no_outcome(sim: Simulator, http: httpx.AsyncClie
     sim.script(sim_account.id, Behaviour.cut(1, cut_mode="eof"))
     request = adapter.build_request(UpstreamOperation.STREAM, bundle, body(), {}, bound=False)
     observer = adapter.new_observer()
-    response = await http.send(request, stream=True)
+    response = await http.send(as_httpx(http, request), stream=True)
     try:
         async for chunk in response.aiter_lines():
             if chunk.startswith("data: "):

@@ -12,7 +12,7 @@ import pytest
 
 from sublane_providers import FailureKind, Outcome, ProviderAdapter, RefreshFailed, code_from_pasted
 from sublane_providers.claude import KNOWN_MODELS, ClaudeAdapter
-from sublane_providers.testing import AdapterContract
+from sublane_providers.testing import AdapterContract, as_httpx
 from sublane_sim import Behaviour, RefreshOutcome, SimAccount, Simulator
 
 MODEL = "claude-opus-4-8"
@@ -87,7 +87,7 @@ async def test_stream_request_forces_stream_and_sends_what_the_simulator_checks(
     }
     request = adapter.stream_request(bundle, body, client, bound=True)
     assert request.headers["accept"] == "text/event-stream"
-    response = await http.send(request)
+    response = await http.send(as_httpx(http, request))
     assert response.status_code == 200
     observer = adapter.new_observer()
     for block in response.text.split("\n\n"):
@@ -119,7 +119,7 @@ async def test_json_request_answers_one_message(
     account: SimAccount,
 ) -> None:
     request = adapter.json_request(bundle, dict(minimal_body(), stream=True), {}, bound=False)
-    response = await http.send(request)
+    response = await http.send(as_httpx(http, request))
     assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
     observer = adapter.new_observer()
     observer.observe_message(response.json())
@@ -130,7 +130,9 @@ async def test_json_request_answers_one_message(
     sim.script(account.id, Behaviour(kind="incomplete"))
     truncated = adapter.new_observer()
     truncated.observe_message(
-        (await http.send(adapter.json_request(bundle, minimal_body(), {}, bound=False))).json()
+        (
+            await http.send(as_httpx(http, adapter.json_request(bundle, minimal_body(), {}, bound=False)))
+        ).json()
     )
     assert truncated.state.outcome is Outcome.INCOMPLETE and truncated.stop_reason == "max_tokens"
 
@@ -143,7 +145,7 @@ async def test_json_request_overload_is_a_transient_529(
     account: SimAccount,
 ) -> None:
     sim.script(account.id, Behaviour.overload())
-    response = await http.send(adapter.json_request(bundle, minimal_body(), {}, bound=False))
+    response = await http.send(as_httpx(http, adapter.json_request(bundle, minimal_body(), {}, bound=False)))
     assert response.status_code == 529
     failure = adapter.classify_failure(529, response.headers, response.content, sim.clock.now())
     assert failure.kind is FailureKind.TRANSIENT and failure.code == "overloaded_error"
@@ -159,7 +161,7 @@ async def test_count_tokens_request(
 ) -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "count me"}]}
     client = {"x-claude-code-session-id": "s-1", "authorization": "Bearer sk-sublane-member"}
-    response = await http.send(adapter.count_tokens_request(bundle, body, client))
+    response = await http.send(as_httpx(http, adapter.count_tokens_request(bundle, body, client)))
     assert response.status_code == 200 and response.json()["input_tokens"] > 0
     seen = sim.requests(account_id=account.id, endpoint="claude.count_tokens")[-1]
     assert seen.body == body and "x-claude-code-session-id" not in seen.headers
@@ -175,7 +177,9 @@ async def test_exhausted_subscription_is_quota_exhausted_with_a_bounded_hint(
     account: SimAccount,
 ) -> None:
     sim.set_quota(account.id, "five_hour", used_percent=100, reset_in_s=90)
-    response = await http.send(adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    response = await http.send(
+        as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    )
     assert response.status_code == 429
     now = sim.clock.now()
     failure = adapter.classify_failure(429, response.headers, response.content, now)
@@ -187,7 +191,7 @@ async def test_exhausted_subscription_is_quota_exhausted_with_a_bounded_hint(
 
     sim.set_quota(account.id, "five_hour", used_percent=0)
     sim.set_quota(account.id, "seven_day", used_percent=100, reset_in_s=3 * 86400)
-    weekly = await http.send(adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    weekly = await http.send(as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False)))
     failure = adapter.classify_failure(429, weekly.headers, weekly.content, sim.clock.now())
     assert failure.kind is FailureKind.QUOTA_EXHAUSTED and failure.retry_after == 3600
 
@@ -200,7 +204,9 @@ async def test_scripted_rate_limit_without_rejected_windows_is_a_rate_limit(
     account: SimAccount,
 ) -> None:
     sim.script(account.id, Behaviour.error(429, retry_after="12"))
-    response = await http.send(adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    response = await http.send(
+        as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    )
     failure = adapter.classify_failure(429, response.headers, response.content, sim.clock.now())
     assert failure.kind is FailureKind.RATE_LIMITED and failure.retry_after == 12
     assert failure.code == "rate_limit_error"
@@ -214,12 +220,16 @@ async def test_expired_token_is_unauthorized_and_a_refresh_fixes_it(
     account: SimAccount,
 ) -> None:
     sim.expire_access_tokens(account.id)
-    rejected = await http.send(adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    rejected = await http.send(
+        as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+    )
     assert rejected.status_code == 401
     failure = adapter.classify_failure(401, rejected.headers, rejected.content, sim.clock.now())
     assert failure.kind is FailureKind.UNAUTHORIZED and failure.code == "authentication_error"
     refreshed = await adapter.refresh(bundle)
-    again = await http.send(adapter.stream_request(refreshed.bundle, minimal_body(), {}, bound=False))
+    again = await http.send(
+        as_httpx(http, adapter.stream_request(refreshed.bundle, minimal_body(), {}, bound=False))
+    )
     assert again.status_code == 200
 
 

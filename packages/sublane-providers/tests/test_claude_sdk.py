@@ -18,6 +18,7 @@ import httpx2
 import pytest
 
 from sublane_providers.claude import ClaudeAdapter
+from sublane_providers.testing import as_httpx
 from sublane_sim import Behaviour, SimAccount, Simulator
 
 MEMBER_KEY = "sk-sublane-member-key"
@@ -56,7 +57,7 @@ class AdapterTransport(httpx2.AsyncBaseTransport):
             built = self._adapter.stream_request(self._bundle, body, headers, bound=True)
         else:
             built = self._adapter.json_request(self._bundle, body, headers, bound=True)
-        answer = await self._upstream.send(built, stream=True)
+        answer = await self._upstream.send(as_httpx(self._upstream, built), stream=True)
         return httpx2.Response(
             answer.status_code, headers=answer.headers.multi_items(), stream=UpstreamBody(answer)
         )

@@ -15,7 +15,6 @@ import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import httpx
 import pytest
 import uvloop
 from cryptography import x509
@@ -25,17 +24,40 @@ from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sublane_providers import (
+    UpstreamCut,
+    UpstreamError,
+    UpstreamProxyError,
+    UpstreamRequest,
+    UpstreamTimeout,
+    chunks_of,
+    read_all,
+)
 from sublane_providers._http1 import HIGH_WATER, Http1Pool
 from sublane_providers.testing import close_quietly, read_http_request, serving
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-TIMEOUT = httpx.Timeout(2.0)
+TIMEOUT_S = 2.0
 
 
-def _pool(tls: ssl.SSLContext | None = None, *, limit: int = 16, keepalive_s: float = 30.0) -> Http1Pool:
+def _pool(
+    tls: ssl.SSLContext | None = None,
+    *,
+    limit: int = 16,
+    keepalive_s: float = 30.0,
+    timeout_s: float = TIMEOUT_S,
+) -> Http1Pool:
     return Http1Pool(
-        tls or ssl.create_default_context(), limit=limit, keepalive_s=keepalive_s, timeout=TIMEOUT
+        tls or ssl.create_default_context(),
+        limit=limit,
+        keepalive_s=keepalive_s,
+        connect_timeout=timeout_s,
+        read_timeout=timeout_s,
     )
+
+
+def _post(url: str, content: bytes = b"{}") -> UpstreamRequest:
+    return UpstreamRequest("POST", url, {}, content)
 
 
 def _ok(body: bytes) -> bytes:
@@ -57,8 +79,8 @@ def test_a_round_trip_on_uvloop() -> None:
     async def main() -> tuple[int, bytes]:
         pool = _pool()
         async with serving(_keep_answering) as port:
-            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-            body = await response.aread()
+            response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+            body = await read_all(response)
             await pool.aclose()
         return response.status_code, body
 
@@ -132,10 +154,8 @@ async def test_https_through_a_connect_tunnel_with_proxy_credentials(
         monkeypatch.delenv("no_proxy", raising=False)
         pool = _pool(client_tls)
         for _ in range(2):
-            response = await pool.send(
-                httpx.Request("POST", f"https://127.0.0.1:{upstream_port}/v1/x", content=b"{}")
-            )
-            assert response.status_code == 200 and await response.aread() == b"ok"
+            response = await pool.send(_post(f"https://127.0.0.1:{upstream_port}/v1/x"))
+            assert response.status_code == 200 and await read_all(response) == b"ok"
         await pool.aclose()
     assert len(tunnels) == 1
     assert tunnels[0].startswith(f"CONNECT 127.0.0.1:{upstream_port} HTTP/1.1\r\n".encode())
@@ -152,8 +172,8 @@ async def test_a_proxy_that_refuses_the_tunnel_is_a_proxy_error(monkeypatch: pyt
     async with serving(proxy) as proxy_port:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
         pool = _pool()
-        with pytest.raises(httpx.ProxyError):
-            await pool.send(httpx.Request("POST", "https://upstream.invalid/v1/x", content=b"{}"))
+        with pytest.raises(UpstreamProxyError):
+            await pool.send(_post("https://upstream.invalid/v1/x"))
         await pool.aclose()
 
 
@@ -166,8 +186,8 @@ async def test_an_informational_answer_is_skipped_for_the_real_one() -> None:
 
     async with serving(handler) as port:
         pool = _pool()
-        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        assert response.status_code == 200 and await response.aread() == b"real"
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert response.status_code == 200 and await read_all(response) == b"real"
         await pool.aclose()
 
 
@@ -185,8 +205,8 @@ async def test_a_body_delimited_by_the_connection_end_is_complete_and_not_reused
     pool = _pool()
     async with serving(handler) as port:
         for _ in range(2):
-            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-            assert await response.aread() == b"until the end"
+            response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+            assert await read_all(response) == b"until the end"
     assert connections == 2
 
 
@@ -200,8 +220,8 @@ async def test_a_malformed_answer_is_a_protocol_error_not_a_timeout() -> None:
 
     async with serving(handler) as port:
         pool = _pool()
-        with pytest.raises(httpx.RemoteProtocolError):
-            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        with pytest.raises(UpstreamCut):
+            await pool.send(_post(f"http://127.0.0.1:{port}/x"))
         await pool.aclose()
 
 
@@ -222,13 +242,13 @@ async def test_a_slow_reader_pauses_the_socket_instead_of_buffering_everything()
 
     async with serving(handler) as port:
         pool = _pool()
-        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
         await asyncio.sleep(0.5)  # the upstream writes while nobody reads
-        stream = response.stream
+        stream = response
         held = stream._connection._buffered  # type: ignore[attr-defined]
         assert held <= HIGH_WATER + 2 * len(block)
         received = 0
-        async for chunk in response.aiter_raw():
+        async for chunk in chunks_of(response):
             assert chunk == block[received % len(block) :][: len(chunk)] or len(chunk) > len(block)
             received += len(chunk)
         assert received == total
@@ -252,9 +272,9 @@ async def test_each_bounded_read_gives_up_at_its_own_deadline_with_one_timer_for
 
     async with serving(handler) as port:
         pool = _pool()
-        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        stream = response.stream
-        read = stream.read  # type: ignore[attr-defined]
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        stream = response
+        read = stream.read
         loop = asyncio.get_running_loop()
         release.put_nowait(b"ab")
         assert await read(30.0) == b"ab"  # arms the bound timer for 30 s from now
@@ -291,8 +311,8 @@ async def test_an_idle_connection_is_closed_after_the_keepalive() -> None:
     async with serving(upstream) as port:
         for pause in (0.0, 0.05, 0.5):
             await asyncio.sleep(pause)
-            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-            await response.aread()
+            response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+            await read_all(response)
         await pool.aclose()
     assert upstream.connections == 2  # reused after 50 ms, a new one after 500 ms
 
@@ -306,9 +326,9 @@ async def test_the_keepalive_counts_from_the_last_release_though_one_timer_serve
         timers = []
         for pause in (0.0, 0.2, 0.2):  # each within 0.3 s of the last release, not of the first
             await asyncio.sleep(pause)
-            response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-            await response.aread()
-            connection = response.stream._connection  # type: ignore[attr-defined]
+            response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+            await read_all(response)
+            connection = response._connection  # type: ignore[attr-defined]
             timers.append(connection.idle._handle)
         assert upstream.connections == 1
         assert timers[0] is not None and timers[1] is timers[0]  # the release did not make another
@@ -333,15 +353,17 @@ async def test_a_kept_connection_still_times_out_a_silent_upstream() -> None:
             await asyncio.sleep(5)
         await close_quietly(writer)
 
-    pool = Http1Pool(ssl.create_default_context(), limit=4, keepalive_s=30.0, timeout=httpx.Timeout(0.3))
+    pool = Http1Pool(
+        ssl.create_default_context(), limit=4, keepalive_s=30.0, connect_timeout=0.3, read_timeout=0.3
+    )
     async with serving(handler) as port:
-        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        assert await response.aread() == b"ok"
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert await read_all(response) == b"ok"
         await asyncio.sleep(0.2)  # the first exchange's timer is still armed, for 0.1 s from now
         loop = asyncio.get_running_loop()
         started = loop.time()
-        with pytest.raises(httpx.ReadTimeout):
-            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        with pytest.raises(UpstreamTimeout):
+            await pool.send(_post(f"http://127.0.0.1:{port}/x"))
         assert 0.28 <= loop.time() - started < 2.0  # its own 0.3 s, not the first one's remainder
         await pool.aclose()
     assert answered == 1
@@ -361,10 +383,12 @@ async def test_the_read_timeout_counts_from_the_last_bytes_even_of_an_unfinished
                 await asyncio.sleep(0.1)
         await close_quietly(writer)
 
-    pool = Http1Pool(ssl.create_default_context(), limit=4, keepalive_s=30.0, timeout=httpx.Timeout(0.3))
+    pool = Http1Pool(
+        ssl.create_default_context(), limit=4, keepalive_s=30.0, connect_timeout=0.3, read_timeout=0.3
+    )
     async with serving(handler) as port:
-        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        assert response.status_code == 200 and await response.aread() == b"ok"
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert response.status_code == 200 and await read_all(response) == b"ok"
         await pool.aclose()
 
 
@@ -384,12 +408,12 @@ async def test_closing_the_pool_closes_a_connection_whose_answer_is_still_being_
 
     pool = _pool()
     async with serving(handler) as port:
-        response = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        chunks = response.aiter_raw()
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        chunks = chunks_of(response)
         assert await anext(chunks) == b"ab"
         await pool.aclose()
         await asyncio.wait_for(ended.wait(), 2)  # the upstream saw the connection end
-        with pytest.raises(httpx.ReadError):
+        with pytest.raises(UpstreamCut):
             await anext(chunks)
         await response.aclose()
 
@@ -417,9 +441,9 @@ async def test_at_most_limit_exchanges_are_in_flight_and_the_rest_wait_in_order(
     pool = _pool(limit=2)
 
     async def call(number: int) -> bytes:
-        request = httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"%d" % number)
+        request = _post(f"http://127.0.0.1:{port}/x", b"%d" % number)
         response = await pool.send(request)
-        return await response.aread()
+        return await read_all(response)
 
     async with serving(handler) as port:
         calls = []
@@ -460,26 +484,26 @@ async def _upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
 
 
 async def _exchange(pool: Http1Pool, port: int, outcome: str) -> None:
-    request = httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=outcome.encode())
+    request = _post(f"http://127.0.0.1:{port}/x", outcome.encode())
     if outcome in ("cancel_head", "cancel_body"):
         task = asyncio.create_task(
             _exchange(pool, port, "complete" if outcome == "cancel_body" else "silent")
         )
         await asyncio.sleep(0.005 if outcome == "cancel_head" else 0.015)
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+        with contextlib.suppress(asyncio.CancelledError, UpstreamError):
             await task
         return
     try:
         response = await pool.send(request)
-    except httpx.HTTPError:
+    except UpstreamError:
         return
     try:
         if outcome == "abandon":
-            await anext(response.aiter_raw())
+            await anext(chunks_of(response))
         else:
-            await response.aread()
-    except httpx.HTTPError:
+            await read_all(response)
+    except UpstreamError:
         pass
     finally:
         await response.aclose()
@@ -490,7 +514,7 @@ async def _exchange(pool: Http1Pool, port: int, outcome: str) -> None:
 def test_no_sequence_of_exchanges_leaks_a_slot_or_a_connection(outcomes: list[str], limit: int) -> None:
     async def main() -> None:
         pool = Http1Pool(
-            ssl.create_default_context(), limit=limit, keepalive_s=30.0, timeout=httpx.Timeout(0.2)
+            ssl.create_default_context(), limit=limit, keepalive_s=30.0, connect_timeout=0.2, read_timeout=0.2
         )
         async with serving(_upstream) as port:
             await asyncio.wait_for(asyncio.gather(*(_exchange(pool, port, o) for o in outcomes)), 10)
@@ -517,13 +541,13 @@ async def test_an_idle_connection_already_closing_is_not_reused() -> None:
 
     pool = _pool()
     async with serving(handler) as port:
-        first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        await first.aread()
+        first = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        await read_all(first)
         (kept,) = [c for idle in pool._idle.values() for c in idle]
         assert kept.transport is not None
         kept.transport.close()  # closing, connection_lost not delivered yet
-        second = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        assert second.status_code == 200 and await second.aread() == b"ok"
+        second = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert second.status_code == 200 and await read_all(second) == b"ok"
         await pool.aclose()
     assert connections == 2
 
@@ -547,10 +571,10 @@ async def test_a_kept_connection_closed_unanswered_sends_the_request_once_more_o
 
     pool = _pool()
     async with serving(handler) as port:
-        first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        assert await first.aread() == b"first"
-        second = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        assert second.status_code == 200 and await second.aread() == b"ok"
+        first = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert await read_all(first) == b"first"
+        second = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert second.status_code == 200 and await read_all(second) == b"ok"
         await pool.aclose()
     assert connections == 2
 
@@ -564,8 +588,8 @@ async def test_a_new_connection_closed_unanswered_or_a_kept_one_cut_mid_answer_i
 
     pool = _pool()
     async with serving(hang_up) as port:
-        with pytest.raises(httpx.RemoteProtocolError):
-            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        with pytest.raises(UpstreamCut):
+            await pool.send(_post(f"http://127.0.0.1:{port}/x"))
         await pool.aclose()
 
     requests = 0
@@ -584,9 +608,9 @@ async def test_a_new_connection_closed_unanswered_or_a_kept_one_cut_mid_answer_i
 
     pool = _pool()
     async with serving(cut_second) as port:
-        first = await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
-        await first.aread()
-        with pytest.raises(httpx.RemoteProtocolError):
-            await pool.send(httpx.Request("POST", f"http://127.0.0.1:{port}/x", content=b"{}"))
+        first = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        await read_all(first)
+        with pytest.raises(UpstreamCut):
+            await pool.send(_post(f"http://127.0.0.1:{port}/x"))
         await pool.aclose()
     assert requests == 2  # not sent a third time

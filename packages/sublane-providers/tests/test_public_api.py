@@ -10,7 +10,9 @@ import sublane_providers.codex
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names",
-    "SessionClosed", "SessionRefused", "UpstreamClients", "ChunkReader", "UpstreamSession",
+    "SessionClosed", "SessionRefused", "UpstreamClients", "UpstreamRequest", "UpstreamResponse",
+    "UpstreamSender", "ResponseHeaders", "UpstreamError", "UpstreamConnectError", "UpstreamProxyError",
+    "UpstreamTimeout", "UpstreamCut", "chunks_of", "read_all", "read_error_body", "UpstreamSession",
     "UpstreamUnreachable",
     "AccountIdentity", "CredentialFormatError", "ImportedCredentials",
     "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed",

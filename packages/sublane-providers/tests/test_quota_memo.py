@@ -7,10 +7,12 @@ elsewhere (request IDs, other vendors' headers) parse the same.
 
 from __future__ import annotations
 
-import httpx
+from collections.abc import Iterable, Mapping
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sublane_providers import ResponseHeaders
 from sublane_providers._quota_headers import MEMO_MAX_AGE_S, QuotaHeaderMemo
 from sublane_providers.claude import windows_from_headers as claude_windows
 from sublane_providers.claude._quota import remembered_windows_from_headers as claude_memo
@@ -28,6 +30,12 @@ CODEX = [
 ]
 
 
+def _headers(pairs: Iterable[tuple[str, str]] | Mapping[str, str]) -> ResponseHeaders:
+    """An answer's headers as the model pool parses them."""
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    return ResponseHeaders([(name.encode(), name.lower().encode(), value.encode()) for name, value in items])
+
+
 def _counting_memo() -> tuple[QuotaHeaderMemo, list[float]]:
     parsed: list[float] = []
 
@@ -40,17 +48,17 @@ def _counting_memo() -> tuple[QuotaHeaderMemo, list[float]]:
 
 def test_the_same_quota_headers_within_a_second_are_parsed_once() -> None:
     memo, parsed = _counting_memo()
-    memo(httpx.Headers(CODEX), NOW)
-    memo(httpx.Headers([*CODEX[:-1], ("x-request-id", "req_2")]), NOW + 0.5)  # only the request ID moved
+    memo(_headers(CODEX), NOW)
+    memo(_headers([*CODEX[:-1], ("x-request-id", "req_2")]), NOW + 0.5)  # only the request ID moved
     assert parsed == [NOW]
 
 
 def test_a_changed_value_an_older_parse_or_a_clock_going_back_parse_again() -> None:
     memo, parsed = _counting_memo()
-    memo(httpx.Headers(CODEX), NOW)
-    memo(httpx.Headers([*CODEX[:1], ("x-codex-primary-used-percent", "42"), *CODEX[2:]]), NOW + 0.1)
-    memo(httpx.Headers(CODEX), NOW + MEMO_MAX_AGE_S)
-    memo(httpx.Headers(CODEX), NOW - 5)
+    memo(_headers(CODEX), NOW)
+    memo(_headers([*CODEX[:1], ("x-codex-primary-used-percent", "42"), *CODEX[2:]]), NOW + 0.1)
+    memo(_headers(CODEX), NOW + MEMO_MAX_AGE_S)
+    memo(_headers(CODEX), NOW - 5)
     assert parsed == [NOW, NOW + 0.1, NOW + MEMO_MAX_AGE_S, NOW - 5]
 
 
@@ -62,9 +70,9 @@ def test_a_plain_mapping_is_parsed_every_time() -> None:
 
 
 def test_the_memo_answers_what_the_parser_answers() -> None:
-    headers = httpx.Headers(CODEX)
+    headers = _headers(CODEX)
     assert codex_memo(headers, NOW) == codex_windows(headers, NOW)
-    claude = httpx.Headers(
+    claude = _headers(
         {
             "anthropic-ratelimit-unified-status": "allowed",
             "anthropic-ratelimit-unified-5h-utilization": "0.25",
@@ -95,7 +103,7 @@ _OTHER = st.tuples(
 def test_codex_answers_differing_only_in_other_headers_parse_the_same(
     relevant: list[tuple[str, str]], first: list[tuple[str, str]], second: list[tuple[str, str]]
 ) -> None:
-    one, two = httpx.Headers([*first, *relevant]), httpx.Headers([*relevant, *second])
+    one, two = _headers([*first, *relevant]), _headers([*relevant, *second])
     assert codex_windows(one, NOW) == codex_windows(two, NOW)
     assert all(CODEX_RELEVANT.match(name.encode()) for name, _ in relevant)
 
@@ -124,6 +132,4 @@ def test_codex_answers_differing_only_in_other_headers_parse_the_same(
 def test_claude_answers_differing_only_in_other_headers_parse_the_same(
     relevant: list[tuple[str, str]], other: list[tuple[str, str]]
 ) -> None:
-    assert claude_windows(httpx.Headers([*relevant, *other]), NOW) == claude_windows(
-        httpx.Headers(relevant), NOW
-    )
+    assert claude_windows(_headers([*relevant, *other]), NOW) == claude_windows(_headers(relevant), NOW)

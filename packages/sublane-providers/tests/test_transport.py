@@ -1,9 +1,9 @@
 """The model transport against real loopback sockets: what the pipeline relies on from it.
 
-httpx's types over our HTTP/1.1 pool (``_http1.py``, issue #19): a streamed body arrives chunk by chunk as the
-server writes it, keep-alive connections are reused, a refused connection is ``httpx.ConnectError``
-(the pipeline may try the provider's next host), a server that goes silent is a timeout, and one
-that closes mid-body is an ``httpx.HTTPError`` that is not a timeout.
+SubLane's upstream interface over our HTTP/1.1 pool (``_http1.py``, issue #19): a streamed body
+arrives chunk by chunk as the server writes it, keep-alive connections are reused, a refused
+connection is ``UpstreamConnectError`` (the pipeline may try the provider's next host), a server
+that goes silent is ``UpstreamTimeout``, and one that closes mid-body is ``UpstreamCut``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,20 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import httpx
 import pytest
 
 from sublane_core import Settings
-from sublane_providers import ChunkReader
-from sublane_providers._transport import RequestBuilder, UpstreamClients
+from sublane_providers import (
+    UpstreamConnectError,
+    UpstreamCut,
+    UpstreamError,
+    UpstreamRequest,
+    UpstreamResponse,
+    UpstreamTimeout,
+    chunks_of,
+    read_all,
+)
+from sublane_providers._transport import UpstreamClients
 from sublane_providers.testing import close_quietly, read_http_request
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -62,10 +70,10 @@ async def test_a_streamed_body_arrives_as_written_and_the_connection_is_kept(
     server, url = await _serve(handler)
     async with server:
         for _ in range(2):
-            response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", json={"x": 1}))
+            response = await clients.send(_post(f"{url}/v1/thing", b'{"x":1}'))
             assert response.status_code == 200
             assert response.headers["content-type"] == "text/event-stream"
-            chunks = response.aiter_raw()
+            chunks = chunks_of(response)
             assert await anext(chunks) == b"first\n"  # before the server wrote the rest
             release.set()
             assert b"".join([chunk async for chunk in chunks]) == b"second\n"
@@ -77,8 +85,8 @@ async def test_a_refused_connection_is_a_connect_error(clients: UpstreamClients)
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(httpx.ConnectError):
-        await clients.send(httpx.Request("POST", f"http://127.0.0.1:{port}/v1/thing", content=b"{}"))
+    with pytest.raises(UpstreamConnectError):
+        await clients.send(_post(f"http://127.0.0.1:{port}/v1/thing"))
 
 
 async def test_a_silent_server_is_a_timeout(clients: UpstreamClients) -> None:
@@ -91,8 +99,8 @@ async def test_a_silent_server_is_a_timeout(clients: UpstreamClients) -> None:
 
     server, url = await _serve(handler)
     async with server:
-        with pytest.raises(httpx.TimeoutException):
-            await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+        with pytest.raises(UpstreamTimeout):
+            await clients.send(_post(f"{url}/v1/thing"))
         answered.set()
 
 
@@ -105,12 +113,11 @@ async def test_a_body_cut_mid_way_is_an_http_error_not_a_timeout(clients: Upstre
 
     server, url = await _serve(handler)
     async with server:
-        response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
-        with pytest.raises(httpx.HTTPError) as caught:
-            async for _chunk in response.aiter_raw():
+        response = await clients.send(_post(f"{url}/v1/thing"))
+        with pytest.raises(UpstreamCut):
+            async for _chunk in chunks_of(response):
                 pass
         await response.aclose()
-    assert not isinstance(caught.value, httpx.TimeoutException)
 
 
 async def test_a_connection_closed_before_any_answer_is_not_a_timeout(clients: UpstreamClients) -> None:
@@ -120,9 +127,9 @@ async def test_a_connection_closed_before_any_answer_is_not_a_timeout(clients: U
 
     server, url = await _serve(handler)
     async with server:
-        with pytest.raises(httpx.HTTPError) as caught:
-            await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
-    assert not isinstance(caught.value, httpx.TimeoutException)
+        with pytest.raises(UpstreamError) as caught:
+            await clients.send(_post(f"{url}/v1/thing"))
+    assert not isinstance(caught.value, UpstreamTimeout)
 
 
 async def test_what_arrived_before_a_cut_is_delivered_even_when_read_after_it(
@@ -143,18 +150,18 @@ async def test_what_arrived_before_a_cut_is_delivered_even_when_read_after_it(
 
     server, url = await _serve(handler)
     async with server:
-        response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
+        response = await clients.send(_post(f"{url}/v1/thing"))
         await cut.wait()
         await asyncio.sleep(0.1)  # the cut reaches the client before it reads anything
         received: list[bytes] = []
-        with pytest.raises(httpx.ReadError):
+        with pytest.raises(UpstreamCut):
             await _read_into(response, received)
         await response.aclose()
     assert b"".join(received) == b"first\nsecond\n"
 
 
-async def _read_into(response: httpx.Response, received: list[bytes]) -> None:
-    async for chunk in response.aiter_raw():
+async def _read_into(response: UpstreamResponse, received: list[bytes]) -> None:
+    async for chunk in chunks_of(response):
         received.append(chunk)
 
 
@@ -175,24 +182,18 @@ async def test_model_requests_honour_http_proxy_and_no_proxy(monkeypatch: pytest
         monkeypatch.setenv("NO_PROXY", "direct.invalid")
         clients = UpstreamClients(Settings(header_timeout_s=2.0))
         try:
-            response = await clients.send(
-                httpx.Request("POST", "http://upstream.invalid/v1/thing", content=b"{}")
-            )
-            assert response.status_code == 200 and await response.aread() == b"ok"
-            with pytest.raises(httpx.ConnectError):  # bypassed: resolved directly, and it does not exist
-                await clients.send(httpx.Request("POST", "http://direct.invalid/v1/thing", content=b"{}"))
+            response = await clients.send(_post("http://upstream.invalid/v1/thing"))
+            assert response.status_code == 200 and await read_all(response) == b"ok"
+            with pytest.raises(UpstreamConnectError):  # bypassed: resolved directly, and it does not exist
+                await clients.send(_post("http://direct.invalid/v1/thing"))
         finally:
             await clients.aclose()
     assert seen == [b"POST http://upstream.invalid/v1/thing HTTP/1.1"]
 
 
-@pytest.mark.parametrize("pooled", [True, False], ids=["pool body", "any httpx stream"])
-async def test_a_chunk_reader_waits_within_a_bound_and_the_stream_goes_on(
-    clients: UpstreamClients, pooled: bool
-) -> None:
+async def test_a_bounded_read_gives_none_and_the_stream_goes_on(clients: UpstreamClients) -> None:
     """A bounded wait that times out gives ``None`` (a heartbeat is due) and loses nothing: the
-    next read gets the bytes that came later, then ``b""`` at the end — on the pool's bodies and on
-    any other httpx stream."""
+    next read gets the bytes that came later, then ``b""`` at the end."""
     release = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -206,47 +207,47 @@ async def test_a_chunk_reader_waits_within_a_bound_and_the_stream_goes_on(
 
     server, url = await _serve(handler)
     async with server:
-        response = await clients.send(httpx.Request("POST", f"{url}/v1/thing", content=b"{}"))
-        if not pooled:  # the same bytes behind httpx's own stream type
-            inner = response
-            response = httpx.Response(200, stream=_Relayed(inner))
-        reader = ChunkReader(response)
-        assert await reader.read(1.0) == b"first\n"
-        assert await reader.read(0.05) is None  # nothing yet: the caller sends a heartbeat
+        response = await clients.send(_post(f"{url}/v1/thing"))
+        assert await response.read(1.0) == b"first\n"
+        assert await response.read(0.05) is None  # nothing yet: the caller sends a heartbeat
         release.set()
-        assert await reader.read(1.0) == b"second\n"
-        assert await reader.read(1.0) == b""
-        reader.cancel()
+        assert await response.read(1.0) == b"second\n"
+        assert await response.read(1.0) == b""
         await response.aclose()
 
 
-class _Relayed(httpx.AsyncByteStream):
-    def __init__(self, response: httpx.Response) -> None:
-        self._response = response
+async def test_the_head_carries_host_length_and_identity_encoding_and_the_request_headers(
+    clients: UpstreamClients,
+) -> None:
+    """What goes on the wire: the request line, Host, the request's headers as given, then
+    Content-Length and ``accept-encoding: identity`` (answers are relayed byte for byte)."""
+    heads: list[bytes] = []
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._response.aiter_raw():
-            yield chunk
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(2):  # the third request is refused before it is sent
+            request = await read_http_request(reader)
+            heads.append(request.split(b"\r\n\r\n", 1)[0])
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            await writer.drain()
+        await close_quietly(writer)
 
-    async def aclose(self) -> None:
-        await self._response.aclose()
+    server, url = await _serve(handler)
+    port = url.rsplit(":", 1)[1]
+    async with server:
+        headers = {"originator": "codex_cli_rs", "authorization": "Bearer t"}
+        response = await clients.send(UpstreamRequest("POST", f"{url}/v1/x?alt=sse", headers, b'{"a":1}'))
+        assert await read_all(response) == b"ok"
+        own = {"host": "elsewhere", "accept-encoding": "gzip"}
+        response = await clients.send(UpstreamRequest("POST", f"{url}/v1/y", own, b"{}"))
+        assert await read_all(response) == b"ok"
+        with pytest.raises(ValueError, match="line break"):
+            await clients.send(UpstreamRequest("POST", f"{url}/v1/x", {"x-a": "1\r\nx-b: 2"}, b"{}"))
+    assert heads == [
+        b"POST /v1/x?alt=sse HTTP/1.1\r\nhost: 127.0.0.1:" + port.encode() + b"\r\noriginator: codex_cli_rs"
+        b"\r\nauthorization: Bearer t\r\ncontent-length: 7\r\naccept-encoding: identity",
+        b"POST /v1/y HTTP/1.1\r\nhost: elsewhere\r\naccept-encoding: gzip\r\ncontent-length: 2",
+    ]
 
 
-async def test_the_request_builder_builds_what_the_client_would() -> None:
-    """The model path's cheaper ``build_request``: the same URL, headers in the same order,
-    content and timeout as httpx's; while the client holds cookies, the client's own (with them)."""
-    client = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0))
-    builder = RequestBuilder(client)
-    headers = {"originator": "codex_cli_rs", "authorization": "Bearer t", "accept": "text/event-stream"}
-    for url in ("https://chatgpt.com/backend-api/codex/responses", "http://127.0.0.1:8/v1/x?alt=sse") * 2:
-        ours = builder.build("POST", url, content=b'{"a":1}', headers=headers)
-        theirs = client.build_request("POST", url, content=b'{"a":1}', headers=headers)
-        assert (ours.method, ours.url, ours.headers.raw, ours.content, ours.extensions) == (
-            theirs.method, theirs.url, theirs.headers.raw, theirs.content, theirs.extensions
-        )  # fmt: skip
-    client.cookies.set("__cf_bm", "x", domain="chatgpt.com")
-    with_cookie = builder.build(
-        "POST", "https://chatgpt.com/backend-api/codex/responses", content=b"{}", headers={}
-    )
-    assert with_cookie.headers["cookie"] == "__cf_bm=x"
-    await client.aclose()
+def _post(url: str, content: bytes = b"{}") -> UpstreamRequest:
+    return UpstreamRequest("POST", url, {"content-type": "application/json"}, content)

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
 from sublane_core import Outcome, json_loads_text
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._relay import finish_call
 from sublane_protocols import Collector
 from sublane_providers import (
     USUAL_EVENT,
-    ChunkReader,
     SseFramer,
     StreamObserver,
+    UpstreamError,
+    UpstreamResponse,
     blocks_of,
     event_fields,
     usual_event_name,
@@ -29,7 +28,7 @@ from sublane_providers import (
 
 async def collect_stream(
     call: ModelCall,
-    response: httpx.Response,
+    response: UpstreamResponse,
     observer: StreamObserver,
     collector: Collector,
     timeout_s: float,
@@ -41,25 +40,22 @@ async def collect_stream(
     Finishes the call. ``unwrap`` takes an upstream's envelope off each event first.
     """
     framer = SseFramer()
-    reader = ChunkReader(response)
     clock, deadline = call.clock, call.started + timeout_s
     try:
-        while chunk := await reader.read(max(0.0, deadline - clock.monotonic())):
+        while chunk := await response.read(max(0.0, deadline - clock.monotonic())):
             events = framer.cut(chunk)
             if events:
                 _take(events, call, observer, collector, unwrap)
         if chunk is None:  # nothing came before the deadline (one timer only while waiting)
             call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
-    except httpx.HTTPError:
+    except UpstreamError:
         call.state.error_code = "upstream_stream_error"
     except TimeoutError:
         call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except BaseException:
-        reader.cancel()
         await response.aclose()
         call.finish(Outcome.CANCELED, "client_canceled")
         raise
-    reader.cancel()
     await response.aclose()
     state = call.state
     finish_call(call)

@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-import httpx
-
 from sublane_core import (
     Outcome,
     SubLaneError,
@@ -62,7 +60,7 @@ from sublane_protocols import (
     request_id_headers,
     translator_for,
 )
-from sublane_providers import Credentials, FailureKind, ProviderAdapter
+from sublane_providers import Credentials, FailureKind, ProviderAdapter, UpstreamRequest, UpstreamResponse
 
 
 @immutable(kw_only=True)
@@ -165,7 +163,7 @@ async def _open(
     client_body: dict[str, Any],
     operation: UpstreamOperation,
     intent: CallIntent,
-) -> tuple[httpx.Response, ProviderAdapter, UpstreamBody] | JsonReply:
+) -> tuple[UpstreamResponse, ProviderAdapter, UpstreamBody] | JsonReply:
     """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
     try:
         check_policy(principal, call.model)
@@ -194,7 +192,7 @@ async def _open(
         wanted = upstream_operation(adapter, operation, translated=adapter.protocol != spec.protocol)
         bound = key is not None
 
-        def build(credentials: Credentials) -> httpx.Request:
+        def build(credentials: Credentials) -> UpstreamRequest:
             return adapter.build_request(
                 wanted, credentials.bundle, body, spec.headers, bound=bound, conversation_key=key
             )
@@ -225,7 +223,11 @@ def _estimated_count(call: ModelCall, protocol: WireProtocol, upstream: Upstream
 
 
 def _observe_quota(
-    runtime: ClientRuntime, adapter: ProviderAdapter, account_id: int, revision: int, response: httpx.Response
+    runtime: ClientRuntime,
+    adapter: ProviderAdapter,
+    account_id: int,
+    revision: int,
+    response: UpstreamResponse,
 ) -> None:
     if not signals.quota_observed.has_receivers:
         return
@@ -249,7 +251,7 @@ async def _relay(
     call: ModelCall,
     spec: CallSpec,
     adapter: ProviderAdapter,
-    response: httpx.Response,
+    response: UpstreamResponse,
     operation: UpstreamOperation,
     hub: dict[str, Any] | None,
 ) -> Reply:

@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import refusal_reply
@@ -29,7 +27,15 @@ from sublane_gateway.pipeline._schedule import recheck_before_retry
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
 from sublane_protocols import HubTranslator, TranslationRefused, translator_for
 from sublane_protocols.responses import ResponsesFrames
-from sublane_providers import Credentials, ProviderAdapter, SseFramer
+from sublane_providers import (
+    Credentials,
+    ProviderAdapter,
+    SseFramer,
+    UpstreamError,
+    UpstreamRequest,
+    UpstreamResponse,
+    chunks_of,
+)
 from sublane_scheduler import Grant
 
 SendEvent = Callable[[dict[str, Any], bool], Awaitable[None]]
@@ -107,7 +113,7 @@ async def run_hub_turn(
         call.finish(Outcome.REJECTED, refused.code)
         raise HubTurnError(400, refused.code, refused.message) from None
 
-    def build(credentials: Credentials) -> httpx.Request:
+    def build(credentials: Credentials) -> UpstreamRequest:
         return adapter.build_request(
             UpstreamOperation.STREAM,
             credentials.bundle,
@@ -141,7 +147,7 @@ async def _relay(
     call: ModelCall,
     adapter: ProviderAdapter,
     translator: HubTranslator,
-    response: httpx.Response,
+    response: UpstreamResponse,
     body: dict[str, Any],
     hub: dict[str, Any],
     history: SocketHistory,
@@ -155,7 +161,7 @@ async def _relay(
     timeout = max(0.0, call.started + runtime.settings.request_timeout_s - call.clock.monotonic())
     try:
         async with asyncio.timeout(timeout):
-            async for chunk in response.aiter_raw():
+            async for chunk in chunks_of(response):
                 blocks = framer.feed(chunk)
                 if not blocks:
                     continue
@@ -174,7 +180,7 @@ async def _relay(
                             final = response_obj if isinstance(response_obj, dict) else None
                             finish_call(call)
                         await send(out, terminal)
-    except httpx.HTTPError:
+    except UpstreamError:
         call.state.error_code = call.state.error_code or "upstream_stream_error"
     except TimeoutError:
         call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"

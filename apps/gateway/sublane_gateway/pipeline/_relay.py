@@ -14,8 +14,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
-import httpx
-
 from sublane_core import Outcome, WireProtocol, json_dumps, json_loads
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
@@ -23,9 +21,10 @@ from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import StreamTranslator
 from sublane_providers import (
     USUAL_EVENT,
-    ChunkReader,
     SseFramer,
     StreamState,
+    UpstreamError,
+    UpstreamResponse,
     blocks_of,
     event_fields,
     parse_event,
@@ -104,7 +103,7 @@ def observe_events(observer: EventObserver, events: bytes) -> None:
 
 async def relay_sse(
     call: ModelCall,
-    response: httpx.Response,
+    response: UpstreamResponse,
     observer: EventObserver,
     *,
     heartbeat_s: float,
@@ -123,7 +122,6 @@ async def relay_sse(
     written after ``heartbeat_s`` of upstream silence.
     """
     framer = SseFramer()
-    reader = ChunkReader(response)
     clock = call.clock
     last_event = clock.monotonic()
     ended = False
@@ -135,8 +133,8 @@ async def relay_sse(
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - clock.monotonic()))
             try:
-                chunk = await reader.read(wait)
-            except httpx.HTTPError as exc:
+                chunk = await response.read(wait)
+            except UpstreamError as exc:
                 call.state.error_code = "upstream_stream_error"
                 _log.info("upstream stream of %s broke: %s", call.request_id, type(exc).__name__)
                 break
@@ -183,16 +181,14 @@ async def relay_sse(
                 yield tail
     finally:
         if call.finished:  # ended at its terminal event; only the connection is left to close
-            reader.cancel()
             _in_background(response.aclose())  # may run in a cancelled scope: never await here
         elif ended:
-            reader.cancel()
             await response.aclose()
             on_end(call)
         else:
             # The client left (cancellation or generator close): finish in the background, where
             # no cancel scope of the dead request can interrupt the drain.
-            _in_background(_drain_after_cancel(call, response, reader, framer, observer, on_end))
+            _in_background(_drain_after_cancel(call, response, framer, observer, on_end))
 
 
 def _in_background(work: Coroutine[Any, Any, None]) -> None:
@@ -203,8 +199,7 @@ def _in_background(work: Coroutine[Any, Any, None]) -> None:
 
 async def _drain_after_cancel(
     call: ModelCall,
-    response: httpx.Response,
-    reader: ChunkReader,
+    response: UpstreamResponse,
     framer: SseFramer,
     observer: EventObserver,
     on_end: Callable[[ModelCall], None],
@@ -212,14 +207,13 @@ async def _drain_after_cancel(
     try:
         async with asyncio.timeout(POST_CANCEL_DRAIN_S):
             while not call.state.finished:
-                chunk = await reader.read()
+                chunk = await response.read()
                 if not chunk:
                     break
                 observe_events(observer, framer.cut(chunk))
-    except (TimeoutError, httpx.HTTPError, asyncio.CancelledError):
+    except (TimeoutError, UpstreamError, asyncio.CancelledError):
         pass
     finally:
-        reader.cancel()
         with contextlib.suppress(Exception):
             await response.aclose()
         call.state.outcome = Outcome.CANCELED
@@ -282,7 +276,7 @@ class Unwrapped:
 def stream_reply(
     runtime: ClientRuntime,
     call: ModelCall,
-    response: httpx.Response,
+    response: UpstreamResponse,
     observer: EventObserver,
     frames: StreamTranslator | None = None,
     *,
@@ -332,7 +326,7 @@ def stream_reply(
 
 async def relay_json(
     call: ModelCall,
-    response: httpx.Response,
+    response: UpstreamResponse,
     protocol: WireProtocol,
     observe: Callable[[dict[str, Any]], None] | None,
     headers: Mapping[str, str],
@@ -360,7 +354,7 @@ async def relay_json(
         return error_reply(
             protocol, 504, "request_timeout", "The request ran past its deadline.", request_id=call.request_id
         )
-    except httpx.HTTPError:
+    except UpstreamError:
         await response.aclose()
         call.finish(Outcome.ERROR, "upstream_stream_error")
         return error_reply(
@@ -391,12 +385,11 @@ async def relay_json(
 
 
 async def _read_bounded(
-    call: ModelCall, response: httpx.Response, deadline: float | None, idle_timeout_s: float
+    call: ModelCall, response: UpstreamResponse, deadline: float | None, idle_timeout_s: float
 ) -> bytes:
-    """The whole (decoded) body; ``TimeoutError("request_timeout"|"stream_idle_timeout")`` past a limit."""
+    """The whole body; ``TimeoutError("request_timeout"|"stream_idle_timeout")`` past a limit."""
     clock = call.clock
     chunks: list[bytes] = []
-    iterator = response.aiter_bytes().__aiter__()
     while True:
         wait: float | None = None
         reason = "request_timeout"
@@ -404,10 +397,9 @@ async def _read_bounded(
             wait = max(0.0, deadline - clock.monotonic())
         if idle_timeout_s and (wait is None or idle_timeout_s < wait):
             wait, reason = idle_timeout_s, "stream_idle_timeout"
-        try:
-            chunk = await asyncio.wait_for(iterator.__anext__(), timeout=wait)
-        except StopAsyncIteration:
+        chunk = await response.read(wait)
+        if chunk is None:
+            raise TimeoutError(reason)
+        if not chunk:
             return b"".join(chunks)
-        except TimeoutError:
-            raise TimeoutError(reason) from None
         chunks.append(chunk)

@@ -14,12 +14,20 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
-import httpx
-
 from sublane_core import SubLaneError, signals
 from sublane_gateway.pipeline._quota import record_exhaustion
 from sublane_gateway.pipeline._runtime import ClientRuntime
-from sublane_providers import Credentials, FailureKind, UpstreamFailure
+from sublane_providers import (
+    Credentials,
+    FailureKind,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamFailure,
+    UpstreamRequest,
+    UpstreamResponse,
+    UpstreamTimeout,
+    read_error_body,
+)
 from sublane_scheduler import Grant
 
 _log = logging.getLogger("sublane.dispatch")
@@ -42,26 +50,26 @@ class UpstreamRefused(Exception):
 async def send_with_recovery(
     runtime: ClientRuntime,
     grant: Grant,
-    build: Callable[[Credentials], httpx.Request],
+    build: Callable[[Credentials], UpstreamRequest],
     recheck: Callable[[], Awaitable[object]],
-) -> tuple[httpx.Response, Credentials]:
+) -> tuple[UpstreamResponse, Credentials]:
     """Send until accepted or refused for good; the caller owns the grant and releases it."""
     account = grant.account
     adapter = runtime.adapters[account.provider]
     credentials = await runtime.vault.get(account.id, account.provider)
     retries = 0
     refreshed = False
-    moved: httpx.Request | None = None  # the request on another host of the provider (GEM-4)
+    moved: UpstreamRequest | None = None  # the request on another host of the provider (GEM-4)
     while True:
         request = moved if moved is not None else build(credentials)
         moved = None
         try:
             response = await runtime.http.send(request)
-        except httpx.TimeoutException:
+        except UpstreamTimeout:
             raise SubLaneError("upstream_timeout") from None
-        except httpx.HTTPError as exc:
-            moved = adapter.next_host(request, None)
-            if moved is not None:  # nothing was sent back yet: another host may serve it
+        except UpstreamError as exc:
+            moved = adapter.next_host(request, None) if isinstance(exc, UpstreamConnectError) else None
+            if moved is not None:  # nothing was sent: another host may serve it
                 _log.info(
                     "upstream %s host unreachable (%s): next host", account.provider, type(exc).__name__
                 )
@@ -70,7 +78,7 @@ async def send_with_recovery(
             raise SubLaneError("upstream_error", "The provider could not be reached.") from None
         if response.status_code < 300:
             return response, credentials
-        body = await _read_bounded(response)
+        body = await read_error_body(response, MAX_ERROR_BODY)
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
         if failure.kind is FailureKind.UNAUTHORIZED:
             credentials = await runtime.vault.rejected(
@@ -151,19 +159,3 @@ def report_refusal(
             ),
             sender=sender,
         )
-
-
-async def _read_bounded(response: httpx.Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in response.aiter_raw():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size >= MAX_ERROR_BODY:
-                break
-    except httpx.HTTPError:
-        pass
-    finally:
-        await response.aclose()
-    return b"".join(chunks)[:MAX_ERROR_BODY]

@@ -21,8 +21,9 @@ from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota
 from sublane_providers._credentials import AccountIdentity, ImportedCredentials
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
-from sublane_providers._transport import RequestBuilder, UpstreamClients
+from sublane_providers._transport import UpstreamClients
 from sublane_providers._types import StreamState, UpstreamFailure
+from sublane_providers._upstream import UpstreamRequest
 from sublane_providers.antigravity._credentials import parse_credentials
 from sublane_providers.antigravity._failures import classify_failure, no_capacity
 from sublane_providers.antigravity._login import AntigravityLogin
@@ -80,7 +81,6 @@ class AntigravityAdapter(ProviderAdapter):
     ) -> None:
         self.hosts = hosts_of(base_url)
         self._http = http
-        self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._oauth = oauth
         self._authorize_url = authorize_url
         self._metadata_timeout = metadata_timeout
@@ -148,7 +148,7 @@ class AntigravityAdapter(ProviderAdapter):
         *,
         bound: bool,
         conversation_key: str | None = None,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         path, accept = _PATHS[operation]
         model = str(body["model"])
         key = conversation_key if bound else None
@@ -162,20 +162,20 @@ class AntigravityAdapter(ProviderAdapter):
             )
         content = json_dumps(payload, errors="surrogatepass")
         headers = upstream_headers(str(bundle["access_token"]), accept=accept)
-        return self._requests.build("POST", self.hosts[0] + path, content=content, headers=headers)
+        return UpstreamRequest("POST", self.hosts[0] + path, headers, content)
 
-    def next_host(self, request: httpx.Request, failure: UpstreamFailure | None) -> httpx.Request | None:
+    def next_host(self, request: UpstreamRequest, failure: UpstreamFailure | None) -> UpstreamRequest | None:
         """The same request on the next configured host, after a connection failure (``failure``
         is ``None``) or a "no capacity" answer before any output (GEM-4)."""
         if failure is not None and not no_capacity(failure):
             return None
-        url = str(request.url)
+        url = request.url
         for position, host in enumerate(self.hosts[:-1]):
             if url.startswith(host + "/"):
                 moved = self.hosts[position + 1] + url[len(host) :]
                 # Host and Content-Length are the request's own: the new host gets its name.
                 headers = {k: v for k, v in request.headers.items() if k not in _PER_HOST_HEADERS}
-                return self._requests.build("POST", moved, content=request.content, headers=headers)
+                return request.to(moved, headers)
         return None
 
     def new_observer(self, state: StreamState | None = None) -> AntigravityStreamObserver:

@@ -19,8 +19,9 @@ from sublane_providers._credentials import (
     optional_text,
 )
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
-from sublane_providers._transport import RequestBuilder, UpstreamClients
+from sublane_providers._transport import UpstreamClients
 from sublane_providers._types import StreamState, UpstreamFailure
+from sublane_providers._upstream import UpstreamRequest
 from sublane_providers.claude._credentials import parse_credentials
 from sublane_providers.claude._failures import classify_failure
 from sublane_providers.claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
@@ -147,7 +148,6 @@ class ClaudeAdapter(ProviderAdapter):
         self.auth_url = auth_url.rstrip("/")
         self.authorize_url = authorize_url
         self._http = http
-        self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._metadata_timeout = metadata_timeout
         self._models = tuple(models)
         self._models_fallback = models_fallback
@@ -175,11 +175,11 @@ class ClaudeAdapter(ProviderAdapter):
 
     def _post(
         self, url: str, payload: Mapping[str, Any], headers: dict[str, str], accept: str
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         headers["content-type"] = "application/json"
         headers["accept"] = accept
         content = json_dumps(payload)
-        return self._requests.build("POST", url, content=content, headers=headers)
+        return UpstreamRequest("POST", url, headers, content)
 
     def build_request(
         self,
@@ -190,7 +190,7 @@ class ClaudeAdapter(ProviderAdapter):
         *,
         bound: bool,
         conversation_key: str | None = None,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         if operation is UpstreamOperation.STREAM:
             return self.messages_stream_request(bundle, body, client_headers, bound=bound)
         if operation is UpstreamOperation.JSON:
@@ -206,7 +206,7 @@ class ClaudeAdapter(ProviderAdapter):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         """``POST /v1/messages`` streaming (``stream: true`` forced) for the client's Messages body."""
         headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=bound)
         payload = messages_body(body, model=str(body["model"]))
@@ -220,7 +220,7 @@ class ClaudeAdapter(ProviderAdapter):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         """``POST /v1/messages`` answered as one JSON message (``stream: false``)."""
         headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=bound)
         payload = messages_body(body, model=str(body["model"]))
@@ -229,7 +229,7 @@ class ClaudeAdapter(ProviderAdapter):
 
     def count_tokens_request(
         self, bundle: Mapping[str, Any], body: Mapping[str, Any], client_headers: Mapping[str, str]
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         """``POST /v1/messages/count_tokens`` for the client's body (never bound to a session)."""
         headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=False)
         payload = messages_body(body, model=str(body["model"]))

@@ -14,8 +14,9 @@ from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._jwt import expiry_of
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed, oauth_retry_after
 from sublane_providers._session import UpstreamSession
-from sublane_providers._transport import RequestBuilder, UpstreamClients
+from sublane_providers._transport import UpstreamClients
 from sublane_providers._types import StreamState, UpstreamFailure
+from sublane_providers._upstream import UpstreamRequest
 from sublane_providers.codex._credentials import parse_credentials
 from sublane_providers.codex._errors import error_code
 from sublane_providers.codex._failures import classify_failure
@@ -73,7 +74,6 @@ class CodexAdapter(ProviderAdapter):
         self.base_url = base_url.rstrip("/")
         self.auth_url = auth_url.rstrip("/")
         self._http = http
-        self._requests = RequestBuilder(http)  # the model requests' cheaper build_request
         self._metadata_timeout = metadata_timeout
         self._login = CodexLogin(auth_url=self.auth_url, http=http, timeout=metadata_timeout)
 
@@ -107,7 +107,7 @@ class CodexAdapter(ProviderAdapter):
         *,
         bound: bool,
         conversation_key: str | None = None,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         if operation is UpstreamOperation.COMPACT:
             return self.compact_request(bundle, body, client_headers, bound=bound)
         if operation is not UpstreamOperation.STREAM:
@@ -118,7 +118,7 @@ class CodexAdapter(ProviderAdapter):
         headers["accept"] = "text/event-stream"
         payload = responses_body(body, model=str(body["model"]))
         content = json_dumps(payload, ensure_ascii=True)
-        return self._requests.build("POST", self.responses_url, content=content, headers=headers)
+        return UpstreamRequest("POST", self.responses_url, headers, content)
 
     def compact_request(
         self,
@@ -127,13 +127,13 @@ class CodexAdapter(ProviderAdapter):
         client_headers: Mapping[str, str],
         *,
         bound: bool,
-    ) -> httpx.Request:
+    ) -> UpstreamRequest:
         """A remote compaction request: plain JSON in and out (PROTOCOLS §1.7)."""
         token, account_id = self.access(bundle)
         headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
         headers["content-type"] = headers["accept"] = "application/json"
         content = json_dumps(compact_body(body, model=str(body["model"])), ensure_ascii=True)
-        return self._requests.build("POST", self.compact_url, content=content, headers=headers)
+        return UpstreamRequest("POST", self.compact_url, headers, content)
 
     async def open_session(
         self, bundle: Mapping[str, Any], client_headers: Mapping[str, str], *, open_timeout: float
