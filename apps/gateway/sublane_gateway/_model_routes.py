@@ -1,9 +1,10 @@
-"""Model calls go straight to their endpoint, past every FastAPI and Starlette layer (#19).
+"""Model calls go straight to their endpoint, past FastAPI's dependency solving and middleware (#19).
 
 The model endpoints stay ordinary FastAPI routes (OpenAPI lists them; they take the request and
 their path parameters as strings). ``ModelRoutes`` is the ASGI app uvicorn serves, outside FastAPI:
-it finds a ``POST`` to one of them by its compiled path pattern and calls the endpoint itself, so
-a model call passes no routing walk, dependency solving or exit stack, and none of the middleware
+it asks Starlette's routing (each route's public ``matches``: its path, its converters, its
+methods) whether a ``POST`` is one of them and calls the endpoint itself, so a model call passes no
+routing walk over the app's other routes, dependency solving or exit stack, and none of the middleware
 FastAPI puts around every app (server errors, OpenTelemetry exception events — SubLane configures
 no OpenTelemetry —, an app-wide body limit it does not set). What those gave model calls is kept
 here: exceptions get the app's own handlers, and a bug becomes the app's 500 (logged by that
@@ -15,7 +16,6 @@ Measured in BENCHMARKS.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -23,6 +23,7 @@ from fastapi.routing import APIRoute
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
 from sublane_gateway._start_pacer import StartPacer
@@ -38,22 +39,17 @@ class ModelRoutes:
     def __init__(self, app: Starlette, routes: Iterable[APIRoute], pacer: StartPacer | None = None) -> None:
         self.app = app
         self.pacer = pacer
-        self._routes: list[tuple[re.Pattern[str], Endpoint, dict[str, Any]]] = [
-            (route.path_regex, route.endpoint, route.param_convertors)
-            for route in routes
-            if route.methods == {"POST"}
+        self._routes: list[tuple[APIRoute, Endpoint]] = [
+            (route, route.endpoint) for route in routes if route.methods == {"POST"}
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            path = scope["path"]
-            for pattern, endpoint, convertors in self._routes:
-                match = pattern.match(path)
-                if match is not None:
-                    params = {
-                        name: convertors[name].convert(value) for name, value in match.groupdict().items()
-                    }
-                    scope["path_params"] = params
+            for route, endpoint in self._routes:
+                match, child_scope = route.matches(scope)
+                if match is Match.FULL:
+                    scope.update(child_scope)  # path_params, endpoint, route: as Starlette's router sets them
+                    params = child_scope["path_params"]
                     scope["app"] = self.app  # as Starlette sets it: request.app, its state
                     root_path = getattr(self.app, "root_path", "")
                     if root_path:  # as FastAPI sets it
