@@ -1,0 +1,315 @@
+"""The architecture's rules, checked on the source of every package (issue #31).
+
+Each rule parses every production module (``packages/*/sublane_*/`` and ``apps/gateway/``; tests and
+benchmarks are not held to them) and fails with ``file:line`` for each place that breaks it:
+
+- **libraries through their public seams** — for httpx, Starlette and websockets: no import of a
+  private module (a dotted path with a ``_``-named part), no class of ours built on a class of
+  theirs that is not in their public modules, no ``__new__`` called on one of their types or on a
+  class of ours built on one, and no read or write of an attribute their own source names as
+  private (``_list``, ``_content``, ``_body``…, found by parsing the installed library: what
+  ``self._x`` assigns or a class body defines), unless the module defines that name itself;
+- **one pipeline**: the scheduler's entry points (``Scheduler.route``/``acquire``, the pipeline's
+  ``schedule``) are called from ``sublane_gateway/pipeline/`` only.
+
+Not yet held here, and so not claimed: uvicorn, whose HTTP protocol the gateway still subclasses
+for OPS-4's header timeout (``_slow_clients.py``; issue #31 leaves that choice open), and the rule
+that no provider is named outside its package (the provider packages are not yet split out).
+``apps/gateway/tests/test_conventions.py`` keeps provider names out of the gateway.
+
+Each checker also runs on small synthetic sources, with and without a violation.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import textwrap
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[1]
+LIBRARIES = ("httpx", "starlette", "websockets")
+SCHEDULER_ENTRY_POINTS = frozenset({"route", "acquire"})
+PIPELINE = "apps/gateway/sublane_gateway/pipeline/"
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+def production_modules() -> list[Path]:
+    roots = [
+        *sorted((_REPO / "packages").glob("*/sublane_*")),
+        _REPO / "apps" / "gateway" / "sublane_gateway",
+    ]
+    return [
+        path
+        for root in roots
+        for path in sorted(root.rglob("*.py"))
+        if "__pycache__" not in path.parts and "tests" not in path.relative_to(root).parts
+    ]
+
+
+def _parse(path: Path) -> tuple[ast.Module, str]:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), str(path.relative_to(_REPO))
+
+
+# -- what the libraries call private ----------------------------------------------------------------
+
+
+def _is_private_module(module: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in module.split("."))
+
+
+@cache
+def library_private_names() -> frozenset[str]:
+    """Attribute names the libraries' own classes keep private: ``self._x = …`` and ``_x`` class members."""
+    names: set[str] = set()
+    for library in LIBRARIES:
+        package = importlib.import_module(library)
+        for file in Path(package.__path__[0]).rglob("*.py"):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    if isinstance(node.value, ast.Name) and node.value.id == "self":
+                        names.add(node.attr)
+                elif isinstance(node, ast.ClassDef):
+                    for member in node.body:
+                        if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                            names.add(member.name)
+                        elif isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
+                            names.add(member.target.id)
+    return frozenset(name for name in names if name.startswith("_") and not name.startswith("__"))
+
+
+@cache
+def public_classes() -> frozenset[str]:
+    """``module.Class`` for every class the libraries' public modules offer (no ``_`` in the path)."""
+    found: set[str] = set()
+    for library in LIBRARIES:
+        package = importlib.import_module(library)
+        root = Path(package.__path__[0])
+        modules = [library]
+        for file in root.rglob("*.py"):
+            parts = file.relative_to(root).with_suffix("").parts
+            name = ".".join((library, *parts)).removesuffix(".__init__")
+            if not _is_private_module(name):
+                modules.append(name)
+        for name in modules:
+            try:
+                with warnings.catch_warnings():  # deprecated modules warn as they are imported
+                    warnings.simplefilter("ignore")
+                    module = importlib.import_module(name)
+            except ImportError:  # an optional extra not installed: its classes are not ours to use
+                continue
+            for attribute in getattr(module, "__all__", None) or dir(module):
+                value = getattr(module, attribute, None)
+                if isinstance(value, type) and not attribute.startswith("_"):
+                    found.add(f"{name}.{attribute}")
+    return frozenset(found)
+
+
+# -- rule: libraries through their public seams -------------------------------------------------------
+
+
+def _library_imports(tree: ast.Module) -> dict[str, str]:
+    """Local name → the dotted library path it stands for (``httpx``, ``starlette.requests.Request``)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in LIBRARIES:
+                    bound[(alias.asname or alias.name).split(".")[0]] = alias.name.split(".")[0]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and not node.level
+            and node.module.split(".")[0] in LIBRARIES
+        ):
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def _dotted(expr: ast.expr, bound: dict[str, str]) -> str | None:
+    """The library path an expression names (``httpx.Response`` → ``httpx.Response``), else ``None``."""
+    if isinstance(expr, ast.Name):
+        return bound.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = _dotted(expr.value, bound)
+        return f"{base}.{expr.attr}" if base is not None else None
+    return None
+
+
+def _own_names(tree: ast.Module) -> set[str]:
+    """Names our module defines itself (what ``self.x``/``cls.x`` assigns, functions, classes,
+    variables): an attribute of ours that a library happens to name too."""
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}:
+                own.add(node.attr)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            own.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.arg):
+            own.add(node.arg)
+    return own
+
+
+def library_seam_violations(
+    tree: ast.Module, path: str, own_everywhere: frozenset[str] = frozenset()
+) -> list[Violation]:
+    bound = _library_imports(tree)
+    private = library_private_names() - _own_names(tree)
+    found: list[Violation] = []
+    built_on_library: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            )
+            for module in modules:
+                if module.split(".")[0] in LIBRARIES and _is_private_module(module):
+                    found.append(Violation(path, node.lineno, f"imports the private module {module}"))
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                dotted = _dotted(base, bound)
+                if dotted is None:
+                    continue
+                built_on_library.add(node.name)
+                if dotted not in public_classes():
+                    found.append(
+                        Violation(
+                            path, node.lineno, f"class {node.name} is built on {dotted}, not a public class"
+                        )
+                    )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            if node.attr == "__new__":
+                target = node.value
+                named = _dotted(target, bound)
+                if named is not None or (
+                    isinstance(target, ast.Name)
+                    and target.id in built_on_library | {"cls"}
+                    and built_on_library
+                ):
+                    found.append(
+                        Violation(path, node.lineno, f"calls __new__ on {named or ast.unparse(target)}")
+                    )
+            elif node.attr in private and not (
+                isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}
+            ):
+                found.append(
+                    Violation(
+                        path, node.lineno, f"touches {ast.unparse(node)}: private to {'/'.join(LIBRARIES)}"
+                    )
+                )
+    return found
+
+
+def test_libraries_are_used_through_their_public_seams() -> None:
+    violations = [v for path in production_modules() for v in library_seam_violations(*_parse(path))]
+    assert not violations, "\n".join(map(str, violations))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import httpx\nh = httpx.Headers()\nh._list = []\n", "touches h._list"),
+        ("import httpx\nclass R(httpx.Response):\n    pass\nr = R.__new__(R)\n", "calls __new__ on R"),
+        ("import httpx\nr = httpx.Response.__new__(httpx.Response)\n", "calls __new__ on httpx.Response"),
+        (
+            "from starlette.requests import Request\ndef f(r: Request) -> None:\n    r._body = b''\n",
+            "touches r._body",
+        ),
+        ("from httpx._models import Headers\n", "imports the private module httpx._models"),
+        (
+            "import websockets.legacy.protocol\nclass P(websockets.legacy.protocol.Nonexistent):\n    pass\n",
+            "not a public class",
+        ),
+    ],
+)
+def test_the_seam_rule_finds_what_it_forbids(source: str, expected: str) -> None:
+    violations = library_seam_violations(ast.parse(textwrap.dedent(source)), "example.py")
+    assert any(expected in str(violation) for violation in violations), violations
+
+
+def test_the_seam_rule_allows_public_use() -> None:
+    source = """
+        import httpx
+        from starlette.responses import Response
+
+        class Mine(Response):
+            pass
+
+        class Transport(httpx.AsyncBaseTransport):
+            def __init__(self) -> None:
+                self._inner = None
+
+        async def get(client: httpx.AsyncClient) -> int:
+            response = await client.get("http://x")
+            return response.status_code
+    """
+    assert library_seam_violations(ast.parse(textwrap.dedent(source)), "example.py") == []
+
+
+# -- rule: one pipeline schedules -------------------------------------------------------------------
+
+
+def _calls(tree: ast.Module) -> Iterator[ast.Call]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            yield node
+
+
+def scheduling_violations(tree: ast.Module, path: str) -> list[Violation]:
+    if path.startswith(PIPELINE) or "sublane_scheduler/" in path:
+        return []
+    found: list[Violation] = []
+    for call in _calls(tree):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in SCHEDULER_ENTRY_POINTS:
+            if "scheduler" in ast.unparse(func.value).lower():
+                found.append(Violation(path, call.lineno, f"calls {ast.unparse(func)} outside the pipeline"))
+        elif isinstance(func, ast.Name) and func.id == "schedule":
+            found.append(Violation(path, call.lineno, "calls the pipeline's schedule() outside the pipeline"))
+    return found
+
+
+def test_only_the_pipeline_calls_the_schedulers_entry_points() -> None:
+    violations = [v for path in production_modules() for v in scheduling_violations(*_parse(path))]
+    assert not violations, "\n".join(map(str, violations))
+
+
+@pytest.mark.parametrize(
+    ("source", "path", "broken"),
+    [
+        (
+            "async def f(runtime):\n    await runtime.scheduler.route(r, c)\n",
+            "apps/gateway/sublane_gateway/routes/x.py",
+            True,
+        ),
+        (
+            "async def f(runtime):\n    await schedule(runtime, p)\n",
+            "apps/gateway/sublane_gateway/routes/x.py",
+            True,
+        ),
+        ("async def f(runtime):\n    await runtime.scheduler.route(r, c)\n", PIPELINE + "_x.py", False),
+        ("async def f(app):\n    app.add_route('/x', g)\n", "apps/gateway/sublane_gateway/x.py", False),
+    ],
+)
+def test_the_scheduling_rule_finds_what_it_forbids(source: str, path: str, broken: bool) -> None:
+    assert bool(scheduling_violations(ast.parse(source), path)) is broken
