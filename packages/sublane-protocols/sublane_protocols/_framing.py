@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sublane_core.sse import frame
+
 Unwrap = Callable[[dict[str, Any]], dict[str, Any]]
 ErrorBody = Callable[[str], Mapping[str, Any]]
 
@@ -23,7 +25,7 @@ def json_bytes(payload: Mapping[str, Any]) -> bytes:
 
 def named_sse(event: Mapping[str, Any]) -> bytes:
     """One SSE frame named after the event's ``type`` (Responses and Anthropic streams)."""
-    return b"event: " + str(event.get("type", "message")).encode() + b"\ndata: " + json_bytes(event) + b"\n\n"
+    return frame(json_bytes(event), str(event.get("type", "message")).encode())
 
 
 class ReframedStream:
@@ -46,7 +48,7 @@ class ReframedStream:
         self._sent += 1
         if self._json_array:
             return (b"[" if self._sent == 1 else b",\r\n") + data
-        return b"data: " + data + b"\r\n\r\n"
+        return frame(data, crlf=True)
 
     def feed(self, payload: Mapping[str, Any]) -> bytes:
         return self._frame(self._unwrap(dict(payload)))

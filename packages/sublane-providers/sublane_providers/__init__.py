@@ -1,5 +1,15 @@
 """SubLane provider adapters: Codex, Claude and Antigravity, found through one registry."""
 
+from sublane_core.sse import (
+    USUAL_EVENT,
+    SseEvent,
+    SseFramer,
+    blocks_of,
+    encode_event,
+    event_fields,
+    parse_event,
+    usual_event_name,
+)
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota, StreamObserver
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
 from sublane_providers._http import parse_retry_after
@@ -13,16 +23,6 @@ from sublane_providers._registry import (
     provider_names,
 )
 from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
-from sublane_providers._sse import (
-    USUAL_EVENT,
-    SseEvent,
-    SseFramer,
-    blocks_of,
-    encode_event,
-    event_fields,
-    parse_event,
-    usual_event_name,
-)
 from sublane_providers._transport import UpstreamClients
 from sublane_providers._types import (
     DeltaKind,

@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
+from sublane_core.sse import SseFramer, parse_event
 from sublane_providers._adapter import ProviderAdapter
 from sublane_providers._http1 import Http1Pool
 from sublane_providers._refresh import RefreshFailed
-from sublane_providers._sse import SseFramer, parse_event
 from sublane_providers._types import FailureKind, Outcome, StreamState
 from sublane_providers._upstream import UpstreamError, UpstreamRequest, read_all
 from sublane_sim import Behaviour, RefreshOutcome, SimAccount, Simulator

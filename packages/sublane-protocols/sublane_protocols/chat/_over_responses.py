@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import WireProtocol, new_hex_id
+from sublane_core.sse import frame
 from sublane_protocols._hub import ClientSide, HubTranslator
 from sublane_protocols._translators import TranslationRefused
 from sublane_protocols.chat._translate import (
@@ -19,11 +20,11 @@ from sublane_protocols.responses._client_side import ResponsesClientSide
 from sublane_protocols.responses._errors import openai_error_body
 from sublane_protocols.responses._upstream_side import ResponsesUpstreamSide
 
-DONE = b"data: [DONE]\n\n"
+DONE = frame(b"[DONE]")
 
 
 def _data(payload: Mapping[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+    return frame(json.dumps(payload, separators=(",", ":")).encode())
 
 
 def new_completion_id() -> str:

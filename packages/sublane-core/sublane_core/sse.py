@@ -1,7 +1,9 @@
-"""Server-sent events on the wire: cut a byte stream into whole events without copying them twice.
+"""Server-sent events on the wire, read and written: SubLane's one SSE module.
 
-SubLane relays upstream events byte for byte; it only needs to know where one event ends (so that
-heartbeats and its own frames go between events) and, for a few events, the name and data.
+Reading: cut a byte stream into whole events without copying them twice. SubLane relays upstream
+events byte for byte; it only needs to know where one event ends (so that heartbeats and its own
+frames go between events) and, for a few events, the name and data. Writing: the frames SubLane
+makes itself (translated streams, re-framed ones, its own endings), one function for all.
 
 Substrings are looked for with ``bytes.find``, not ``in``: on Python 3.11 ``needle in data`` first
 tries the needle as an integer and raises, formats and clears a ``TypeError`` each time (twice the
@@ -132,6 +134,14 @@ def encode_event(data: str, name: str | None = None) -> bytes:
     """One SSE event block for ``data`` (a single line of JSON)."""
     head = f"event: {name}\n" if name else ""
     return f"{head}data: {data}\n\n".encode()
+
+
+def frame(data: bytes, name: bytes | None = None, *, crlf: bool = False) -> bytes:
+    """One SSE event block for ``data`` already in bytes (a single line: compact JSON), named when
+    ``name`` is given; ``crlf`` ends lines with CRLF (what Google's streams send), else LF."""
+    end = b"\r\n" if crlf else b"\n"
+    head = b"event: " + name + end if name is not None else b""
+    return head + b"data: " + data + end + end
 
 
 # The usual event: one name line, NAME without blanks around it (as ``bytes.strip`` reads blanks),

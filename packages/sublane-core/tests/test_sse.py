@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sublane_providers import (
+from sublane_core.sse import (
     USUAL_EVENT,
     SseEvent,
     SseFramer,
