@@ -25,7 +25,8 @@ COPY packages/sublane-web packages/sublane-web
 COPY apps/gateway apps/gateway
 RUN pip install -c constraints.txt \
         ./packages/sublane-core ./packages/sublane-scheduler ./packages/sublane-quota \
-        ./packages/sublane-providers ./packages/sublane-protocols ./packages/sublane-history \
+        ./packages/sublane-providers ./packages/sublane-providers/codex ./packages/sublane-providers/claude \
+        ./packages/sublane-providers/antigravity ./packages/sublane-protocols ./packages/sublane-history \
         ./packages/sublane-web ./apps/gateway \
     && rm -rf /src
 

@@ -34,6 +34,7 @@ from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._mutation_guard import MutationGuard
+from sublane_gateway._settings import gateway_settings
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._start_pacer import StartPacer
 from sublane_gateway._state import GatewayState
@@ -61,7 +62,7 @@ def create_app(
     ``when_started`` runs once the lifespan startup is done, before the first request is served
     (``sublane serve`` freezes what startup built out of the garbage collector's walks).
     """
-    settings = settings or Settings()
+    settings = settings or gateway_settings()
     engine = create_db_engine(settings.effective_database_url)
     key = _credentials_key(settings, engine)
     secure_data_files(settings)  # OPS-7, after the key file exists

@@ -23,20 +23,20 @@ from sublane_core import (
     create_db_engine,
     current_revision,
     head_revision,
-    settings_help,
     upgrade_database,
 )
 from sublane_gateway._backup import BackupError, restore_backup, take_backup
 from sublane_gateway._data_folder import DataFolderBusy, DataFolderLock
 from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import forget_sessions_of
+from sublane_gateway._settings import gateway_settings, gateway_settings_help
 
 SHUTDOWN_GRACE_S = 5
 
 
 def _settings_epilog() -> str:
     lines = ["settings (environment variables, also read from ./.env):"]
-    for variable, default, meaning in settings_help():
+    for variable, default, meaning in gateway_settings_help():
         lines.append(f"  {variable:<36} default {default:<34} {meaning}")
     return "\n".join(lines)
 
@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _load_settings(**overrides: Any) -> Settings:
     try:
-        return Settings(**{key: value for key, value in overrides.items() if value is not None})
+        return gateway_settings(**{key: value for key, value in overrides.items() if value is not None})
     except ValidationError as exc:
         lines = [f"  {_variable(err['loc'])}: {err['msg']}" for err in exc.errors()]
         raise SystemExit("sublane: invalid settings:\n" + "\n".join(lines)) from None

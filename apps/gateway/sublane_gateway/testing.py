@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
 from sublane_gateway._app import asgi_app, create_app
+from sublane_gateway._settings import gateway_settings
 from sublane_gateway._slow_clients import header_bounded_protocol
 
 STARTUP_TIMEOUT_S = 15.0
@@ -133,7 +134,7 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
         "_env_file": None,
     }
     values.update(overrides)
-    return Settings(**values)
+    return gateway_settings(**values)
 
 
 def migrate(settings: Settings) -> None:

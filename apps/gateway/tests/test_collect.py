@@ -25,8 +25,8 @@ from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._relay import observe_blocks, observe_events
 from sublane_protocols import Collector, new_collector
+from sublane_provider_codex import CodexStreamObserver
 from sublane_providers import ResponseHeaders, SseFramer, StreamState, UpstreamCut, parse_event
-from sublane_providers.codex import CodexStreamObserver
 
 _PRINCIPAL = Principal(1, "key", 1, "user", "member", 1, "group", None, 0, 0, None)
 

@@ -5,9 +5,9 @@ The gateway talks to every provider through the registry and the ``ProviderAdapt
 ``sublane_gateway`` (the source, not the imported objects, so a lazy import or a dead branch counts
 too) and fails with ``file:line`` for each place that breaks one of these rules:
 
-- it imports a provider's subpackage (``sublane_providers.codex`` and the like; the subpackages are
-  read from the provider package's folder, so a new provider is covered without touching this file);
-  importing the top-level ``sublane_providers`` is how the gateway is meant to reach them;
+- it imports a provider distribution (``sublane_provider_codex`` and the like: the packages named
+  by the installed ``sublane.providers`` entry points, so a new provider is covered without touching
+  this file); the registry of ``sublane_providers`` is how the gateway is meant to reach them;
 - it downcasts an adapter: ``isinstance``/``issubclass`` against a class whose name ends in
   ``Adapter``, ``type(x) is SomeAdapter``, or a ``case SomeAdapter():`` pattern;
 - it names a provider: a string constant exactly equal to one of ``provider_names()`` (``"codex"``
@@ -25,16 +25,15 @@ import ast
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-from sublane_providers import provider_names
+from sublane_providers import ENTRY_POINT_GROUP, provider_names
 
 _REPO = Path(__file__).resolve().parents[3]
 GATEWAY_SOURCE = _REPO / "apps" / "gateway" / "sublane_gateway"
-PROVIDERS_SOURCE = _REPO / "packages" / "sublane-providers" / "sublane_providers"
-PROVIDERS_PACKAGE = "sublane_providers"
 
 
 @dataclass(frozen=True)
@@ -53,12 +52,10 @@ Checker = Callable[[ast.Module, str], list[Violation]]
 # -- what the rules are about ---------------------------------------------------------------------
 
 
-def provider_subpackages() -> frozenset[str]:
-    """The subpackages of ``sublane_providers``: every folder of it that holds Python modules."""
+def provider_packages() -> frozenset[str]:
+    """The top-level packages of the installed provider distributions (their entry points' modules)."""
     return frozenset(
-        entry.name
-        for entry in PROVIDERS_SOURCE.iterdir()
-        if entry.is_dir() and not entry.name.startswith("__") and any(entry.glob("*.py"))
+        entry.value.split(":")[0].split(".")[0] for entry in entry_points(group=ENTRY_POINT_GROUP)
     )
 
 
@@ -73,10 +70,10 @@ def _parse(path: Path) -> tuple[ast.Module, str]:
 # -- rule (a): no provider subpackage ---------------------------------------------------------------
 
 
-def provider_subpackage_imports(tree: ast.Module, path: str, subpackages: Iterable[str]) -> list[Violation]:
-    """``import sublane_providers.x``, ``from sublane_providers.x… import``, ``from sublane_providers
-    import x`` and ``importlib.import_module("sublane_providers.x…")`` for each subpackage ``x``."""
-    forbidden = {f"{PROVIDERS_PACKAGE}.{name}" for name in subpackages}
+def provider_subpackage_imports(tree: ast.Module, path: str, packages: Iterable[str]) -> list[Violation]:
+    """``import x``, ``from x… import`` and ``importlib.import_module("x…")`` for each provider
+    package ``x``."""
+    forbidden = set(packages)
 
     def names_a_subpackage(module: str) -> bool:
         return any(module == sub or module.startswith(f"{sub}.") for sub in forbidden)
@@ -86,7 +83,7 @@ def provider_subpackage_imports(tree: ast.Module, path: str, subpackages: Iterab
         if isinstance(node, ast.Import | ast.ImportFrom | ast.Call):
             for module in _imported_modules(node):
                 if names_a_subpackage(module):
-                    found.append(Violation(path, node.lineno, f"imports the provider subpackage {module}"))
+                    found.append(Violation(path, node.lineno, f"imports the provider package {module}"))
     return found
 
 
@@ -97,8 +94,6 @@ def _imported_modules(node: ast.Import | ast.ImportFrom | ast.Call) -> list[str]
     if isinstance(node, ast.ImportFrom):
         if node.level or not node.module:
             return []
-        if node.module == PROVIDERS_PACKAGE:  # `from sublane_providers import codex` imports the subpackage
-            return [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
         return [node.module]
     if (
         _called_name(node.func) in {"import_module", "__import__"}
@@ -207,9 +202,9 @@ def _check_gateway(checker: Checker) -> list[str]:
 
 def test_gateway_imports_no_provider_subpackage() -> None:
     """The gateway reaches providers through ``sublane_providers`` and its registry only."""
-    subpackages = provider_subpackages()
-    assert subpackages, f"no provider subpackage found in {PROVIDERS_SOURCE}"
-    violations = _check_gateway(lambda tree, path: provider_subpackage_imports(tree, path, subpackages))
+    packages = provider_packages()
+    assert len(packages) >= 2, f"found only {packages} in the entry points {ENTRY_POINT_GROUP!r}"
+    violations = _check_gateway(lambda tree, path: provider_subpackage_imports(tree, path, packages))
     assert violations == [], "import these through `sublane_providers` instead:\n" + "\n".join(violations)
 
 
@@ -230,7 +225,7 @@ def test_gateway_never_names_a_provider() -> None:
 
 # -- the checkers can fail ---------------------------------------------------------------------------
 
-SUBPACKAGES = frozenset({"codex", "claude", "antigravity"})
+SUBPACKAGES = frozenset({"sublane_provider_codex", "sublane_provider_claude", "sublane_provider_antigravity"})
 NAMES = ("codex", "claude", "antigravity")
 
 
@@ -250,13 +245,12 @@ def _name_check(tree: ast.Module, path: str) -> list[Violation]:
 @pytest.mark.parametrize(
     "source",
     [
-        "from sublane_providers.codex import CodexAdapter",
-        "from sublane_providers.claude._quota import windows_from_headers",
-        "import sublane_providers.antigravity",
-        "import sublane_providers.codex._chat as chat",
-        "from sublane_providers import ProviderAdapter, claude",
-        "def lazy():\n    from sublane_providers.codex import KNOWN_MODELS\n",
-        "import importlib\nimportlib.import_module('sublane_providers.claude')",
+        "from sublane_provider_codex import CodexAdapter",
+        "from sublane_provider_claude._quota import windows_from_headers",
+        "import sublane_provider_antigravity",
+        "import sublane_provider_codex._chat as chat",
+        "def lazy():\n    from sublane_provider_codex import KNOWN_MODELS\n",
+        "import importlib\nimportlib.import_module('sublane_provider_claude')",
     ],
 )
 def test_subpackage_check_reports_an_import(source: str) -> None:
@@ -270,6 +264,7 @@ def test_subpackage_check_reports_an_import(source: str) -> None:
         "from sublane_providers import ProviderAdapter, provider_names",
         "from sublane_providers.testing import AdapterContract",  # a module, not a subpackage
         "from sublane_providers_extra.codex import x",
+        "from sublane_provider_codexes import x",
         "from sublane_core import codex",
     ],
 )

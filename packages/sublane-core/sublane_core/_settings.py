@@ -131,37 +131,8 @@ class Settings(BaseSettings):
         True, description="TEAM-3/4 usage summaries and token budgets; off only to measure their cost."
     )
 
-    # -- upstreams -------------------------------------------------------------------------------
-    codex_base_url: str = Field("https://chatgpt.com/backend-api", description="Codex backend base.")
-    openai_auth_url: str = Field("https://auth.openai.com", description="OpenAI OAuth base.")
-    claude_base_url: str = Field("https://api.anthropic.com", description="Claude API base.")
-    claude_auth_url: str = Field("https://platform.claude.com", description="Claude OAuth base.")
-    claude_authorize_url: str = Field(
-        "https://claude.ai/oauth/authorize", description="Claude OAuth authorize page (PKCE login)."
-    )
-    claude_models_fallback: bool = Field(
-        True,
-        description="CAT-1: use the built-in Claude model list when GET /v1/models cannot be read "
-        "with an account's OAuth token (off: such a discovery fails).",
-    )
-    antigravity_base_url: str = Field(
-        "https://cloudcode-pa.googleapis.com", description="Antigravity (cloudcode-pa) base."
-    )
-    google_auth_url: str = Field("https://oauth2.googleapis.com", description="Google OAuth base.")
-    google_authorize_url: str = Field(
-        "https://accounts.google.com/o/oauth2/v2/auth", description="Google OAuth authorize page (GEM-3)."
-    )
-    google_userinfo_url: str = Field(
-        "https://www.googleapis.com/oauth2/v2/userinfo", description="Google userinfo (account email)."
-    )
-    google_client_id: str = Field(
-        "1071006060591-tmhssin2h21lcre235vtolojh4g403ep.apps.googleusercontent.com",
-        description="Google OAuth client id (default: Antigravity's public installed-app client).",
-    )
-    google_client_secret: SecretStr = Field(
-        SecretStr("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"),
-        description="Google OAuth client secret (default: the published installed-app value).",
-    )
+    # The upstreams' URLs and OAuth clients are each provider's own settings (its distribution's
+    # ``ProviderSettings``); ``sublane serve`` composes them with these into one settings object.
 
     # -- sessions and logs (not in SPEC §17; additive) -------------------------------------------
     session_ttl_s: int = Field(
@@ -213,10 +184,10 @@ class Settings(BaseSettings):
         return self.data_dir / "credentials.key"
 
 
-def settings_help() -> list[tuple[str, str, str]]:
-    """``(variable, default, meaning)`` for every setting, for ``sublane serve --help``."""
+def settings_help(settings_class: type[BaseSettings] = Settings) -> list[tuple[str, str, str]]:
+    """``(variable, default, meaning)`` of every field of ``settings_class`` (``sublane serve --help``)."""
     rows: list[tuple[str, str, str]] = []
-    for name, field in Settings.model_fields.items():
+    for name, field in settings_class.model_fields.items():
         if field.default_factory is not None:
             default = "[]"
         elif field.default is None:

@@ -1,4 +1,6 @@
-"""SubLane provider adapters: Codex, Claude and Antigravity, found through one registry."""
+"""SubLane's provider contracts: the adapter interface, the plugin registry and the helpers every
+provider distribution shares. The providers themselves are separate distributions, found through
+the entry point group ``sublane.providers`` (see ``docs/adding-a-provider.md``)."""
 
 from sublane_core.sse import (
     USUAL_EVENT,
@@ -15,12 +17,16 @@ from sublane_providers._credentials import AccountIdentity, CredentialFormatErro
 from sublane_providers._http import parse_retry_after
 from sublane_providers._jwt import expiry_of, unverified_claims
 from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
+from sublane_providers._plugin import ENTRY_POINT_GROUP, ProviderPlugin, ProviderSettings
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
 from sublane_providers._registry import (
+    ProviderRegistrationError,
     UnknownProviderError,
     build_adapters,
     parse_credentials,
     provider_names,
+    provider_plugin,
+    provider_plugins,
 )
 from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
 from sublane_providers._transport import UpstreamClients
@@ -56,11 +62,17 @@ __all__ = [
     "ProviderAdapter",
     "Quota",
     "StreamObserver",
-    # registry
+    # plugins and the registry
+    "ENTRY_POINT_GROUP",
+    "ProviderPlugin",
+    "ProviderSettings",
+    "ProviderRegistrationError",
     "UnknownProviderError",
     "build_adapters",
     "parse_credentials",
     "provider_names",
+    "provider_plugin",
+    "provider_plugins",
     # transport and upstream sessions
     "SessionClosed",
     "SessionRefused",

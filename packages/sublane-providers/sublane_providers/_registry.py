@@ -1,60 +1,74 @@
-"""The provider registry: one line per provider. The gateway finds adapters here by name.
+"""The provider registry: the plugins installed distributions register under ``sublane.providers``.
 
-Each provider is a subpackage exposing ``parse_credentials`` (credential import) and, once it can
-serve model requests, ``build_adapter(settings, transport, clock)``. Subpackages are imported
-lazily, the first time a provider is used.
+The gateway finds adapters here by name. Nothing here names a provider: installing a provider
+distribution is what makes it known (PEP 621 entry points, read with :mod:`importlib.metadata`).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
-from types import ModuleType
+import functools
+from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
 from sublane_core import Clock, Settings
 from sublane_providers._adapter import ProviderAdapter
 from sublane_providers._credentials import ImportedCredentials
+from sublane_providers._plugin import ENTRY_POINT_GROUP, ProviderPlugin
 from sublane_providers._transport import UpstreamClients
-
-_MODULES: dict[str, str] = {
-    "codex": "sublane_providers.codex",
-    "claude": "sublane_providers.claude",
-    "antigravity": "sublane_providers.antigravity",
-}
-
-AdapterFactory = Callable[[Settings, UpstreamClients, Clock], ProviderAdapter]
 
 
 class UnknownProviderError(LookupError):
     """No provider of that name is registered."""
 
 
+class ProviderRegistrationError(RuntimeError):
+    """An installed distribution registered something that is not a usable provider."""
+
+
+@functools.cache
+def provider_plugins() -> tuple[ProviderPlugin[Any], ...]:
+    """Every installed provider, in their stated order (then by name); loaded once per process."""
+    plugins: dict[str, ProviderPlugin[Any]] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        plugin = entry.load()
+        if not isinstance(plugin, ProviderPlugin):
+            raise ProviderRegistrationError(
+                f"{entry.value} (entry point {entry.name!r}) is not a ProviderPlugin"
+            )
+        if plugin.name != entry.name:
+            raise ProviderRegistrationError(
+                f"entry point {entry.name!r} names the provider {plugin.name!r}; they must be equal"
+            )
+        if plugin.name in plugins and plugins[plugin.name] is not plugin:
+            raise ProviderRegistrationError(f"two distributions register the provider {plugin.name!r}")
+        plugins[plugin.name] = plugin
+    return tuple(sorted(plugins.values(), key=lambda plugin: (plugin.order, plugin.name)))
+
+
+def provider_plugin(provider: str) -> ProviderPlugin[Any]:
+    """The installed provider of that name."""
+    for plugin in provider_plugins():
+        if plugin.name == provider:
+            return plugin
+    raise UnknownProviderError(provider)
+
+
 def provider_names() -> tuple[str, ...]:
     """The registered providers, in a stable order."""
-    return tuple(_MODULES)
-
-
-def _module(provider: str) -> ModuleType:
-    module_name = _MODULES.get(provider)
-    if module_name is None:
-        raise UnknownProviderError(provider)
-    return importlib.import_module(module_name)
+    return tuple(plugin.name for plugin in provider_plugins())
 
 
 def parse_credentials(provider: str, data: Mapping[str, Any]) -> ImportedCredentials:
     """Normalize an imported credential file with the named provider's parser."""
-    parser: Callable[[Mapping[str, Any]], ImportedCredentials] = _module(provider).parse_credentials
-    return parser(data)
+    return provider_plugin(provider).parse_credentials(data)
 
 
 def build_adapters(
     settings: Settings, transport: UpstreamClients, clock: Clock
 ) -> dict[str, ProviderAdapter]:
-    """An adapter for every registered provider that serves model requests, by name."""
-    adapters: dict[str, ProviderAdapter] = {}
-    for name in _MODULES:
-        factory: AdapterFactory | None = getattr(_module(name), "build_adapter", None)
-        if factory is not None:
-            adapters[name] = factory(settings, transport, clock)
-    return adapters
+    """An adapter for every installed provider, by name, each with its own settings."""
+    return {
+        plugin.name: plugin.build_adapter(plugin.settings_from(settings), settings, transport, clock)
+        for plugin in provider_plugins()
+    }

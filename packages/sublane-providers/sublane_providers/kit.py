@@ -1,0 +1,44 @@
+"""What a provider package builds on, beyond the contracts in ``sublane_providers`` itself.
+
+Provider distributions (``sublane-provider-*``) import from here and from the top-level package,
+never from this package's private modules: these names are the helpers every provider shares
+(credential parsing, OAuth and refresh answers, JSON stream reading, quota-header memos, the
+upstream WebSocket), kept stable on purpose.
+"""
+
+from sublane_providers._credentials import (
+    optional_text,
+    optional_token,
+    parse_timestamp,
+    require_object,
+    require_token,
+)
+from sublane_providers._http import MAX_RETRY_AFTER_S, header
+from sublane_providers._oauth import authorize_url
+from sublane_providers._observer import JsonStreamObserver
+from sublane_providers._quota_headers import MEMO_MAX_AGE_S, QuotaHeaderMemo, headers_with_prefix
+from sublane_providers._refresh import oauth_retry_after
+from sublane_providers._transport import WebSocket, WebSocketRefused, connect_websocket
+
+__all__ = [
+    # credential files
+    "optional_text",
+    "optional_token",
+    "parse_timestamp",
+    "require_object",
+    "require_token",
+    # HTTP answers and OAuth
+    "MAX_RETRY_AFTER_S",
+    "header",
+    "authorize_url",
+    "oauth_retry_after",
+    # streams and quota
+    "JsonStreamObserver",
+    "MEMO_MAX_AGE_S",
+    "QuotaHeaderMemo",
+    "headers_with_prefix",
+    # the upstream WebSocket
+    "WebSocket",
+    "WebSocketRefused",
+    "connect_websocket",
+]
