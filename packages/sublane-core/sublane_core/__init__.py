@@ -64,7 +64,7 @@ from sublane_core._schema import (
 )
 from sublane_core._settings import Settings, settings_help
 from sublane_core._text import MAX_JSON_DEPTH, json_problem, storable_text
-from sublane_core._vocabulary import Outcome, UpstreamOperation, WireProtocol
+from sublane_core._vocabulary import PLAIN_DIALECT, Dialect, Outcome, UpstreamOperation, WireProtocol
 
 __version__ = "0.1.0"
 
@@ -120,6 +120,8 @@ __all__ = [
     "Outcome",
     "UpstreamOperation",
     "WireProtocol",
+    "Dialect",
+    "PLAIN_DIALECT",
     # time, identifiers, errors, logs
     "Clock",
     "FakeClock",

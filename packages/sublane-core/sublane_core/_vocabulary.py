@@ -7,6 +7,7 @@ protocol its upstream speaks (``sublane-providers``), the translators are keyed 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -36,3 +37,27 @@ class Outcome(StrEnum):
     ERROR = "error"
     CANCELED = "canceled"
     REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What one upstream makes of the wire protocol it speaks, as data: its provider declares it
+    (``ProviderAdapter.dialect``) and the generic translation (``sublane-protocols``) applies it to
+    every body translated for that upstream, so no shared package needs to know the provider.
+
+    Frozen and hashable: bodies translated for equal dialects are the same body.
+    """
+
+    #: ``(field, message)``: hub (Responses) fields the upstream cannot honour and whose loss would
+    #: change what is asked; a translated request setting one is refused before any slot (XLAT-3).
+    refused: tuple[tuple[str, str], ...] = ()
+    #: Hub fields the upstream rejects but whose loss changes nothing a client relies on: dropped.
+    dropped: frozenset[str] = frozenset()
+    #: ``(field, value)`` every translated request carries.
+    required: tuple[tuple[str, bool | int | str], ...] = ()
+    #: A text the upstream requires to lead the system instructions (once), e.g. a client identity.
+    system_prelude: str = ""
+
+
+#: The dialect of an upstream that takes its protocol as documented.
+PLAIN_DIALECT = Dialect()

@@ -14,7 +14,7 @@ EXPECTED = [
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "UsageDay", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
     "signals",
-    "Outcome", "UpstreamOperation", "WireProtocol",
+    "Outcome", "UpstreamOperation", "WireProtocol", "Dialect", "PLAIN_DIALECT",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "MovingDeadline", "TIMER_SLACK_S", "immutable",
     "new_hex_id", "new_request_id", "new_uuid", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "RequestIdFilter", "bind_request_id",

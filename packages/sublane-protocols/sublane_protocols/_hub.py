@@ -23,10 +23,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from sublane_core import WireProtocol
+from sublane_core import PLAIN_DIALECT, Dialect, WireProtocol
 from sublane_protocols._collect import Collector
 from sublane_protocols._estimate import estimate_input_tokens
-from sublane_protocols._translators import StreamTranslator, Translator
+from sublane_protocols._translators import StreamTranslator, TranslationRefused, Translator
 
 
 class EventsToResponses(Protocol):
@@ -45,8 +45,11 @@ class UpstreamSide(ABC):
     speaks_hub: ClassVar[bool] = False
 
     @abstractmethod
-    def request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """The upstream body for a Responses body; raises ``TranslationRefused`` (XLAT-3)."""
+    def request_from_responses(self, body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
+        """The upstream body for a Responses body; raises ``TranslationRefused`` (XLAT-3).
+
+        ``system_prelude`` (the upstream's :class:`~sublane_core.Dialect`): a text that must lead the
+        system instructions, exactly once, where this protocol keeps them."""
 
     @abstractmethod
     def new_events(self, request: Mapping[str, Any], *, model: str) -> EventsToResponses:
@@ -59,7 +62,9 @@ class UpstreamSide(ABC):
     ) -> dict[str, Any]:
         """The Responses ``response`` object for this protocol's JSON answer."""
 
-    def count_request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    def count_request_from_responses(
+        self, body: Mapping[str, Any], *, system_prelude: str = ""
+    ) -> dict[str, Any] | None:
         """The body of the upstream's own token count for a Responses body; ``None`` without one."""
         return None
 
@@ -96,6 +101,32 @@ class ClientSide(ABC):
         """The client's answer to a token-count call. Only protocols with a count route (Messages,
         Gemini) override it; no route of Responses or Chat Completions asks for one."""
         raise NotImplementedError(f"{type(self).__name__} has no token-count answer")
+
+
+def led_by(prelude: str, texts: list[str]) -> list[str]:
+    """System ``texts`` (empty ones left out) led by exactly one ``prelude`` when there is one: a
+    first text that already starts with it keeps only what follows."""
+    texts = [text for text in texts if text.strip()]
+    if not prelude:
+        return texts
+    if texts and texts[0].startswith(prelude):
+        texts[0] = texts[0][len(prelude) :].lstrip()
+    return [prelude, *(text for text in texts if text)]
+
+
+def _is_set(value: Any) -> bool:
+    return value not in (None, "", [], {})
+
+
+def in_dialect(hub: Mapping[str, Any], dialect: Dialect) -> Mapping[str, Any]:
+    """The hub body as an upstream of ``dialect`` may be given it: a field it refuses is refused
+    (``TranslationRefused``, XLAT-3, before any slot), the fields it drops are left out."""
+    for field, message in dialect.refused:
+        if _is_set(hub.get(field)):
+            raise TranslationRefused(message, code="unsupported_for_provider", param=field)
+    if dialect.dropped and not dialect.dropped.isdisjoint(hub):
+        return {key: value for key, value in hub.items() if key not in dialect.dropped}
+    return hub
 
 
 #: Server-side tools of the Responses API: run by OpenAI's backend, by no other upstream.
@@ -257,14 +288,21 @@ class HubTranslator(Translator):
         """The client's body as a Responses body (the hub's form)."""
         return self._client.request_to_responses(body) if self._client is not None else dict(body)
 
-    def translate(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(hub body, upstream body)`` for the client's body; raises ``TranslationRefused``."""
+    def translate(
+        self, body: Mapping[str, Any], dialect: Dialect = PLAIN_DIALECT
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(hub body, upstream body)`` for the client's body, in the upstream's ``dialect``;
+        raises ``TranslationRefused`` (XLAT-3)."""
         hub = self.to_responses(body)
         upstream = self._upstream
-        return hub, upstream.request_from_responses(hub if upstream.speaks_hub else portable_tools(hub))
+        given = in_dialect(hub if upstream.speaks_hub else portable_tools(hub), dialect)
+        request = upstream.request_from_responses(given, system_prelude=dialect.system_prelude)
+        for field, value in dialect.required:
+            request[field] = value
+        return hub, request
 
-    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self.translate(body)[1]
+    def request(self, body: Mapping[str, Any], dialect: Dialect = PLAIN_DIALECT) -> dict[str, Any]:
+        return self.translate(body, dialect)[1]
 
     def _hub_body(self, body: Mapping[str, Any], hub: Mapping[str, Any] | None) -> Mapping[str, Any]:
         return hub if hub is not None else self.to_responses(body)
@@ -296,11 +334,16 @@ class HubTranslator(Translator):
             return frames  # the upstream speaks the hub: its events go straight to the client side
         return _Composed(self.new_events(body, model=model, hub=hub), frames)
 
-    def count_request(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def count_request(
+        self, body: Mapping[str, Any], dialect: Dialect = PLAIN_DIALECT
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """``(hub body, upstream count body)`` of a token-count call; the second is ``None`` when the
         upstream has no count of its own (then :func:`estimate_input_tokens` of the first)."""
         hub = self.client_side.count_request_to_responses(body)
-        return hub, self._upstream.count_request_from_responses(hub)
+        counted = self._upstream.count_request_from_responses(
+            in_dialect(hub, dialect), system_prelude=dialect.system_prelude
+        )
+        return hub, counted
 
     def count_answer(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         """The client's count answer for the upstream's."""

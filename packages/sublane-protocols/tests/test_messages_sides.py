@@ -25,6 +25,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from protocol_fixtures import STREAMS, real_client_requests, stream_events
 from pydantic import TypeAdapter
 
+from sublane_core import Dialect
 from sublane_protocols import ResponsesCollector, TranslationRefused
 from sublane_protocols._hub import HubTranslator
 from sublane_protocols.chat._over_responses import ChatClientSide
@@ -33,7 +34,9 @@ from sublane_protocols.responses._client_side import ResponsesClientSide, Respon
 
 MODEL = "claude-opus-4-8"
 CREATED = 1_796_115_600
+#: A line an upstream's dialect requires first in ``system`` (the one real Claude OAuth tokens need).
 IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+WITH_IDENTITY = Dialect(system_prelude=IDENTITY)
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 PDF = "JVBERi0xLjQKJcfsj6IKMSAwIG9iago8PD4+CmVuZG9iagp0cmFpbGVyCjw8Pj4KJSVFT0YK"
 UPSTREAM = MessagesUpstreamSide(clock=lambda: CREATED)
@@ -69,7 +72,7 @@ def hub(**fields: Any) -> dict[str, Any]:
 
 
 def to_claude(**fields: Any) -> dict[str, Any]:
-    return UPSTREAM.request_from_responses(hub(**fields))
+    return UPSTREAM.request_from_responses(hub(**fields), system_prelude=IDENTITY)
 
 
 def refusal(translate: Callable[[dict[str, Any]], Any], body: dict[str, Any]) -> TranslationRefused:
@@ -271,7 +274,7 @@ def sdk_final_message(content: bytes) -> tuple[list[str], Message]:
 # --- upstream side: requests ----------------------------------------------------------------------------
 
 
-def test_system_text_is_led_by_exactly_the_claude_code_identity() -> None:
+def test_system_text_is_led_by_exactly_the_dialects_prelude() -> None:
     request = to_claude(
         instructions="Be brief.",
         input=[
@@ -285,11 +288,17 @@ def test_system_text_is_led_by_exactly_the_claude_code_identity() -> None:
     assert "stream" not in request  # the adapter adds it
 
 
-def test_identity_line_is_not_duplicated_when_the_system_text_starts_with_it() -> None:
+def test_the_prelude_is_not_duplicated_when_the_system_text_starts_with_it() -> None:
     assert to_claude(instructions=IDENTITY)["system"] == [text(IDENTITY)]
     request = to_claude(instructions=f"{IDENTITY}\n\nYou help with code.")
     assert request["system"] == [text(IDENTITY), text("You help with code.")]
     assert to_claude()["system"] == [text(IDENTITY)]
+
+
+def test_an_upstream_without_a_prelude_gets_the_system_texts_alone() -> None:
+    request = UPSTREAM.request_from_responses(hub(instructions="Be brief."))
+    assert request["system"] == [text("Be brief.")]
+    assert "system" not in UPSTREAM.request_from_responses(hub())
 
 
 def test_multi_turn_history_alternates_and_merges_same_role_turns() -> None:
@@ -680,7 +689,7 @@ def test_malformed_hub_bodies_are_refused_with_the_param(body: dict[str, Any], p
 
 def test_count_tokens_body_has_only_what_is_counted() -> None:
     body = hub(tools=[SHELL], instructions="Be brief.", max_output_tokens=10, temperature=0.1, stream=True)
-    counted = UPSTREAM.count_request_from_responses(body)
+    counted = UPSTREAM.count_request_from_responses(body, system_prelude=IDENTITY)
     assert set(counted) == {"model", "system", "messages", "tools"}
     assert counted["system"][0] == text(IDENTITY)
     assert UPSTREAM.counted_tokens({"input_tokens": 1234}) == 1234
@@ -1870,7 +1879,7 @@ def test_messages_to_hub_to_messages_keeps_text_tool_ids_and_images() -> None:
             },
         ],
     )
-    back = UPSTREAM.request_from_responses(CLIENT.request_to_responses(original))
+    back = UPSTREAM.request_from_responses(CLIENT.request_to_responses(original), system_prelude=IDENTITY)
     assert back["messages"] == [
         {"role": message["role"], "content": message["content"]} for message in original["messages"]
     ]
@@ -1921,7 +1930,7 @@ def _cell(client: Any) -> HubTranslator:
 def test_responses_client_on_claude_cut_mid_way_gets_response_failed() -> None:
     cell = _cell(None)
     body = hub(stream=True)
-    assert cell.request(body)["system"] == [text(IDENTITY)]
+    assert cell.request(body, WITH_IDENTITY)["system"] == [text(IDENTITY)]
     stream = cell.new_stream(body, model=MODEL, created=CREATED)
     content = b"".join(stream.feed(payload) for payload in [message_start(), *text_block(0, "Hal")[:2]])
     assert not stream.finished
@@ -1941,7 +1950,7 @@ def test_chat_client_on_claude_reads_text_and_tool_calls_through_the_openai_sdk(
         "tools": [{"type": "function", "function": {"name": "shell", "parameters": SHELL["parameters"]}}],
         "stream": True,
     }
-    request = cell.request(body)
+    request = cell.request(body, WITH_IDENTITY)
     assert request["system"] == [text(IDENTITY), text("Be brief.")]
     assert request["tools"][0]["name"] == "shell"
     stream = cell.new_stream(body, model=MODEL, created=CREATED)

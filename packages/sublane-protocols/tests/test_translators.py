@@ -13,7 +13,7 @@ import pytest
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import TypeAdapter
 
-from sublane_core import WireProtocol
+from sublane_core import Dialect, WireProtocol
 from sublane_protocols import HubTranslator, TranslationRefused, Translator, can_serve, translator_for
 from sublane_protocols.chat import ChatFrames, ChatOverResponses
 
@@ -140,14 +140,24 @@ def test_chat_over_responses_new_stream_is_a_stream_translator() -> None:
     assert frames.feed({"type": "response.in_progress"}) == b""
 
 
-def test_xlat_3_stop_sequences_refused_for_the_codex_backend() -> None:
+#: An upstream of the hub's own protocol that has no stop sequences and refuses sampling settings
+#: (the shape of the ChatGPT backend's dialect, written here as data).
+NO_STOP = Dialect(
+    refused=(("stop", "Stop sequences are not supported by this model's provider."),),
+    dropped=frozenset({"temperature", "top_p", "max_output_tokens", "stop"}),
+    required=(("store", False), ("stream", True)),
+)
+
+
+def test_xlat_3_stop_sequences_refused_for_an_upstream_whose_dialect_refuses_them() -> None:
     body = {"model": "gpt-5-codex", "messages": [{"role": "user", "content": "hi"}], "stop": ["\n"]}
     with pytest.raises(TranslationRefused) as caught:
-        ChatOverResponses().request(body)
+        ChatOverResponses().request(body, NO_STOP)
     assert (caught.value.code, caught.value.param) == ("unsupported_for_provider", "stop")
+    assert ChatOverResponses().request(body)["stop"] == ["\n"]  # a plain upstream carries them
 
 
-def test_xlat_2_chat_sampling_reaches_the_hub_and_the_codex_leg_drops_what_it_refuses() -> None:
+def test_xlat_2_chat_sampling_reaches_the_hub_and_a_dialect_drops_what_its_upstream_refuses() -> None:
     body = {
         "model": "gpt-5-codex",
         "messages": [{"role": "user", "content": "hi"}],
@@ -164,8 +174,9 @@ def test_xlat_2_chat_sampling_reaches_the_hub_and_the_codex_leg_drops_what_it_re
         100,
         ["END"],
     )
-    request = translator.request({k: v for k, v in body.items() if k != "stop"})
+    request = translator.request({k: v for k, v in body.items() if k != "stop"}, NO_STOP)
     assert not {"temperature", "top_p", "max_output_tokens", "stop"} & set(request)
+    assert (request["store"], request["stream"]) == (False, True)  # what the dialect requires
 
 
 def test_xlat_2_a_mid_conversation_system_message_of_claude_code_is_kept_as_instructions() -> None:

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from sublane_core import SubLaneError, UpstreamOperation, WireProtocol, signals
+from sublane_core import PLAIN_DIALECT, Dialect, SubLaneError, UpstreamOperation, WireProtocol, signals
 from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._oauth import PkcePair
 from sublane_providers._refresh import RefreshedCredentials
@@ -80,6 +80,9 @@ class ProviderAdapter(ABC):
     credential_file: ClassVar[str] = ""
     #: The protocol the upstream speaks; clients of another protocol need a translator.
     protocol: ClassVar[WireProtocol]
+    #: What the upstream refuses, drops and requires of that protocol: applied to every body
+    #: translated for it (the generic translation knows no provider).
+    dialect: ClassVar[Dialect] = PLAIN_DIALECT
     #: The operations :meth:`build_request` can build.
     operations: ClassVar[frozenset[UpstreamOperation]]
     #: Whether a token may still be used for a while after a transient refresh failure (CRED-2).

@@ -45,7 +45,14 @@ from sublane_gateway.pipeline._schedule import (
     upstream_operation,
 )
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
-from sublane_gateway.pipeline._translate import ListingFailure, UpstreamBody, providers_listing, upstream_body
+from sublane_gateway.pipeline._translate import (
+    ListingFailure,
+    UpstreamBody,
+    UpstreamShape,
+    providers_listing,
+    upstream_body,
+    upstream_shape,
+)
 from sublane_protocols import (
     CallIntent,
     HubTranslator,
@@ -118,8 +125,8 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         )
     # Providers whose translation refused drop out; the others stay candidates for the scheduler,
     # which gives the answer for a model none lists (404, or the bound account's own error).
-    refused = {runtime.adapters[name].protocol for name in listing} - bodies.keys()
-    providers = tuple(name for name in providers if runtime.adapters[name].protocol not in refused)
+    refused = {upstream_shape(runtime.adapters[name]) for name in listing} - bodies.keys()
+    providers = tuple(name for name in providers if upstream_shape(runtime.adapters[name]) not in refused)
     opened = await _open(runtime, call, principal, spec, providers, bodies, client_body, operation, intent)
     if isinstance(opened, JsonReply):
         return opened
@@ -133,19 +140,20 @@ def _upstream_bodies(
     providers: tuple[str, ...],
     body: dict[str, Any],
     operation: UpstreamOperation,
-) -> dict[WireProtocol, UpstreamBody] | TranslationRefused:
-    """The request body in each upstream protocol the candidates speak, translated before any slot
-    is taken (XLAT-3). A protocol the body cannot be translated to drops out; when none is left,
-    the first refusal is the answer."""
-    bodies: dict[WireProtocol, UpstreamBody] = {}
+) -> dict[UpstreamShape, UpstreamBody] | TranslationRefused:
+    """The request body in each upstream protocol and dialect the candidates speak, translated
+    before any slot is taken (XLAT-3). A shape the body cannot be translated to drops out; when
+    none is left, the first refusal is the answer."""
+    bodies: dict[UpstreamShape, UpstreamBody] = {}
     refusal: TranslationRefused | None = None
     for name in providers:
-        upstream = runtime.adapters[name].protocol
-        if upstream in bodies:
+        adapter = runtime.adapters[name]
+        shape = upstream_shape(adapter)
+        if shape in bodies:
             continue
-        translator = translator_for(protocol, upstream)
+        translator = translator_for(protocol, adapter.protocol)
         try:
-            bodies[upstream] = upstream_body(translator, body, operation)
+            bodies[shape] = upstream_body(translator, body, operation, adapter.dialect)
         except TranslationRefused as refused:
             refusal = refusal or refused
     if not bodies and refusal is not None:
@@ -159,7 +167,7 @@ async def _open(
     principal: Principal,
     spec: CallSpec,
     providers: tuple[str, ...],
-    bodies: dict[WireProtocol, UpstreamBody],
+    bodies: dict[UpstreamShape, UpstreamBody],
     client_body: dict[str, Any],
     operation: UpstreamOperation,
     intent: CallIntent,
@@ -182,10 +190,12 @@ async def _open(
         call.take(grant)
         account = grant.account
         adapter = runtime.adapters[account.provider]
-        upstream = bodies.get(adapter.protocol)
+        shape = upstream_shape(adapter)
+        upstream = bodies.get(shape)
         if upstream is None:  # the model appeared on this provider meanwhile: translate now
-            upstream = upstream_body(translator_for(spec.protocol, adapter.protocol), client_body, operation)
-            bodies[adapter.protocol] = upstream
+            translator = translator_for(spec.protocol, adapter.protocol)
+            upstream = upstream_body(translator, client_body, operation, adapter.dialect)
+            bodies[shape] = upstream
         if upstream.body is None:  # a token count this upstream cannot do: estimated, no call
             return _estimated_count(call, spec.protocol, upstream)
         body = upstream.body

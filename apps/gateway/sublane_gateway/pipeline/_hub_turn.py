@@ -107,7 +107,7 @@ async def run_hub_turn(
     assert translator is not None
     body = history.expand(body)
     try:
-        hub, upstream = translator.translate(body)
+        hub, upstream = translator.translate(body, adapter.dialect)
         upstream_body = dict(upstream, model=call.model)
     except TranslationRefused as refused:
         call.finish(Outcome.REJECTED, refused.code)

@@ -8,10 +8,19 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from sublane_core import SubLaneError, UpstreamOperation, immutable
+from sublane_core import Dialect, SubLaneError, UpstreamOperation, WireProtocol, immutable
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_protocols import HubTranslator
+from sublane_providers import ProviderAdapter
+
+#: What a translated body depends on: the upstream's protocol and its dialect.
+UpstreamShape = tuple[WireProtocol, Dialect]
+
+
+def upstream_shape(adapter: ProviderAdapter) -> UpstreamShape:
+    """The shape bodies for ``adapter`` take: equal shapes share one translated body."""
+    return adapter.protocol, adapter.dialect
 
 
 @immutable
@@ -25,15 +34,16 @@ class UpstreamBody:
 
 
 def upstream_body(
-    translator: HubTranslator | None, body: dict[str, Any], operation: UpstreamOperation
+    translator: HubTranslator | None, body: dict[str, Any], operation: UpstreamOperation, dialect: Dialect
 ) -> UpstreamBody:
-    """The client's ``body`` for an upstream (``translator is None``: the same protocol)."""
+    """The client's ``body`` for an upstream of ``dialect`` (``translator is None``: the same
+    protocol, which the adapter prepares itself)."""
     if translator is None:
         return UpstreamBody(body)
     if operation is UpstreamOperation.COUNT_TOKENS:
-        hub, counted = translator.count_request(body)
+        hub, counted = translator.count_request(body, dialect)
         return UpstreamBody(None if counted is None else dict(counted, model=body["model"]), hub)
-    hub, upstream = translator.translate(body)
+    hub, upstream = translator.translate(body, dialect)
     return UpstreamBody(dict(upstream, model=body["model"]), hub)
 
 

@@ -510,8 +510,9 @@ def _conversation(body: Mapping[str, Any]) -> _Conversation:
     return conversation
 
 
-def gemini_request(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The Gemini ``generateContent`` body for a Responses body; raises ``TranslationRefused``."""
+def gemini_request(body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
+    """The Gemini ``generateContent`` body for a Responses body; raises ``TranslationRefused``.
+    ``system_prelude``: a text the upstream requires first in ``systemInstruction`` (its dialect)."""
     if not isinstance(body, Mapping):
         raise refuse("The request body must be a JSON object.", "body")
     _refuse_server_state(body)
@@ -521,8 +522,15 @@ def gemini_request(body: Mapping[str, Any]) -> dict[str, Any]:
     if needs_signature_placeholder(body.get("model")):
         _mark_signatures(conversation.turns)
     request: dict[str, Any] = {"contents": conversation.turns}
-    if conversation.system:
-        request["systemInstruction"] = {"parts": conversation.system}
+    system = conversation.system
+    if system_prelude:
+        first = system[0].get("text") if system else None
+        if isinstance(first, str) and first.startswith(system_prelude):
+            rest = first[len(system_prelude) :].lstrip()
+            system = ([{**system[0], "text": rest}] if rest else []) + system[1:]
+        system = [{"text": system_prelude}, *system]
+    if system:
+        request["systemInstruction"] = {"parts": system}
     declarations = _declarations(body.get("tools"))
     if declarations:
         request["tools"] = [{"functionDeclarations": declarations}]
@@ -535,15 +543,15 @@ def gemini_request(body: Mapping[str, Any]) -> dict[str, Any]:
     return request
 
 
-def gemini_count_request(body: Mapping[str, Any]) -> dict[str, Any]:
+def gemini_count_request(body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
     """A ``countTokens`` body for a Responses body: ``{"contents": …}`` only.
 
-    Antigravity's ``v1internal:countTokens`` is only known to take ``{"request": {"model",
+    Gemini upstreams' count methods are not all known to take more than ``{"request": {"model",
     "contents"}}`` (what the Gemini CLI sends), so the system instruction and the tool declarations
     are counted as a leading user turn holding their text: the count is close, and never refused
     for a field the method may not know.
     """
-    request = gemini_request(body)
+    request = gemini_request(body, system_prelude=system_prelude)
     preamble: list[dict[str, Any]] = list(request.get("systemInstruction", {}).get("parts", []))
     if "tools" in request:
         preamble.append({"text": json.dumps(request["tools"], ensure_ascii=False, separators=(",", ":"))})

@@ -1,4 +1,4 @@
-"""Gemini as an upstream speaks it (Antigravity, unwrapped by its adapter), seen from the hub.
+"""Gemini as an upstream speaks it (unwrapped by its adapter when it wraps it), seen from the hub.
 
 Requests: :mod:`sublane_protocols.gemini._from_responses`. Answers and stream chunks become hub
 events here (:class:`GeminiEventsToResponses`):
@@ -27,7 +27,7 @@ Usage: ``input_tokens`` = ``promptTokenCount`` (which includes the cached tokens
 The terminal event is written as soon as ``finishReason`` arrives (a Gemini stream may end with
 EOF right after it), with the ``usageMetadata`` of that chunk, else the last one seen before it.
 Usage sent on a chunk *after* the ``finishReason`` chunk is not in the terminal event (the turn is
-over for the client by then); the gateway's records still get it, as the Antigravity observer reads
+over for the client by then); the gateway's records still get it, as the provider's observer reads
 every upstream chunk itself.
 """
 
@@ -180,12 +180,12 @@ def _terminal_response(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 class GeminiUpstreamSide(UpstreamSide):
-    """Gemini ``generateContent`` (as Antigravity serves it) to and from the Responses hub."""
+    """Gemini ``generateContent`` to and from the Responses hub."""
 
     protocol = WireProtocol.GEMINI
 
-    def request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return gemini_request(body)
+    def request_from_responses(self, body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
+        return gemini_request(body, system_prelude=system_prelude)
 
     def new_events(self, request: Mapping[str, Any], *, model: str) -> GeminiEventsToResponses:
         return GeminiEventsToResponses(request, model=model)
@@ -201,8 +201,10 @@ class GeminiUpstreamSide(UpstreamSide):
         assert response is not None  # close() always ends the turn
         return response
 
-    def count_request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
-        return gemini_count_request(body)
+    def count_request_from_responses(
+        self, body: Mapping[str, Any], *, system_prelude: str = ""
+    ) -> dict[str, Any] | None:
+        return gemini_count_request(body, system_prelude=system_prelude)
 
     def counted_tokens(self, answer: Mapping[str, Any]) -> int:
         return _count(answer.get("totalTokens"))

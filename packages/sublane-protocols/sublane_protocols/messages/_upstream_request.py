@@ -3,7 +3,7 @@
 | Responses (hub) | Messages |
 | --- | --- |
 | `instructions`, `system`/`developer` messages (in order) | `system` text blocks, led by exactly the |
-| | Claude Code identity line (PROTOCOLS §2.2) |
+| | the upstream's required first block, when its dialect has one (`system_prelude`) |
 | `user` / `assistant` messages | alternating turns (consecutive same-role turns merged) |
 | `input_text` / `output_text` / `refusal` parts | `text` blocks (empty ones dropped: Claude refuses them) |
 | `input_image` data URL / http(s) URL | `image` with a `base64` / `url` source |
@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sublane_protocols._hub import led_by
 from sublane_protocols.messages._shape import (
     data_url,
     optional_bool,
@@ -71,7 +72,6 @@ from sublane_protocols.messages._shape import (
     unsupported,
 )
 
-CLAUDE_CODE_IDENTITY: Final = "You are Claude Code, Anthropic's official CLI for Claude."
 DEFAULT_MAX_TOKENS: Final = 32000
 THINKING_BUDGETS: Final = {"minimal": 1024, "low": 4096, "medium": 8192, "high": 16384, "xhigh": 24576}
 EMPTY_SCHEMA: Final = {"type": "object", "properties": {}}
@@ -107,8 +107,9 @@ _STATE_FIELDS: Final = ("previous_response_id", "conversation", "prompt")
 _TEXT_PARTS: Final = frozenset({"input_text", "output_text"})
 
 
-def messages_request(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The Messages body (without ``stream``) for a hub body; raises ``TranslationRefused``."""
+def messages_request(body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
+    """The Messages body (without ``stream``) for a hub body; raises ``TranslationRefused``.
+    ``system_prelude``: the upstream's required first ``system`` block (its dialect), if any."""
     if not isinstance(body, Mapping):
         refuse("The request body must be a JSON object.", None)
     _refuse_state(body)
@@ -122,7 +123,7 @@ def messages_request(body: Mapping[str, Any]) -> dict[str, Any]:
     if not messages:
         refuse("'input' needs at least one user or assistant item.", "input")
     request: dict[str, Any] = {"model": model, "messages": messages}
-    system = system_blocks(conversation.system)
+    system = system_blocks(conversation.system, system_prelude)
     if system:
         request["system"] = system
     tools = _tools(body.get("tools"))
@@ -135,20 +136,15 @@ def messages_request(body: Mapping[str, Any]) -> dict[str, Any]:
     return request
 
 
-def count_request(body: Mapping[str, Any]) -> dict[str, Any]:
+def count_request(body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
     """The ``/v1/messages/count_tokens`` body: what is counted, none of the generation options."""
-    full = messages_request(body)
+    full = messages_request(body, system_prelude=system_prelude)
     return {key: full[key] for key in ("model", "system", "messages", "tools") if key in full}
 
 
-def system_blocks(texts: list[str]) -> list[dict[str, Any]]:
-    """The ``system`` blocks, led by exactly the Claude Code identity line (once)."""
-    texts = [text for text in texts if text.strip()]
-    if texts and texts[0].startswith(CLAUDE_CODE_IDENTITY):
-        texts[0] = texts[0][len(CLAUDE_CODE_IDENTITY) :].lstrip()
-    blocks = [{"type": "text", "text": CLAUDE_CODE_IDENTITY}]
-    blocks.extend({"type": "text", "text": text} for text in texts if text)
-    return blocks
+def system_blocks(texts: list[str], prelude: str = "") -> list[dict[str, Any]]:
+    """The ``system`` blocks, one per text, led by exactly one ``prelude`` block when given."""
+    return [{"type": "text", "text": text} for text in led_by(prelude, texts)]
 
 
 def _refuse_state(body: Mapping[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The Messages upstream side: a hub (Responses) call served by a Claude account.
+"""The Messages upstream side: a hub (Responses) call served by an upstream speaking Messages.
 
 The request mapping is in ``_upstream_request`` (what Claude cannot honour is dropped or refused
 there, with the reasons), the event mapping in ``_upstream_events``.
@@ -18,7 +18,7 @@ from sublane_protocols.messages._upstream_request import count_request, messages
 
 
 class MessagesUpstreamSide(UpstreamSide):
-    """Responses → Claude Messages requests; Claude events and answers → Responses."""
+    """Responses → Messages requests; Messages events and answers → Responses."""
 
     protocol = WireProtocol.MESSAGES
 
@@ -26,8 +26,8 @@ class MessagesUpstreamSide(UpstreamSide):
         """``clock``: wall time in seconds, for the ``created_at`` of the responses made."""
         self._clock = clock
 
-    def request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return messages_request(body)
+    def request_from_responses(self, body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
+        return messages_request(body, system_prelude=system_prelude)
 
     def new_events(self, request: Mapping[str, Any], *, model: str) -> MessagesEvents:
         return MessagesEvents(request, model=model, clock=self._clock)
@@ -44,8 +44,10 @@ class MessagesUpstreamSide(UpstreamSide):
                     return response
         raise ValueError("the Messages answer did not end")  # unreachable: answer_events ends with a stop
 
-    def count_request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return count_request(body)
+    def count_request_from_responses(
+        self, body: Mapping[str, Any], *, system_prelude: str = ""
+    ) -> dict[str, Any]:
+        return count_request(body, system_prelude=system_prelude)
 
     def counted_tokens(self, answer: Mapping[str, Any]) -> int:
         tokens = answer.get("input_tokens")

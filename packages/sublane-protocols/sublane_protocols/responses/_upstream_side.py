@@ -1,10 +1,9 @@
-"""Responses as the Codex backend accepts it, seen from the hub (the Codex leg of a cell).
+"""Responses as an upstream speaks it, seen from the hub: the hub's own protocol.
 
-The hub body is a Responses body already; what the ChatGPT backend refuses is taken off: it answers
-``400 Unsupported parameter`` to ``temperature``, ``top_p`` and ``max_output_tokens`` (see
-``chat/_translate.py``), so those client settings are dropped as harmless; it has no stop sequences,
-which change an answer's meaning, so the hub's ``stop`` is refused (XLAT-3). ``store: false`` and
-``stream: true`` are what it requires. Events and answers are the hub's own: they pass as they are.
+A hub body is a Responses body already, and the upstream's events and answers are the hub's own:
+they pass as they are. What one upstream refuses, drops or requires of Responses is its provider's
+:class:`~sublane_core.Dialect`, which the hub applies before this side sees the body; only a
+``system_prelude`` lands here, leading the ``instructions``.
 """
 
 from __future__ import annotations
@@ -13,10 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import WireProtocol
-from sublane_protocols._hub import EventsToResponses, UpstreamSide
-from sublane_protocols._translators import TranslationRefused
-
-_DROPPED = ("temperature", "top_p", "max_output_tokens", "stop")
+from sublane_protocols._hub import EventsToResponses, UpstreamSide, led_by
 
 
 class _Unchanged:
@@ -27,21 +23,17 @@ class _Unchanged:
 
 
 class ResponsesUpstreamSide(UpstreamSide):
-    """The Codex leg: a hub body made acceptable to the ChatGPT Codex backend."""
+    """An upstream speaking Responses: the hub body goes as it is."""
 
     protocol = WireProtocol.RESPONSES
     speaks_hub = True
 
-    def request_from_responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        if body.get("stop") not in (None, "", []):
-            raise TranslationRefused(
-                "Stop sequences are not supported by this model's provider.",
-                code="unsupported_for_provider",
-                param="stop",
-            )
-        request = {key: value for key, value in body.items() if key not in _DROPPED}
-        request["store"] = False
-        request["stream"] = True
+    def request_from_responses(self, body: Mapping[str, Any], *, system_prelude: str = "") -> dict[str, Any]:
+        request = dict(body)
+        if system_prelude:
+            instructions = request.get("instructions")
+            texts = [instructions] if isinstance(instructions, str) else []
+            request["instructions"] = "\n\n".join(led_by(system_prelude, texts))
         return request
 
     def new_events(self, request: Mapping[str, Any], *, model: str) -> EventsToResponses:

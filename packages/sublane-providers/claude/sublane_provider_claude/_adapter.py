@@ -17,6 +17,7 @@ from sublane_provider_claude._failures import classify_failure
 from sublane_provider_claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
 from sublane_provider_claude._quota import remembered_windows_from_headers, windows_from_usage
 from sublane_provider_claude._request import (
+    CLAUDE_DIALECT,
     DEFAULT_ANTHROPIC_VERSION,
     OAUTH_BETA,
     count_tokens_url,
@@ -133,6 +134,7 @@ class ClaudeAdapter(ProviderAdapter):
     label = "Claude"
     credential_file = "~/.claude/.credentials.json"
     protocol = WireProtocol.MESSAGES
+    dialect = CLAUDE_DIALECT
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False
     fallback_models = frozenset(KNOWN_MODELS)

@@ -12,9 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sublane_core import Dialect
+
 OAUTH_BETA = "oauth-2025-04-20"
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 SESSION_HEADER = "x-claude-code-session-id"
+#: The line OAuth tokens require as the first ``system`` block (PROTOCOLS §2.2): bodies translated
+#: from another client protocol get it, exactly once.
+CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+CLAUDE_DIALECT = Dialect(system_prelude=CLAUDE_CODE_IDENTITY)
+
 # Claude Code's identity headers (CAP); everything else the client sent stays with the gateway.
 _PASSTHROUGH = frozenset({"user-agent", "x-app", "anthropic-dangerous-direct-browser-access"})
 _PASSTHROUGH_PREFIXES = ("x-stainless-",)

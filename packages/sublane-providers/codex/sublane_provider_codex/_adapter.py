@@ -18,7 +18,7 @@ from sublane_provider_codex._quota import (
     windows_from_rate_limits_event,
     windows_from_usage,
 )
-from sublane_provider_codex._request import compact_body, responses_body, upstream_headers
+from sublane_provider_codex._request import CODEX_DIALECT, compact_body, responses_body, upstream_headers
 from sublane_provider_codex._session import open_codex_session
 from sublane_provider_codex._settings import CodexSettings
 from sublane_provider_codex._stream import CodexStreamObserver
@@ -69,6 +69,7 @@ class CodexAdapter(ProviderAdapter):
     label = "ChatGPT / Codex"
     credential_file = "~/.codex/auth.json"
     protocol = WireProtocol.RESPONSES
+    dialect = CODEX_DIALECT
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.COMPACT})
     refresh_fallback = True
     json_from_stream = True  # the backend only streams: JSON answers are collected from the stream

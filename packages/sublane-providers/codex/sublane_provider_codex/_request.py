@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sublane_core import new_uuid
+from sublane_core import Dialect, new_uuid
 
 DEFAULT_ORIGINATOR = "codex_cli_rs"
 CONVERSATION_HEADERS = frozenset(
@@ -17,6 +17,16 @@ _PASSTHROUGH_PREFIXES = ("x-codex-", "x-openai-", "x-responsesapi-")
 _UNSUPPORTED = ("max_output_tokens", "temperature", "top_p", "prompt_cache_retention", "safety_identifier")
 # Fields meaningful only on a WebSocket (previous_response_id lives per socket; generate: prewarm).
 _HTTP_ONLY_DROP = ("stream_options", "generate", "previous_response_id")
+
+#: Responses as the backend takes it, for bodies translated from another client protocol: it answers
+#: ``400 Unsupported parameter`` to the sampling settings and the output cap, which are dropped as
+#: harmless; it has no stop sequences, which change an answer's meaning, so those are refused
+#: (XLAT-3); ``store: false`` and ``stream: true`` are what it requires.
+CODEX_DIALECT = Dialect(
+    refused=(("stop", "Stop sequences are not supported by this model's provider."),),
+    dropped=frozenset({"temperature", "top_p", "max_output_tokens", "stop"}),
+    required=(("store", False), ("stream", True)),
+)
 
 
 _SENT, _CONVERSATION, _KEPT = "sent", "conversation", "kept"  # kept: stays with the gateway
