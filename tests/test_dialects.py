@@ -37,7 +37,11 @@ def test_a_translated_call_to_claude_leads_its_system_with_the_claude_code_ident
     }
     assert pool.client().post("/v1/chat/completions", json=chat).status_code == 200
     assert _system_texts(_sent(pool, "claude")) == [IDENTITY, "Be brief."]
-    responses = {"model": "claude/claude-sonnet-4-5", "input": "hi", "instructions": f"{IDENTITY}\n\nBe brief."}
+    responses = {
+        "model": "claude/claude-sonnet-4-5",
+        "input": "hi",
+        "instructions": f"{IDENTITY}\n\nBe brief.",
+    }
     assert pool.client().post("/v1/responses", json=responses).status_code == 200
     assert _system_texts(_sent(pool, "claude")) == [IDENTITY, "Be brief."]
     bare = {"model": "claude/claude-sonnet-4-5", "input": "hi"}

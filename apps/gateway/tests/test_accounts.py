@@ -245,4 +245,6 @@ def test_the_providers_the_web_views_offer_come_from_the_gateway(
     assert [item["name"] for item in items] == ["codex", "claude", "antigravity"]
     assert all(item["label"] and item["credential_file"] and item["sign_in"] is True for item in items)
     assert items[1]["credential_file"] == "~/.claude/.credentials.json"
+    # what an account's identity subject is called, when admins look for it (the web's account cards)
+    assert [item["subject_label"] for item in items] == ["", "", "project"]
     assert gateway.client().get("/api/providers").status_code == 401  # signed-in users only

@@ -222,7 +222,9 @@ class QuotaObservation(SQLModel, table=True):
         sa_column=sa.Column(sa.Integer, sa.ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
     )
     window: str = Field(primary_key=True, max_length=64)
-    model: str = Field(default="", primary_key=True, max_length=128, description="Antigravity model")
+    model: str = Field(
+        default="", primary_key=True, max_length=128, description="the model, for quota kept per model"
+    )
     main: bool = Field(default=True, description="QUOTA-4: only main windows may exclude")
     used_percent: float | None = None
     window_seconds: int | None = None

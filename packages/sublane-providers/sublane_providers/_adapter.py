@@ -78,6 +78,9 @@ class ProviderAdapter(ABC):
     label: ClassVar[str] = ""
     #: The credential file an import takes, in the words of the people who have it.
     credential_file: ClassVar[str] = ""
+    #: What an account's identity ``subject`` is to admins (the web views show it beside the email
+    #: and plan when set, e.g. ``"project"``); empty: an internal id, not shown.
+    subject_label: ClassVar[str] = ""
     #: The protocol the upstream speaks; clients of another protocol need a translator.
     protocol: ClassVar[WireProtocol]
     #: What the upstream refuses, drops and requires of that protocol: applied to every body

@@ -100,7 +100,7 @@ class CredentialVault:
         clock: Clock,
         refreshers: Mapping[str, Refresher],
         *,
-        fallback_providers: frozenset[str] = frozenset({"codex"}),
+        fallback_providers: frozenset[str] = frozenset(),
     ) -> None:
         self._engine = engine
         self._cipher = cipher

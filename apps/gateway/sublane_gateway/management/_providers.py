@@ -18,7 +18,7 @@ router = APIRouter(tags=["accounts"])
 
 @router.get("/api/providers")
 def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
-    """``{"items":[{"name","label","credential_file","sign_in"}]}`` in the gateway's order."""
+    """``{"items":[{"name","label","credential_file","sign_in","subject_label"}]}`` in the gateway's order."""
     adapters = client_runtime(request).adapters
     return {
         "items": [
@@ -27,6 +27,7 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
                 "label": adapter.label or name,
                 "credential_file": adapter.credential_file,
                 "sign_in": adapter.login() is not None,
+                "subject_label": adapter.subject_label,
             }
             for name, adapter in adapters.items()
         ]

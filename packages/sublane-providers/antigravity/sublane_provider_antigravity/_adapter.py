@@ -72,6 +72,7 @@ class AntigravityAdapter(ProviderAdapter):
     name = "antigravity"
     label = "Antigravity (Google)"
     credential_file = "an Antigravity token JSON or a Google OAuth credential file"
+    subject_label = "project"  # the Code Assist project, which admins look for
     protocol = WireProtocol.GEMINI
     operations = frozenset(_PATHS)
     refresh_fallback = False  # plain validity (GEM-3)

@@ -23,7 +23,7 @@ export function stateText(run) {
   return label;
 }
 
-/** A window's name as people say it: the model (Antigravity) or its length (5 h, 7 d). */
+/** A window's name as people say it: the model (per-model quota) or its length (5 h, 7 d). */
 function windowLabel(row) {
   const seconds = row.window_seconds;
   const length = !seconds ? "" : seconds % 86400 === 0 ? `${seconds / 86400} d` : seconds % 3600 === 0 ? `${seconds / 3600} h` : `${Math.round(seconds / 60)} min`;
@@ -80,11 +80,12 @@ function liveDetails(run) {
   ];
 }
 
-function identityText(account) {
+/** Email, plan and, where the provider names it (GET /api/providers: subject_label), the subject. */
+function identityText(account, subjectLabels) {
   const identity = (account && account.identity) || {};
-  // An Antigravity account's subject is its Code Assist project, which admins look for.
-  const project = account && account.provider === "antigravity" && identity.subject ? `project ${identity.subject}` : null;
-  return [identity.email, identity.plan, project].filter(Boolean).join(" · ") || "identity unknown";
+  const label = account && subjectLabels.get(account.provider);
+  const subject = label && identity.subject ? `${label} ${identity.subject}` : null;
+  return [identity.email, identity.plan, subject].filter(Boolean).join(" · ") || "identity unknown";
 }
 
 /**
@@ -96,8 +97,13 @@ function liveCards(extra) {
   const summary = h("p", {class: "muted summary"});
   const cards = new Map();
   let identities = new Map();
+  let subjectLabels = null;
 
   async function refresh(withAccounts = false) {
+    if (!subjectLabels) {
+      const providers = (await api("GET", "/api/providers")).items;
+      subjectLabels = new Map(providers.map((item) => [item.name, item.subject_label]));
+    }
     if (withAccounts || !identities.size) {
       const accounts = await api("GET", "/api/accounts");
       identities = new Map(accounts.items.map((account) => [account.id, account]));
@@ -126,7 +132,7 @@ function liveCards(extra) {
       }
       card.title.textContent = run.name;
       card.provider.textContent = run.provider;
-      card.identity.textContent = identityText(identities.get(run.id));
+      card.identity.textContent = identityText(identities.get(run.id), subjectLabels);
       card.live.replaceChildren(...liveDetails(run));
       card.element.dataset.state = run.state;
       if (card.controls && card.controls.update) card.controls.update(run);
