@@ -10,12 +10,21 @@ benchmarks are not held to them) and fails with ``file:line`` for each place tha
   private (``_list``, ``_content``, ``_body``…, found by parsing the installed library: what
   ``self._x`` assigns or a class body defines), unless the module defines that name itself;
 - **one pipeline**: the scheduler's entry points (``Scheduler.route``/``acquire``, the pipeline's
-  ``schedule``) are called from ``sublane_gateway/pipeline/`` only.
+  ``schedule``) are called from ``sublane_gateway/pipeline/`` only;
+- **no provider named outside its distribution**: outside ``sublane_provider_<name>``, no code
+  names a provider: no string that is or holds a provider's name as a word, no identifier with one
+  as a word part (``CODEX_RULES``, ``claudeIdentity``), no import of a provider distribution, and
+  no such word in the web views' scripts (comments aside). The names are the installed entry points'
+  (``sublane.providers``), so a new provider is covered without touching this file. Docstrings and
+  comments are prose. Two kinds of place are not held to it, on purpose: ``sublane_sim``, the
+  stand-in for the real upstreams (a test tool, not SubLane), and the header names real *clients*
+  send (``x-codex-turn-metadata`` of the Codex CLI, ``x-claude-code-session-id`` of Claude Code),
+  their client protocol's vocabulary, listed in ``CLIENT_HEADERS`` below. Inside a provider's
+  distribution, the model ids it serves may hold another provider's name as a word (Antigravity
+  serves ``claude-sonnet-4-6``): there only another provider's bare name counts in a string.
 
 Not yet held here, and so not claimed: uvicorn, whose HTTP protocol the gateway still subclasses
-for OPS-4's header timeout (``_slow_clients.py``; issue #31 leaves that choice open), and the rule
-that no provider is named outside its package (the provider packages are not yet split out).
-``apps/gateway/tests/test_conventions.py`` keeps provider names out of the gateway.
+for OPS-4's header timeout (``_slow_clients.py``; issue #31 leaves that choice open).
 
 Each checker also runs on small synthetic sources, with and without a violation.
 """
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import textwrap
 import warnings
 from collections.abc import Iterator
@@ -49,11 +59,18 @@ class Violation:
         return f"{self.path}:{self.line}: {self.message}"
 
 
-def production_modules() -> list[Path]:
-    roots = [
+def production_roots() -> list[Path]:
+    """Every package's source folder: ``packages/*/sublane_*``, the provider distributions under
+    ``packages/sublane-providers/*/``, and the gateway."""
+    return [
         *sorted((_REPO / "packages").glob("*/sublane_*")),
+        *sorted((_REPO / "packages" / "sublane-providers").glob("*/sublane_provider_*")),
         _REPO / "apps" / "gateway" / "sublane_gateway",
     ]
+
+
+def production_modules() -> list[Path]:
+    roots = production_roots()
     return [
         path
         for root in roots
@@ -313,3 +330,169 @@ def test_only_the_pipeline_calls_the_schedulers_entry_points() -> None:
 )
 def test_the_scheduling_rule_finds_what_it_forbids(source: str, path: str, broken: bool) -> None:
     assert bool(scheduling_violations(ast.parse(source), path)) is broken
+
+
+# -- rule: no provider named outside its distribution -------------------------------------------------
+
+#: Header names real clients send: their client protocol's words, not provider names.
+CLIENT_HEADERS = frozenset({"x-codex-turn-metadata", "x-codex-parent-thread-id", "x-claude-code-session-id"})
+#: Not held to the rule: the upstream simulator (it stands in for the providers' upstreams).
+NOT_HELD = ("packages/sublane-sim/",)
+
+
+def _provider_names() -> tuple[str, ...]:
+    from sublane_providers import provider_names
+
+    names = provider_names()
+    assert len(names) >= 3, f"the installed entry points name only {names}"
+    return names
+
+
+def _word_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """A provider's name as a word: not inside a longer word (``codexes``), split at ``_``, ``-``,
+    ``.``, ``/``, spaces and a camel-case hump (``claudeIdentity``)."""
+    alternatives = "|".join(re.escape(name) for name in names)
+    return re.compile(rf"(?:(?<=[^A-Za-z])|(?<=[a-z])(?=[A-Z])|^)(?i:{alternatives})(?=[^a-z]|$)")
+
+
+def _docstring_ids(tree: ast.Module) -> set[int]:
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
+
+
+def _identifiers(node: ast.AST) -> Iterator[str]:
+    if isinstance(node, ast.Name):
+        yield node.id
+    elif isinstance(node, ast.Attribute):
+        yield node.attr
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name
+    elif isinstance(node, ast.arg) or (isinstance(node, ast.keyword) and node.arg):
+        yield node.arg
+    elif isinstance(node, ast.alias):
+        yield node.asname or node.name
+    elif isinstance(node, ast.ImportFrom) and node.module:
+        yield node.module
+
+
+def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]) -> list[Violation]:
+    """Strings and identifiers naming a provider, outside that provider's own distribution."""
+    if path.startswith(NOT_HELD):
+        return []
+    own = re.search(r"sublane_provider_([a-z0-9_]+)/", path)
+    held = tuple(name for name in names if own is None or own.group(1) != name)
+    if not held:
+        return []
+    word = _word_pattern(held)
+    docstrings = _docstring_ids(tree)
+    found: list[Violation] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in docstrings or node.value.lower() in CLIENT_HEADERS:
+                continue
+            # A provider may serve models of another's family (``claude-sonnet-4-6`` on Antigravity):
+            # in a provider's distribution only the bare name of another provider counts.
+            if (node.value.lower() in held) if own is not None else word.search(node.value):
+                found.append(Violation(path, node.lineno, f"names a provider in {node.value[:60]!r}"))
+        else:
+            for identifier in _identifiers(node):
+                if word.search(identifier.replace("_", " ").replace(".", " ")):
+                    line = getattr(node, "lineno", 0)
+                    found.append(Violation(path, line, f"names a provider in the identifier {identifier}"))
+    return found
+
+
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_LINE_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
+
+
+def script_violations(source: str, path: str, names: tuple[str, ...]) -> list[Violation]:
+    """A web view's script (JavaScript) naming a provider outside its comments."""
+    word = _word_pattern(names)
+    code = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source))
+    return [
+        Violation(path, number, f"names a provider: {line.strip()[:60]}")
+        for number, line in enumerate(code.splitlines(), 1)
+        if word.search(line)
+    ]
+
+
+def test_no_provider_is_named_outside_its_distribution() -> None:
+    names = _provider_names()
+    violations = [
+        violation
+        for path in production_modules()
+        for violation in provider_name_violations(*_parse(path), names)
+    ]
+    scripts = sorted((_REPO / "packages" / "sublane-web" / "sublane_web").rglob("*.js"))
+    assert len(scripts) >= 3, scripts
+    for script in scripts:
+        violations += script_violations(
+            script.read_text(encoding="utf-8"), str(script.relative_to(_REPO)), names
+        )
+    assert not violations, "\n".join(map(str, violations))
+
+
+NAMES = ("codex", "claude", "antigravity")
+CORE = "packages/sublane-core/sublane_core/x.py"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if provider == 'codex':\n    pass",
+        "adapter = adapters['claude']",
+        "URL = 'https://claude.ai/oauth/authorize'",
+        "_CODEX_REJECTED_FIELDS = ('stop',)",
+        "def claude_identity() -> str:\n    return ''",
+        "class AntigravityWrapper:\n    pass",
+        "settings.codex_base_url",
+        "from sublane_provider_codex import PROVIDER",
+        "import importlib\nimportlib.import_module('sublane_provider_claude')",
+        "def f(codex: int) -> None:\n    pass",
+        "label = 'Claude Code identity'",
+        "claudeIdentity = 1",
+    ],
+)
+def test_the_provider_name_rule_finds_what_it_forbids(source: str) -> None:
+    assert provider_name_violations(ast.parse(source), CORE, NAMES), source
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '"""Served by codex and claude accounts."""',
+        "def f():\n    'Reads claude answers.'\n    return 1",
+        "provider = account.provider",
+        "name = 'codexes'",
+        "HEADER = 'x-codex-turn-metadata'",
+        "session = headers.get('x-claude-code-session-id')",
+        "excluded = 'anticlaudean'",
+    ],
+)
+def test_the_provider_name_rule_allows_prose_client_headers_and_other_words(source: str) -> None:
+    assert provider_name_violations(ast.parse(source), CORE, NAMES) == []
+
+
+def test_a_provider_may_name_itself_but_not_another() -> None:
+    source = "NAME = 'codex'\nOTHER = 'claude'\n"
+    own = "packages/sublane-providers/codex/sublane_provider_codex/_x.py"
+    assert [v.line for v in provider_name_violations(ast.parse(source), own, NAMES)] == [2]
+    served = "MODELS = ('claude-sonnet-4-6',)\nclaude_models = 1\n"  # its models may; its names may not
+    assert [v.line for v in provider_name_violations(ast.parse(served), own, NAMES)] == [2]
+    assert provider_name_violations(ast.parse(source), "packages/sublane-sim/sublane_sim/_x.py", NAMES) == []
+
+
+def test_the_script_rule_reads_code_not_comments() -> None:
+    source = (
+        "// an Antigravity account's subject\n"
+        "/** Codex and\n * Claude */\n"
+        "const url = 'https://example.org/x';\n"
+        'if (account.provider === "antigravity") {}\n'
+    )
+    assert [v.line for v in script_violations(source, "x.js", NAMES)] == [5]
