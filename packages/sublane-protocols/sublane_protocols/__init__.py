@@ -19,6 +19,7 @@ from sublane_protocols._hub import (
     UpstreamSide,
     can_serve,
     client_side,
+    hub_translator,
     translator_for,
     upstream_side,
 )
@@ -64,5 +65,6 @@ __all__ = [
     "TranslationRefused",
     "Translator",
     "can_serve",
+    "hub_translator",
     "translator_for",
 ]

@@ -454,6 +454,16 @@ def translator_for(client: WireProtocol, upstream: WireProtocol) -> HubTranslato
     return _TRANSLATORS.get((client, upstream))
 
 
+def hub_translator(client: WireProtocol, upstream: WireProtocol) -> HubTranslator | None:
+    """:func:`translator_for`, and for a hub client on a hub upstream the pass-through cell (the
+    body and events unchanged, the upstream's dialect applied): for callers that always work in
+    hub events, as a WebSocket turn served by one HTTP stream does."""
+    if client is WireProtocol.RESPONSES and upstream is WireProtocol.RESPONSES:
+        hub, side = _CLIENT_SIDES.get(client), _UPSTREAM_SIDES.get(upstream)
+        return HubTranslator(None, side, hub) if hub is not None and side is not None else None
+    return translator_for(client, upstream)
+
+
 def can_serve(client: WireProtocol, upstream: WireProtocol) -> bool:
     """Whether a client of ``client`` can be served by an upstream speaking ``upstream``."""
     return client == upstream or (client, upstream) in _TRANSLATORS

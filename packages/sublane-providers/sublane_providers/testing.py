@@ -1,7 +1,9 @@
 """The shared contract test kit: every adapter's tests subclass :class:`AdapterContract`.
 
-The kit runs the adapter against the upstream simulator (``sublane-sim``, a test dependency) and
-checks what the gateway relies on: credential files parse to an identity, a normal stream yields a
+The kit runs the adapter against a stand-in for its upstream — the upstream simulator
+(``sublane-sim``, a test dependency) by default, or one the provider's own tests bring (a
+:class:`ContractUpstream`, as the test-only fourth provider does) — and checks what the gateway
+relies on: credential files parse to an identity, a normal stream yields a
 first delta, usage and success, broken streams never look like success, error answers are
 classified alike across providers, refresh separates permanent from transient failures, and quota
 and model catalogues can be read. A new adapter passes the kit or is not done (STYLE.md).
@@ -14,7 +16,7 @@ import contextlib
 import ssl
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import httpx
 import pytest
@@ -46,15 +48,90 @@ def model_pool(timeout_s: float = 10.0) -> Http1Pool:
     )
 
 
+class UpstreamAccount(Protocol):
+    """An account on a contract upstream: its handle and the credential file it hands out."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def credentials(self) -> dict[str, Any]: ...
+
+
+class ContractUpstream(Protocol):
+    """What the contract needs of an upstream stand-in: accounts, and faults scripted per account
+    for the next call (a model call, or a token refresh)."""
+
+    def new_account(self) -> UpstreamAccount:
+        """A fresh account with a refreshable credential file."""
+        ...
+
+    def fail_next(self, account: UpstreamAccount, status: int, retry_after: str | None = None) -> None:
+        """The next model call answers ``status`` (with ``Retry-After`` when given)."""
+        ...
+
+    def cut_next(self, account: UpstreamAccount, after_events: int) -> None:
+        """The next stream ends (EOF) after ``after_events`` events, without its ending."""
+        ...
+
+    def overload_next(self, account: UpstreamAccount) -> None:
+        """The next stream carries an in-stream overload error instead of an answer."""
+        ...
+
+    def revoke_refresh_token(self, account: UpstreamAccount) -> None:
+        """The account's refresh token is dead from now on."""
+        ...
+
+    def fail_next_refresh(
+        self, account: UpstreamAccount, status: int, retry_after: str | None = None
+    ) -> None:
+        """The next token refresh answers ``status``."""
+        ...
+
+
+class SimUpstream:
+    """The upstream simulator as a :class:`ContractUpstream` for one of the providers it plays."""
+
+    def __init__(self, sim: Simulator, provider: str) -> None:
+        self._sim = sim
+        self._provider = provider
+
+    def new_account(self) -> SimAccount:
+        return self._sim.create_account(self._provider)  # type: ignore[arg-type]
+
+    def fail_next(self, account: UpstreamAccount, status: int, retry_after: str | None = None) -> None:
+        self._sim.script(account.id, Behaviour.error(status, retry_after=retry_after))
+
+    def cut_next(self, account: UpstreamAccount, after_events: int) -> None:
+        self._sim.script(account.id, Behaviour.cut(after_events, cut_mode="eof"))
+
+    def overload_next(self, account: UpstreamAccount) -> None:
+        self._sim.script(account.id, Behaviour.overload(1))
+
+    def revoke_refresh_token(self, account: UpstreamAccount) -> None:
+        self._sim.revoke_refresh_token(account.id)
+
+    def fail_next_refresh(
+        self, account: UpstreamAccount, status: int, retry_after: str | None = None
+    ) -> None:
+        self._sim.script_refresh(
+            account.id, RefreshOutcome(kind="error", status=status, retry_after=retry_after)
+        )
+
+
 class AdapterContract(ABC):
-    """Subclass with ``provider``, ``model``, :meth:`make_adapter` and :meth:`native_body`."""
+    """Subclass with ``provider``, ``model``, :meth:`make_adapter` and :meth:`native_body`.
+
+    The upstream is the simulator playing ``provider`` unless the subclass overrides the fixtures
+    ``upstream`` (its :class:`ContractUpstream`) and ``stand_in`` (what ``make_adapter`` gets)."""
 
     provider: ClassVar[str]
     model: ClassVar[str]
 
     @abstractmethod
-    def make_adapter(self, sim: Simulator, http: httpx.AsyncClient) -> ProviderAdapter:
-        """The adapter under test, pointed at the simulator."""
+    def make_adapter(self, sim: Any, http: httpx.AsyncClient) -> ProviderAdapter:
+        """The adapter under test, pointed at the ``stand_in`` fixture's value (the simulator by
+        default)."""
 
     @abstractmethod
     def native_body(self) -> dict[str, Any]:
@@ -68,15 +145,26 @@ class AdapterContract(ABC):
             yield client
 
     @pytest.fixture
-    def adapter(self, sim: Simulator, http: httpx.AsyncClient) -> ProviderAdapter:
-        return self.make_adapter(sim, http)
+    def upstream(self, sim: Simulator) -> ContractUpstream:
+        """The upstream stand-in: the simulator playing this provider (override to bring another)."""
+        return SimUpstream(sim, self.provider)
 
     @pytest.fixture
-    def account(self, sim: Simulator) -> SimAccount:
-        return sim.create_account(self.provider)  # type: ignore[arg-type]
+    def stand_in(self, sim: Simulator) -> Any:
+        """What :meth:`make_adapter` points the adapter at: the simulator (its URLs) by default; a
+        subclass that brings its own upstream overrides this with it, as it does ``upstream``."""
+        return sim
 
     @pytest.fixture
-    def bundle(self, adapter: ProviderAdapter, account: SimAccount) -> dict[str, Any]:
+    def adapter(self, stand_in: Any, http: httpx.AsyncClient) -> ProviderAdapter:
+        return self.make_adapter(stand_in, http)
+
+    @pytest.fixture
+    def account(self, upstream: ContractUpstream) -> UpstreamAccount:
+        return upstream.new_account()
+
+    @pytest.fixture
+    def bundle(self, adapter: ProviderAdapter, account: UpstreamAccount) -> dict[str, Any]:
         return dict(adapter.parse_credentials(account.credentials).bundle)
 
     # -- helpers ------------------------------------------------------------------------------------
@@ -108,7 +196,9 @@ class AdapterContract(ABC):
 
     # -- the contract -------------------------------------------------------------------------------
 
-    def test_contract_parses_its_credential_file(self, adapter: ProviderAdapter, account: SimAccount) -> None:
+    def test_contract_parses_its_credential_file(
+        self, adapter: ProviderAdapter, account: UpstreamAccount
+    ) -> None:
         imported = adapter.parse_credentials(account.credentials)
         assert imported.provider == self.provider
         assert imported.bundle.get("refresh_token")
@@ -124,18 +214,18 @@ class AdapterContract(ABC):
         assert state.usage is not None and (state.usage.input_tokens or 0) > 0
 
     async def test_contract_cut_stream_is_never_success(
-        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
-        account: SimAccount,
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any],
+        upstream: ContractUpstream, account: UpstreamAccount,
     ) -> None:  # fmt: skip
-        sim.script(account.id, Behaviour.cut(2, cut_mode="eof"))
+        upstream.cut_next(account, 2)
         _, state, _ = await self.stream(adapter, http, bundle)
         assert state.outcome is None or state.outcome is Outcome.ERROR
 
     async def test_contract_in_stream_overload_is_an_error(
-        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
-        account: SimAccount,
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any],
+        upstream: ContractUpstream, account: UpstreamAccount,
     ) -> None:  # fmt: skip
-        sim.script(account.id, Behaviour.overload(1))
+        upstream.overload_next(account)
         status, state, _ = await self.stream(adapter, http, bundle)
         assert status == 200
         assert state.outcome is Outcome.ERROR and state.error_code
@@ -151,10 +241,10 @@ class AdapterContract(ABC):
         ],
     )
     async def test_contract_error_answers_are_classified(
-        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
-        account: SimAccount, status: int, kind: FailureKind,
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any],
+        upstream: ContractUpstream, account: UpstreamAccount, status: int, kind: FailureKind,
     ) -> None:  # fmt: skip
-        sim.script(account.id, Behaviour.error(status))
+        upstream.fail_next(account, status)
         got, _, body = await self.stream(adapter, http, bundle)
         assert got == status
         failure = adapter.classify_failure(status, {}, body, 0.0)
@@ -162,10 +252,10 @@ class AdapterContract(ABC):
         assert failure.retryable is (status in (500, 503))
 
     async def test_contract_429_is_a_rate_limit_with_its_retry_after(
-        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any], sim: Simulator,
-        account: SimAccount,
+        self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any],
+        upstream: ContractUpstream, account: UpstreamAccount,
     ) -> None:  # fmt: skip
-        sim.script(account.id, Behaviour.error(429, retry_after="17"))
+        upstream.fail_next(account, 429, retry_after="17")
         status, _, body = await self.stream(adapter, http, bundle)
         assert status == 429
         failure = adapter.classify_failure(429, {"retry-after": "17"}, body, 0.0)
@@ -184,25 +274,37 @@ class AdapterContract(ABC):
         assert refreshed.bundle.get("refresh_token")
 
     async def test_contract_dead_refresh_token_is_permanent(
-        self, adapter: ProviderAdapter, bundle: dict[str, Any], sim: Simulator, account: SimAccount
+        self,
+        adapter: ProviderAdapter,
+        bundle: dict[str, Any],
+        upstream: ContractUpstream,
+        account: UpstreamAccount,
     ) -> None:
-        sim.revoke_refresh_token(account.id)
+        upstream.revoke_refresh_token(account)
         with pytest.raises(RefreshFailed) as failed:
             await adapter.refresh(bundle)
         assert failed.value.permanent
 
     async def test_contract_transient_refresh_failure_is_not_permanent(
-        self, adapter: ProviderAdapter, bundle: dict[str, Any], sim: Simulator, account: SimAccount
+        self,
+        adapter: ProviderAdapter,
+        bundle: dict[str, Any],
+        upstream: ContractUpstream,
+        account: UpstreamAccount,
     ) -> None:
-        sim.script_refresh(account.id, RefreshOutcome(kind="error", status=500))
+        upstream.fail_next_refresh(account, 500)
         with pytest.raises(RefreshFailed) as failed:
             await adapter.refresh(bundle)
         assert not failed.value.permanent
 
     async def test_contract_refresh_retry_after_is_kept(
-        self, adapter: ProviderAdapter, bundle: dict[str, Any], sim: Simulator, account: SimAccount
+        self,
+        adapter: ProviderAdapter,
+        bundle: dict[str, Any],
+        upstream: ContractUpstream,
+        account: UpstreamAccount,
     ) -> None:
-        sim.script_refresh(account.id, RefreshOutcome(kind="error", status=429, retry_after="600"))
+        upstream.fail_next_refresh(account, 429, retry_after="600")
         with pytest.raises(RefreshFailed) as failed:
             await adapter.refresh(bundle)
         assert not failed.value.permanent and failed.value.retry_after == 600

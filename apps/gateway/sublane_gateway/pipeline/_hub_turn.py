@@ -1,8 +1,9 @@
-"""A Responses-over-WebSocket turn served by an upstream of another protocol (XLAT-1).
+"""A Responses-over-WebSocket turn served by one HTTP stream (XLAT-1).
 
 The client speaks Responses over its socket; the chosen account's provider has no upstream socket
-of that protocol, so the turn is one translated HTTP stream: the body goes through the hub to the
-upstream's protocol, the upstream's events come back as Responses events, one text frame each.
+of that protocol (another protocol, or Responses over HTTP only), so the turn is one HTTP stream:
+the body goes through the hub to the upstream's protocol and dialect, the upstream's events come
+back as Responses events, one text frame each.
 
 ``previous_response_id`` only names state on the upstream that produced it. For a translated turn
 that state is this gateway's: :class:`SocketHistory` keeps the last translated turn's whole input and
@@ -25,7 +26,7 @@ from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import recheck_before_retry
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
-from sublane_protocols import HubTranslator, TranslationRefused, translator_for
+from sublane_protocols import HubTranslator, TranslationRefused, hub_translator
 from sublane_protocols.responses import ResponsesFrames
 from sublane_providers import (
     Credentials,
@@ -103,7 +104,7 @@ async def run_hub_turn(
     """
     account = grant.account
     adapter = runtime.adapters[account.provider]
-    translator = translator_for(WireProtocol.RESPONSES, adapter.protocol)
+    translator = hub_translator(WireProtocol.RESPONSES, adapter.protocol)
     assert translator is not None
     body = history.expand(body)
     try:

@@ -4,10 +4,10 @@ A client socket carries sequential turns (``response.create`` frames). Each turn
 attempt: its own lease, request ID and record (HIST-4: ``request_id`` is added to the created,
 completed and incomplete events and to gateway errors). Between turns the socket holds no slot
 (ADM-6). Turns go to an upstream session (:meth:`~sublane_providers.ProviderAdapter.open_session`)
-on the chosen account, served by adapters of the Responses protocol that offer sessions; the
-upstream socket is kept for the next turn on the same account, because ``previous_response_id``
-only resolves there. A turn on a provider of another protocol is one translated HTTP stream
-(``_hub_turn``).
+on the chosen account when its adapter speaks Responses and offers sessions; the upstream socket
+is kept for the next turn on the same account, because ``previous_response_id`` only resolves
+there. A turn on any other provider (another protocol, or Responses over HTTP only) is one HTTP
+stream through the hub (``_hub_turn``).
 
 A prewarm (``generate: false``) is forwarded to the conversation's account to warm its cache, but
 it is not a model attempt: it is never recorded (HIST-1).
@@ -168,11 +168,8 @@ class SocketTurns:
         provider, model = split_model(intent.model, runtime.adapters)
         if model.endswith(")"):  # a thinking-level suffix (CAT-2, ALIAS-2)
             model = await resolve_level_suffix(runtime, self.principal, model)
-        providers = tuple(  # upstream sockets for Responses providers; any other through the hub
-            name
-            for name in runtime.serving(WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider)
-            if runtime.adapters[name].sessions or runtime.adapters[name].protocol != WireProtocol.RESPONSES
-        )
+        # An upstream socket where the provider offers one; any other turn is one HTTP stream.
+        providers = runtime.serving(WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider)
         if not providers:
             shown = f"{provider}/{model}" if provider else model
             await self.send_error(TurnError(404, "model_not_found", f"No account serves {shown}."), None)
@@ -312,7 +309,8 @@ class SocketTurns:
             return self.upstream
 
     async def _run(self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool) -> None:
-        if self.runtime.adapters[grant.account.provider].protocol != WireProtocol.RESPONSES:
+        adapter = self.runtime.adapters[grant.account.provider]
+        if adapter.protocol != WireProtocol.RESPONSES or not adapter.sessions:
             await self._run_translated(call, grant, body, prewarm)
             return
         try:
@@ -340,7 +338,7 @@ class SocketTurns:
     async def _run_translated(
         self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool
     ) -> None:
-        """A turn on a provider of another protocol: one translated HTTP stream (XLAT-1)."""
+        """A turn on a provider without a Responses socket: one HTTP stream through the hub (XLAT-1)."""
         if prewarm:  # nothing to warm on an HTTP upstream: answered here, the slot given back
             self._end(call, prewarm, Outcome.SUCCESS, None)
             response_id = await self._local_prewarm(body)
