@@ -2,8 +2,8 @@
 
 Provider distributions (``sublane-provider-*``) import from here and from the top-level package,
 never from this package's private modules: these names are the helpers every provider shares
-(credential parsing, OAuth and refresh answers, JSON stream reading, quota-header memos, the
-upstream WebSocket), kept stable on purpose.
+(credential parsing, OAuth and refresh answers, JSON stream reading, the Responses stream of any
+upstream speaking it, quota-header memos, the upstream WebSocket), kept stable on purpose.
 """
 
 from sublane_providers._credentials import (
@@ -18,6 +18,7 @@ from sublane_providers._oauth import authorize_url
 from sublane_providers._observer import JsonStreamObserver
 from sublane_providers._quota_headers import MEMO_MAX_AGE_S, QuotaHeaderMemo, headers_with_prefix
 from sublane_providers._refresh import oauth_retry_after
+from sublane_providers._responses_stream import ResponsesStreamObserver, responses_error, responses_usage
 from sublane_providers._transport import WebSocket, WebSocketRefused, connect_websocket
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
     "oauth_retry_after",
     # streams and quota
     "JsonStreamObserver",
+    "ResponsesStreamObserver",
+    "responses_error",
+    "responses_usage",
     "MEMO_MAX_AGE_S",
     "QuotaHeaderMemo",
     "headers_with_prefix",

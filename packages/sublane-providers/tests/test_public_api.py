@@ -27,7 +27,8 @@ EXPECTED = [
 KIT = [
     "optional_text", "optional_token", "parse_timestamp", "require_object", "require_token",
     "MAX_RETRY_AFTER_S", "header", "authorize_url", "oauth_retry_after",
-    "JsonStreamObserver", "MEMO_MAX_AGE_S", "QuotaHeaderMemo", "headers_with_prefix",
+    "JsonStreamObserver", "ResponsesStreamObserver", "responses_error", "responses_usage",
+    "MEMO_MAX_AGE_S", "QuotaHeaderMemo", "headers_with_prefix",
     "WebSocket", "WebSocketRefused", "connect_websocket",
 ]  # fmt: skip
 

@@ -1,99 +1,15 @@
-"""Reading a Codex Responses stream (PROTOCOLS §1.4) for what scheduling and records need.
-
-Only a few event types are decoded: the first non-empty delta (HIST-5), the terminal event with its
-usage, and errors. Everything else is relayed without being parsed.
-"""
+"""Reading a Codex stream: the backend speaks OpenAI Responses (PROTOCOLS §1.4), read by the
+shared :class:`~sublane_providers.kit.ResponsesStreamObserver`."""
 
 from __future__ import annotations
 
-from typing import Any
+from sublane_providers.kit import ResponsesStreamObserver, responses_usage
 
-from sublane_providers import DeltaKind, Outcome, TokenUsage
-from sublane_providers.kit import JsonStreamObserver
-
-DELTA_EVENTS: dict[str, DeltaKind] = {
-    "response.output_text.delta": DeltaKind.TEXT,
-    "response.reasoning_text.delta": DeltaKind.REASONING,
-    "response.reasoning_summary_text.delta": DeltaKind.REASONING_SUMMARY,
-    "response.function_call_arguments.delta": DeltaKind.TOOL_ARGUMENTS,
-    "response.custom_tool_call_input.delta": DeltaKind.TOOL_ARGUMENTS,
-}
-TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
-_INTERESTING = frozenset(DELTA_EVENTS) | TERMINAL_EVENTS | {"response.created"}
+#: Token counts of a Responses ``usage`` object (kept under the name this package always exported).
+usage_of = responses_usage
 
 
-def usage_of(response: Any) -> TokenUsage | None:
-    """Token counts of a Responses ``usage`` object; ``None`` when absent."""
-    usage = response.get("usage") if isinstance(response, dict) else None
-    if not isinstance(usage, dict):
-        return None
-    details = usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return TokenUsage(
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        cached_tokens=_int(cached),
-    )
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def error_of(payload: dict[str, Any]) -> tuple[str, str]:
-    """``(code, message)`` of a ``response.failed`` or top-level ``error`` event."""
-    error: Any = payload.get("error")
-    if payload.get("type") == "response.failed":
-        response = payload.get("response")
-        error = response.get("error") if isinstance(response, dict) else None
-    if not isinstance(error, dict):
-        error = payload
-    code = error.get("code") or error.get("type") or "upstream_error"
-    message = error.get("message") or "The upstream reported an error."
-    return str(code)[:64], str(message)[:500]
-
-
-class CodexStreamObserver(JsonStreamObserver):
-    """Updates a :class:`StreamState` from Codex event names and data, parsing as little as possible."""
+class CodexStreamObserver(ResponsesStreamObserver):
+    """The Codex backend's events are Responses events, read as any Responses upstream's are."""
 
     __slots__ = ()
-
-    def wants(self, name: str | None) -> bool:
-        """Whether an event of this name (``None``: unnamed) needs its data decoded."""
-        if name is None:
-            return True
-        if name in DELTA_EVENTS:
-            return self.state.first_delta is None
-        return name in _INTERESTING
-
-    def observe_answer(self, payload: dict[str, Any]) -> None:
-        """Record a whole JSON answer (a compaction): its usage."""
-        self.state.usage = usage_of(payload)
-
-    def observe_payload(self, payload: dict[str, Any]) -> None:
-        """Record what an already decoded event tells (WebSocket frames arrive decoded)."""
-        state = self.state
-        kind = payload.get("type")
-        if not isinstance(kind, str):
-            return
-        delta_kind = DELTA_EVENTS.get(kind)
-        if delta_kind is not None:
-            if state.first_delta is None and payload.get("delta"):
-                state.first_delta = delta_kind
-            return
-        if kind == "response.created":
-            response = payload.get("response")
-            if isinstance(response, dict) and isinstance(response.get("id"), str):
-                state.response_id = response["id"]
-        elif kind == "response.completed":
-            state.outcome = Outcome.SUCCESS
-            state.usage = usage_of(payload.get("response"))
-        elif kind == "response.incomplete":
-            state.outcome = Outcome.INCOMPLETE
-            state.usage = usage_of(payload.get("response"))
-        elif kind in ("response.failed", "error"):
-            state.outcome = Outcome.ERROR
-            state.error_code, state.error_message = error_of(payload)
-            usage = usage_of(payload.get("response"))
-            if usage is not None:
-                state.usage = usage
