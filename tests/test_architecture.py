@@ -3,12 +3,13 @@
 Each rule parses every production module (``packages/*/sublane_*/`` and ``apps/gateway/``; tests and
 benchmarks are not held to them) and fails with ``file:line`` for each place that breaks it:
 
-- **libraries through their public seams** — for httpx, Starlette and websockets: no import of a
+- **libraries through their public seams** — for httpx, Starlette, uvicorn and websockets: no import of a
   private module (a dotted path with a ``_``-named part), no class of ours built on a class of
   theirs that is not in their public modules, no ``__new__`` called on one of their types or on a
   class of ours built on one, and no read or write of an attribute their own source names as
   private (``_list``, ``_content``, ``_body``…, found by parsing the installed library: what
-  ``self._x`` assigns or a class body defines), unless the module defines that name itself;
+  ``self._x`` assigns or a class body defines), unless the module defines that name itself; and
+  no subclass of uvicorn's connection protocols (the server is configured, or its protocol held);
 - **one pipeline**: the scheduler's entry points (``Scheduler.route``/``acquire``, the pipeline's
   ``schedule``) are called from ``sublane_gateway/pipeline/`` only;
 - **no provider named outside its distribution**: outside ``sublane_provider_<name>``, no code
@@ -22,9 +23,6 @@ benchmarks are not held to them) and fails with ``file:line`` for each place tha
   their client protocol's vocabulary, listed in ``CLIENT_HEADERS`` below. Inside a provider's
   distribution, the model ids it serves may hold another provider's name as a word (Antigravity
   serves ``claude-sonnet-4-6``): there only another provider's bare name counts in a string.
-
-Not yet held here, and so not claimed: uvicorn, whose HTTP protocol the gateway still subclasses
-for OPS-4's header timeout (``_slow_clients.py``; issue #31 leaves that choice open).
 
 Each checker also runs on small synthetic sources, with and without a violation.
 """
@@ -44,7 +42,9 @@ from pathlib import Path
 import pytest
 
 _REPO = Path(__file__).resolve().parents[1]
-LIBRARIES = ("httpx", "starlette", "websockets")
+LIBRARIES = ("httpx", "starlette", "uvicorn", "websockets")
+# The server's connection protocols: configured (``http=``, ``ws=``) or held, never subclassed.
+SERVER_INTERNALS = ("uvicorn.protocols.",)
 SCHEDULER_ENTRY_POINTS = frozenset({"route", "acquire"})
 PIPELINE = "apps/gateway/sublane_gateway/pipeline/"
 
@@ -207,7 +207,11 @@ def library_seam_violations(
                 if dotted is None:
                     continue
                 built_on_library.add(node.name)
-                if dotted not in public_classes():
+                if dotted.startswith(SERVER_INTERNALS):
+                    found.append(
+                        Violation(path, node.lineno, f"class {node.name} subclasses the server's {dotted}")
+                    )
+                elif dotted not in public_classes():
                     found.append(
                         Violation(
                             path, node.lineno, f"class {node.name} is built on {dotted}, not a public class"
@@ -256,6 +260,11 @@ def test_libraries_are_used_through_their_public_seams() -> None:
         (
             "import websockets.legacy.protocol\nclass P(websockets.legacy.protocol.Nonexistent):\n    pass\n",
             "not a public class",
+        ),
+        (
+            "from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol\n"
+            "class P(HttpToolsProtocol):\n    pass\n",
+            "subclasses the server's uvicorn.protocols.http.httptools_impl.HttpToolsProtocol",
         ),
     ],
 )

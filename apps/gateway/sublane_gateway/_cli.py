@@ -107,8 +107,8 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from sublane_gateway._app import asgi_app, create_app
+    from sublane_gateway._connection_guard import guarded_http
     from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
-    from sublane_gateway._slow_clients import header_bounded_protocol
 
     configure_logging(settings.log_level, settings.log_format)
     try:  # a clear message before migrating; the app holds the lock while it serves
@@ -127,7 +127,7 @@ def _serve(settings: Settings) -> None:
         host=settings.host,
         port=settings.port,
         loop="uvloop",
-        http=header_bounded_protocol(settings.client_header_timeout_s),  # OPS-4: slow clients
+        http=guarded_http(settings.client_header_timeout_s),  # OPS-4: slow clients
         timeout_keep_alive=max(1, round(settings.keep_alive_timeout_s)),
         log_config=None,
         # Below INFO's threshold the access line is never printed, but uvicorn still quotes the

@@ -23,8 +23,8 @@ from starlette.types import ASGIApp
 
 from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
 from sublane_gateway._app import asgi_app, create_app
+from sublane_gateway._connection_guard import guarded_http
 from sublane_gateway._settings import gateway_settings
-from sublane_gateway._slow_clients import header_bounded_protocol
 
 STARTUP_TIMEOUT_S = 15.0
 
@@ -42,7 +42,7 @@ def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Ite
         access_log=False,
         lifespan="on",
         proxy_headers=False,
-        http=header_bounded_protocol(Settings.model_fields["client_header_timeout_s"].default),
+        http=guarded_http(Settings.model_fields["client_header_timeout_s"].default),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="sublane-test-server", daemon=True)

@@ -1,0 +1,228 @@
+"""OPS-4 against slow clients, around uvicorn's own HTTP protocol: a client has
+``SUBLANE_CLIENT_HEADER_TIMEOUT_S`` to send a request's headers.
+
+Uvicorn bounds idle keep-alive connections (``timeout_keep_alive``: ``SUBLANE_KEEP_ALIVE_TIMEOUT_S``)
+but has no option for a header trickled one byte at a time, which keeps cancelling that timer, so
+one socket could be held for ever. Uvicorn's ``http`` option takes a protocol class; the one given
+here, :func:`guarded_http`, is an :class:`asyncio.Protocol` of ours that *holds* the protocol
+uvicorn's documented ``http="httptools"`` names (built as uvicorn builds any protocol class it is
+given) and talks to it only through asyncio's public protocol and transport interfaces:
+
+- every received byte goes to uvicorn's protocol unchanged, after our own
+  ``httptools.HttpRequestParser`` (httptools' public API) has seen it, to learn when a request's
+  head begins and ends: a connection whose request head is not complete within the timeout,
+  counted from the connection's opening or the request's first byte, is closed — unless it is
+  still answering an earlier request (a pipelined head behind a running stream);
+- uvicorn's protocol writes to a :class:`ConnectionWrites` transport of ours, which sends a
+  response's head in the same write as its first body bytes (one system call and one TCP
+  segment for a JSON answer, issue #19) and hands every other call to the real transport.
+
+Nothing of uvicorn is subclassed, patched or read beyond its documented configuration; the
+protocol's constructor arguments are the ones uvicorn passes to any class given as ``http``.
+The cost (a second parse of each request head, ~1 µs) is in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any, cast
+
+import httptools
+from uvicorn.config import HTTP_PROTOCOLS
+
+from sublane_core import MovingDeadline
+
+
+def _uvicorn_protocol(name: str) -> type[asyncio.Protocol]:
+    """The protocol class uvicorn's documented ``http=<name>`` option stands for."""
+    module, _, attribute = HTTP_PROTOCOLS[name].partition(":")
+    protocol: type[asyncio.Protocol] = getattr(importlib.import_module(module), attribute)
+    return protocol
+
+
+class ConnectionWrites(asyncio.Transport):
+    """The transport uvicorn's protocol writes to: the real one, with a response's head held back
+    until its first body bytes join it (or the event loop's next turn: a stream's head is never
+    held waiting for the upstream). Every other call goes straight to the real transport."""
+
+    __slots__ = ("_armed", "_held", "_loop", "transport", "wrote")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.transport = transport
+        self._loop = loop
+        self._armed = False  # the next write is a response's head
+        self._held: bytes | None = None
+        self.wrote = False  # something was written since the header deadline last looked
+
+    def hold_next(self) -> None:
+        """A request's head is complete: the next write is its response's head (or a 100)."""
+        self._armed = True
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.wrote = True
+        held = self._held
+        if held is not None:
+            self._held = None
+            self.transport.writelines((held, data))  # one writev: the body is not copied
+        elif self._armed:
+            self._armed = False
+            self._held = bytes(data)
+            self._loop.call_soon(self.flush)
+        else:
+            self.transport.write(data)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.flush()
+        self.wrote = True
+        self.transport.writelines(list_of_data)
+
+    def flush(self) -> None:
+        """Write what is held, if anything (the loop's next turn, or before anything else)."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self.transport.is_closing():
+                self.transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        self._held = None
+        self.transport.abort()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.transport.get_extra_info(name, default)
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.transport.set_protocol(protocol)  # a WebSocket upgrade: the socket is theirs now
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self.transport.get_protocol()
+
+    def pause_reading(self) -> None:
+        self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self.transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self.transport.is_reading()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self.transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_size(self) -> int:
+        return self.transport.get_write_buffer_size() + len(self._held or b"")
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self.transport.get_write_buffer_limits()
+
+    def can_write_eof(self) -> bool:
+        return self.transport.can_write_eof()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self.transport.write_eof()
+
+
+class GuardedHttp(asyncio.Protocol):
+    """Uvicorn's HTTP protocol for one connection, behind the header deadline (see the module)."""
+
+    header_timeout_s = 10.0
+    served_by: type[asyncio.Protocol] = _uvicorn_protocol("httptools")
+
+    def __init__(
+        self,
+        config: Any,
+        server_state: Any,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self._loop = _loop or asyncio.get_event_loop()
+        self._inner = self.served_by(  # type: ignore[call-arg]
+            config=config, server_state=server_state, app_state=app_state, _loop=_loop
+        )
+        parser = httptools.HttpRequestParser(self)
+        parser.set_dangerous_leniencies(lenient_data_after_close=True)  # as uvicorn's own parser
+        self._parser: httptools.HttpRequestParser | None = parser
+        self._headers_due = MovingDeadline(self._loop, self._headers_too_slow)
+        self._writes: ConnectionWrites | None = None
+
+    @property
+    def watching_headers(self) -> bool:
+        """Whether a header deadline is pending (none once the connection is a WebSocket's)."""
+        return self._headers_due.armed
+
+    # -- the asyncio protocol, passed on ----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not registered as asyncio.Transport subclasses; they have its methods
+        self._writes = ConnectionWrites(cast(asyncio.Transport, transport), self._loop)
+        self._headers_due.set_in(self.header_timeout_s)
+        self._inner.connection_made(self._writes)
+
+    def data_received(self, data: bytes) -> None:
+        parser = self._parser
+        if parser is not None:
+            try:
+                parser.feed_data(data)
+            except httptools.HttpParserUpgrade:  # a WebSocket: the rest is not HTTP
+                self._stop_watching()
+            except httptools.HttpParserError:  # uvicorn answers 400 and closes; the deadline stays
+                self._parser = None
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_watching()
+        self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    # -- httptools parser callbacks ---------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self._headers_due.at is None:  # counted from the connection's opening for the first
+            self._headers_due.set_in(self.header_timeout_s)
+            if self._writes is not None:
+                self._writes.wrote = False  # from here on, a write is an earlier request's answer
+
+    def on_headers_complete(self) -> None:
+        self._headers_due.at = None
+        if self._writes is not None:
+            self._writes.hold_next()
+
+    # -- the deadline ------------------------------------------------------------------------------
+
+    def _headers_too_slow(self) -> None:
+        writes = self._writes
+        if writes is None or writes.is_closing():
+            return
+        if writes.wrote:  # still answering an earlier request: look again one timeout later
+            writes.wrote = False
+            self._headers_due.set_in(self.header_timeout_s)
+            return
+        writes.close()
+
+    def _stop_watching(self) -> None:
+        self._parser = None
+        self._headers_due.close()
+
+
+def guarded_http(header_timeout_s: float) -> type[GuardedHttp]:
+    """The protocol class for uvicorn's ``http`` option, closing connections whose request head
+    takes longer than ``header_timeout_s``."""
+    return type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": header_timeout_s})
