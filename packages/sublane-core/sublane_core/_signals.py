@@ -23,11 +23,6 @@ _namespace = Namespace()
 _log = logging.getLogger("sublane.signals")
 
 
-def _no_sender() -> None:
-    """Stands for a weak reference to ``None`` (which cannot be weakly referenced)."""
-    return None
-
-
 P = TypeVar("P")
 
 
@@ -41,8 +36,11 @@ class TypedSignal(Generic[P]):
         self.__doc__ = doc
         self._receivers: dict[Callable[..., None], Callable[[P], None]] = {}  # blinker's → ours
         # The receivers of one sender, found once per connect/disconnect instead of on every send
-        # (issue #19); an entry counts only while its weakly held sender is that very object.
-        self._by_sender: dict[int, tuple[Callable[[], object], tuple[Callable[[P], None], ...]]] = {}
+        # (issue #19): held by the sender itself, weakly, so an entry goes with its sender.
+        self._by_sender: weakref.WeakKeyDictionary[Any, tuple[Callable[[P], None], ...]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._without_sender: tuple[Callable[[P], None], ...] | None = None
 
     def connect(self, receiver: Callable[[P], None], *, sender: Any = ANY) -> Callable[[], None]:
         """Call ``receiver(payload)`` on every send (only on those of ``sender`` when given).
@@ -56,12 +54,12 @@ class TypedSignal(Generic[P]):
 
         self._receivers[adapter] = receiver
         self._signal.connect(adapter, sender=sender, weak=False)
-        self._by_sender.clear()
+        self._forget_senders()
 
         def disconnect() -> None:
             self._signal.disconnect(adapter, sender=sender)
             self._receivers.pop(adapter, None)
-            self._by_sender.clear()
+            self._forget_senders()
 
         return disconnect
 
@@ -77,22 +75,26 @@ class TypedSignal(Generic[P]):
             except Exception:
                 _log.exception("receiver of %s failed", self.name)
 
+    def _forget_senders(self) -> None:
+        self._by_sender.clear()
+        self._without_sender = None
+
     def _receivers_of(self, sender: Any) -> tuple[Callable[[P], None], ...]:
-        entry = self._by_sender.get(id(sender))
-        if entry is not None and entry[0]() is sender:
-            return entry[1]
-        found = tuple(self._receivers[adapter] for adapter in self._signal.receivers_for(sender))
-        key = id(sender)
-        try:
-            held: Callable[[], object] = (
-                _no_sender
-                if sender is None
-                else weakref.ref(sender, lambda _: self._by_sender.pop(key, None))
-            )
-        except TypeError:  # a sender that cannot be weakly held is looked up every time
+        if sender is None:
+            found = self._without_sender
+            if found is None:
+                found = self._without_sender = self._lookup(None)
             return found
-        self._by_sender[key] = (held, found)
+        try:
+            found = self._by_sender.get(sender)
+        except TypeError:  # a sender that cannot be weakly held (or hashed) is looked up every time
+            return self._lookup(sender)
+        if found is None:
+            found = self._by_sender[sender] = self._lookup(sender)
         return found
+
+    def _lookup(self, sender: Any) -> tuple[Callable[[P], None], ...]:
+        return tuple(self._receivers[adapter] for adapter in self._signal.receivers_for(sender))
 
     @property
     def has_receivers(self) -> bool:

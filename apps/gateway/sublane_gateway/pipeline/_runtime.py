@@ -44,7 +44,8 @@ _log = logging.getLogger("sublane.gateway")
 Change = signals.AccountChange
 
 
-@dataclass(slots=True, weakref_slot=True)  # a signal sender: its receivers are cached by weak reference
+# A signal sender: its receivers are cached by weak reference to it, so it hashes by identity.
+@dataclass(slots=True, weakref_slot=True, eq=False)
 class ClientRuntime:
     """Process-wide state of the client API."""
 
