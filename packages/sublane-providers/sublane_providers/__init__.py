@@ -12,7 +12,17 @@ from sublane_core.sse import (
     parse_event,
     usual_event_name,
 )
-from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota, StreamObserver
+from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota, StreamObserver, stream_request
+from sublane_providers._capabilities import (
+    AliasesModels,
+    CompletesBundles,
+    CompletesImports,
+    HasOtherHosts,
+    OpensSessions,
+    ReportsQuotaInStream,
+    SignsIn,
+    WrapsEvents,
+)
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
 from sublane_providers._http import parse_retry_after
 from sublane_providers._jwt import expiry_of, unverified_claims
@@ -62,6 +72,16 @@ __all__ = [
     "ProviderAdapter",
     "Quota",
     "StreamObserver",
+    "stream_request",
+    # optional capabilities (found with isinstance)
+    "AliasesModels",
+    "CompletesBundles",
+    "CompletesImports",
+    "HasOtherHosts",
+    "OpensSessions",
+    "ReportsQuotaInStream",
+    "SignsIn",
+    "WrapsEvents",
     # plugins and the registry
     "ENTRY_POINT_GROUP",
     "ProviderPlugin",

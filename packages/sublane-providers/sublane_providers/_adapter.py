@@ -1,14 +1,15 @@
 """The adapter interface every provider implements: the only door from the gateway to a provider.
 
-An adapter knows one upstream: which protocol it speaks, how its credential files look, how to
-build the upstream request for each operation it offers, how to read its stream for what
-scheduling and records need, how to classify its error answers, how to refresh (and optionally log
-in) its OAuth credentials, and how to read its quota and model catalogue. Adapters are plain
-objects sharing the process's transport; they keep no per-request state (a fresh
-:class:`StreamObserver` or :class:`~sublane_providers.UpstreamSession` carries that).
+The required contract is small — send a model call (build its request, read its answer, classify
+its failures, read the quota its answers report), refresh credentials, discover models, read
+quota — and is this module's :class:`ProviderAdapter`. What only some providers offer (upstream
+sessions, a sign-in, several hosts, wrapped events, quota in stream events, model aliases…) is a
+protocol of its own in :mod:`sublane_providers._capabilities`, found with ``isinstance``.
 
-The gateway holds adapters by name (:func:`~sublane_providers.build_adapters`) and never asks which
-provider one is: what differs between providers is said by the adapter's attributes.
+Adapters are plain objects sharing the process's transport; they keep no per-request state (a fresh
+:class:`StreamObserver` or :class:`~sublane_providers.UpstreamSession` carries that). The gateway
+holds adapters by name (:func:`~sublane_providers.build_adapters`) and never asks which provider one
+is: what differs between providers is said by the adapter's attributes and capabilities.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from sublane_core import PLAIN_DIALECT, Dialect, SubLaneError, UpstreamOperation, WireProtocol, signals
+from sublane_core import PLAIN_DIALECT, Dialect, UpstreamOperation, WireProtocol, signals
 from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._oauth import PkcePair
 from sublane_providers._refresh import RefreshedCredentials
-from sublane_providers._session import UpstreamSession
 from sublane_providers._types import StreamState, UpstreamFailure
 from sublane_providers._upstream import UpstreamRequest
 
@@ -71,7 +71,12 @@ class LoginFlow(Protocol):
 
 
 class ProviderAdapter(ABC):
-    """One upstream provider, as the gateway uses it."""
+    """One upstream provider, as the gateway uses it: what every provider must do.
+
+    Optional capabilities are protocols of :mod:`sublane_providers._capabilities` an adapter
+    implements as well (``OpensSessions``, ``SignsIn``, ``CompletesImports``, ``CompletesBundles``,
+    ``HasOtherHosts``, ``WrapsEvents``, ``ReportsQuotaInStream``, ``AliasesModels``).
+    """
 
     name: ClassVar[str]
     #: How people call the provider (the web views' choices; ``GET /api/providers``).
@@ -92,26 +97,21 @@ class ProviderAdapter(ABC):
     refresh_fallback: ClassVar[bool] = False
     #: Whether a JSON answer is read from a stream (the upstream only streams inferences).
     json_from_stream: ClassVar[bool] = False
-    #: Whether :meth:`open_session` offers a persistent upstream socket for sequential turns.
-    sessions: ClassVar[bool] = False
-    #: Stream event types that carry quota (read with :meth:`quota_from_event`).
-    quota_events: ClassVar[frozenset[str]] = frozenset()
     #: What accounts of this provider are known to serve, used while discovery fails.
     fallback_models: ClassVar[frozenset[str]] = frozenset()
-    #: Whether stream events and JSON answers wrap the protocol's own payload (see :meth:`unwrap_event`).
-    wrapped_events: ClassVar[bool] = False
+
+    # -- credentials ----------------------------------------------------------------------------------
 
     @staticmethod
     @abstractmethod
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         """Normalize an imported credential file."""
 
-    async def complete_import(self, imported: ImportedCredentials) -> ImportedCredentials:
-        """Fill in what an imported file leaves out (e.g. the email, from a profile endpoint).
+    @abstractmethod
+    async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials:
+        """Fresh credentials, or :class:`~sublane_providers.RefreshFailed`."""
 
-        Best effort: never fails; the file's identity stands when the upstream cannot tell more.
-        """
-        return imported
+    # -- a model call ---------------------------------------------------------------------------------
 
     @abstractmethod
     def build_request(
@@ -131,37 +131,6 @@ class ProviderAdapter(ABC):
         cache key. An operation outside :attr:`operations` is a programming error.
         """
 
-    def stream_request(
-        self,
-        bundle: Mapping[str, Any],
-        body: Mapping[str, Any],
-        client_headers: Mapping[str, str],
-        *,
-        bound: bool,
-    ) -> UpstreamRequest:
-        """A streaming inference request (:attr:`UpstreamOperation.STREAM`)."""
-        return self.build_request(UpstreamOperation.STREAM, bundle, body, client_headers, bound=bound)
-
-    async def open_session(
-        self, bundle: Mapping[str, Any], client_headers: Mapping[str, str], *, open_timeout: float
-    ) -> UpstreamSession:
-        """A persistent upstream socket (when :attr:`sessions`); raises
-        :class:`~sublane_providers.SessionRefused` or :class:`~sublane_providers.UpstreamUnreachable`."""
-        raise SubLaneError("unsupported_for_provider", f"{self.name} offers no upstream sessions.")
-
-    def next_host(self, request: UpstreamRequest, failure: UpstreamFailure | None) -> UpstreamRequest | None:
-        """``request`` sent to another host of the provider, when ``failure`` (``None``: the host could
-        not be reached) says another host may serve it; ``None`` when there is no other to try."""
-        return None
-
-    def bundle_complete(self, bundle: Mapping[str, Any]) -> bool:
-        """Whether a credential bundle has all a request needs (else :meth:`refresh` completes it)."""
-        return True
-
-    def unwrap_event(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The protocol's own payload inside a decoded event or JSON answer (:attr:`wrapped_events`)."""
-        return payload
-
     @abstractmethod
     def new_observer(self, state: StreamState | None = None) -> StreamObserver:
         """A fresh observer for one response, filling ``state`` (a new one when omitted)."""
@@ -173,12 +142,10 @@ class ProviderAdapter(ABC):
         """What an error answer (HTTP status >= 300) means."""
 
     @abstractmethod
-    async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials:
-        """Fresh credentials, or :class:`~sublane_providers.RefreshFailed`."""
+    def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
+        """``(plan, windows)`` reported on an inference response's headers (empty when none)."""
 
-    def login(self) -> LoginFlow | None:
-        """The provider's OAuth login, when it has one."""
-        return None
+    # -- metadata -------------------------------------------------------------------------------------
 
     @abstractmethod
     async def read_quota(self, bundle: Mapping[str, Any], now: float) -> Quota:
@@ -188,15 +155,14 @@ class ProviderAdapter(ABC):
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:
         """Model IDs the account may use."""
 
-    def model_aliases(self, models: frozenset[str]) -> frozenset[str]:
-        """Other names the provider accepts for these models (CAT-2); they serve the same capability,
-        go upstream as the client sent them, and are not listed as models of their own."""
-        return frozenset()
 
-    @abstractmethod
-    def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
-        """``(plan, windows)`` reported on an inference response's headers (empty when none)."""
-
-    def quota_from_event(self, payload: Mapping[str, Any], now: float) -> Quota:
-        """``(plan, windows)`` of a decoded stream event whose type is in :attr:`quota_events`."""
-        return None, ()
+def stream_request(
+    adapter: ProviderAdapter,
+    bundle: Mapping[str, Any],
+    body: Mapping[str, Any],
+    client_headers: Mapping[str, str],
+    *,
+    bound: bool,
+) -> UpstreamRequest:
+    """A streaming inference request (:attr:`UpstreamOperation.STREAM`) of ``adapter``."""
+    return adapter.build_request(UpstreamOperation.STREAM, bundle, body, client_headers, bound=bound)

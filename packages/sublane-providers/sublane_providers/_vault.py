@@ -43,6 +43,7 @@ from sublane_core import (
     immutable,
     signals,
 )
+from sublane_providers._capabilities import CompletesBundles
 from sublane_providers._refresh import MAX_OAUTH_RETRY_AFTER_S, RefreshedCredentials, RefreshFailed
 
 _log = logging.getLogger("sublane.credentials")
@@ -139,13 +140,17 @@ class CredentialVault:
                 lifecycle_revision=account.lifecycle_revision,
                 rejected=account.credentials_rejected_at is not None,
                 reauth_required=account.auth_state == AUTH_REAUTH_REQUIRED,
-                complete=getattr(self._refreshers.get(account.provider), "bundle_complete", _always_complete),
+                complete=self._completeness(account.provider),
             )
+
+    def _completeness(self, provider: str) -> Callable[[Mapping[str, Any]], bool]:
+        refresher = self._refreshers.get(provider)
+        return refresher.bundle_complete if isinstance(refresher, CompletesBundles) else _always_complete
 
     def _usable_without_refresh(self, entry: _Entry, now: float, margin: float) -> bool:
         if entry.rejected or not entry.bundle.get("access_token"):
             return False
-        if not entry.complete(entry.bundle):  # e.g. an Antigravity account still without its project
+        if not entry.complete(entry.bundle):  # e.g. an account whose upstream still lacks a project id
             return False
         return entry.expires_at is None or entry.expires_at - now > margin
 

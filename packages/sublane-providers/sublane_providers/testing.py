@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from sublane_core.sse import SseFramer, parse_event
-from sublane_providers._adapter import ProviderAdapter
+from sublane_providers._adapter import ProviderAdapter, stream_request
 from sublane_providers._http1 import Http1Pool
 from sublane_providers._refresh import RefreshFailed
 from sublane_providers._types import FailureKind, Outcome, StreamState
@@ -173,7 +173,7 @@ class AdapterContract(ABC):
         self, adapter: ProviderAdapter, http: httpx.AsyncClient, bundle: dict[str, Any]
     ) -> tuple[int, StreamState, bytes]:
         """Send one streaming request; ``(status, observed state, error body)``."""
-        request = adapter.stream_request(bundle, self.native_body(), {}, bound=False)
+        request = stream_request(adapter, bundle, self.native_body(), {}, bound=False)
         observer = adapter.new_observer()
         framer = SseFramer()
         pool = model_pool()

@@ -6,7 +6,9 @@ import sublane_providers
 import sublane_providers.kit
 
 EXPECTED = [
-    "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver",
+    "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
+    "AliasesModels", "CompletesBundles", "CompletesImports", "HasOtherHosts", "OpensSessions",
+    "ReportsQuotaInStream", "SignsIn", "WrapsEvents",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names", "provider_plugin",
     "provider_plugins",

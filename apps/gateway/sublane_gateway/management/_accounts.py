@@ -31,6 +31,7 @@ from sublane_gateway.management._models import (
 from sublane_gateway.management._views import account_view, groups_of_accounts
 from sublane_gateway.pipeline import client_runtime
 from sublane_providers import (
+    CompletesImports,
     CredentialFormatError,
     ImportedCredentials,
     UnknownProviderError,
@@ -152,7 +153,7 @@ def import_account(body: AccountImport, request: Request, admin: AdminUser, db: 
 def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCredentials:
     """What the provider's adapter can add to an imported file's identity (best effort, never fails)."""
     adapter = client_runtime(request).adapters.get(imported.provider)
-    if adapter is None:
+    if adapter is None or not isinstance(adapter, CompletesImports):
         return imported
     with metadata_read(request):  # ADM-2: a verification read
         return anyio.from_thread.run(adapter.complete_import, imported)

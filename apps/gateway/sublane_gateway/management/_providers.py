@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 
 from sublane_gateway._sessions import CurrentUser
 from sublane_gateway.pipeline import client_runtime
+from sublane_providers import SignsIn
 
 router = APIRouter(tags=["accounts"])
 
@@ -26,7 +27,7 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
                 "name": name,
                 "label": adapter.label or name,
                 "credential_file": adapter.credential_file,
-                "sign_in": adapter.login() is not None,
+                "sign_in": isinstance(adapter, SignsIn),
                 "subject_label": adapter.subject_label,
             }
             for name, adapter in adapters.items()

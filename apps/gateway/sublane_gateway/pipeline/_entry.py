@@ -270,16 +270,17 @@ async def _relay(
     translator = translator_for(protocol, adapter.protocol)
     created = int(runtime.clock.time())
     observer = adapter.new_observer(call.state)
+    unwrap = runtime.unwrappers[adapter.name]
     if operation is UpstreamOperation.STREAM:
         frames: StreamTranslator | None
         if translator is not None:
             frames = translator.new_stream(
                 spec.body, model=call.model, created=created, json_array=spec.json_array, hub=hub
             )
-            if adapter.wrapped_events:
-                frames = Unwrapped(adapter.unwrap_event, frames)
-        elif adapter.wrapped_events or spec.json_array:
-            frames = ReframedStream(adapter.unwrap_event, _stream_error(protocol), json_array=spec.json_array)
+            if unwrap is not None:
+                frames = Unwrapped(unwrap, frames)
+        elif unwrap is not None or spec.json_array:
+            frames = ReframedStream(unwrap or _as_is, _stream_error(protocol), json_array=spec.json_array)
         else:
             frames = None  # the diagonal: bytes untouched (and the protocol's error ending if cut)
         reply = stream_reply(
@@ -295,9 +296,6 @@ async def _relay(
             return dataclasses.replace(reply, media_type="application/json")
         return reply
     headers = request_id_headers(protocol, call.request_id)
-    unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = (
-        adapter.unwrap_event if adapter.wrapped_events else None
-    )
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
     if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)
@@ -341,6 +339,11 @@ def _count_answer(
         return translator.count_answer(unwrap(payload) if unwrap is not None else payload)
 
     return answer
+
+
+def _as_is(payload: dict[str, Any]) -> dict[str, Any]:
+    """An event of an upstream that does not wrap its events, as it is (JSON-array reframing)."""
+    return payload
 
 
 def _stream_error(protocol: WireProtocol) -> Callable[[str], dict[str, Any]]:

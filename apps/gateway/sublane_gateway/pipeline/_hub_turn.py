@@ -158,6 +158,7 @@ async def _relay(
     events = translator.new_events(body, model=call.model, hub=hub)
     frames = ResponsesFrames()
     framer = SseFramer()
+    unwrap = runtime.unwrappers[adapter.name]
     final: dict[str, Any] | None = None
     timeout = max(0.0, call.started + runtime.settings.request_timeout_s - call.clock.monotonic())
     try:
@@ -168,8 +169,8 @@ async def _relay(
                     continue
                 observe_blocks(observer, blocks)
                 for payload in decoded(blocks):
-                    if adapter.wrapped_events:
-                        payload = adapter.unwrap_event(payload)
+                    if unwrap is not None:
+                        payload = unwrap(payload)
                     for event in events.feed(payload):
                         out = frames.event(event)
                         if out is None:

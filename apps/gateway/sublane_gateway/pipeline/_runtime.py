@@ -25,7 +25,14 @@ from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_gateway.pipeline._serving import ServingProviders
 from sublane_history import TokenBudgets
-from sublane_providers import CredentialVault, ProviderAdapter, UpstreamClients, build_adapters
+from sublane_providers import (
+    AliasesModels,
+    CredentialVault,
+    ProviderAdapter,
+    UpstreamClients,
+    WrapsEvents,
+    build_adapters,
+)
 from sublane_quota import QuotaObserver
 from sublane_scheduler import (
     AccountDirectory,
@@ -61,6 +68,8 @@ class ClientRuntime:
     catalog: ModelCatalog
     adapters: dict[str, ProviderAdapter]
     serving: ServingProviders  # which adapters can serve a call, remembered for this runtime
+    #: Each provider's event unwrapper (``WrapsEvents``), or ``None``: asked once, not per call.
+    unwrappers: dict[str, Callable[[dict[str, Any]], dict[str, Any]] | None]
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
@@ -235,7 +244,11 @@ def build_runtime(
     catalog = ModelCatalog(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
-        {name: adapter.model_aliases for name, adapter in adapters.items()},
+        {
+            name: adapter.model_aliases
+            for name, adapter in adapters.items()
+            if isinstance(adapter, AliasesModels)
+        },
         engine=engine,
     )
     scheduler = Scheduler(
@@ -262,6 +275,10 @@ def build_runtime(
         catalog=catalog,
         adapters=adapters,
         serving=ServingProviders(adapters),
+        unwrappers={
+            name: adapter.unwrap_event if isinstance(adapter, WrapsEvents) else None
+            for name, adapter in adapters.items()
+        },
         quota=quota,
     )
 

@@ -20,6 +20,7 @@ from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_providers import (
     Credentials,
     FailureKind,
+    HasOtherHosts,
     UpstreamConnectError,
     UpstreamError,
     UpstreamFailure,
@@ -68,7 +69,11 @@ async def send_with_recovery(
         except UpstreamTimeout:
             raise SubLaneError("upstream_timeout") from None
         except UpstreamError as exc:
-            moved = adapter.next_host(request, None) if isinstance(exc, UpstreamConnectError) else None
+            moved = (
+                adapter.next_host(request, None)
+                if isinstance(exc, UpstreamConnectError) and isinstance(adapter, HasOtherHosts)
+                else None
+            )
             if moved is not None:  # nothing was sent: another host may serve it
                 _log.info(
                     "upstream %s host unreachable (%s): next host", account.provider, type(exc).__name__
@@ -86,7 +91,7 @@ async def send_with_recovery(
             )
             refreshed = True
             continue
-        moved = adapter.next_host(request, failure)
+        moved = adapter.next_host(request, failure) if isinstance(adapter, HasOtherHosts) else None
         if moved is not None:
             await recheck()  # RETRY-2 bookkeeping: the same lease, the same checks
             continue

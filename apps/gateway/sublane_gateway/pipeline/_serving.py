@@ -8,7 +8,7 @@ from typing import Any
 
 from sublane_core import UpstreamOperation, WireProtocol
 from sublane_protocols import can_serve
-from sublane_providers import ProviderAdapter
+from sublane_providers import OpensSessions, ProviderAdapter
 
 
 def upstream_operation(
@@ -36,7 +36,7 @@ def serving_providers(
     for name, adapter in adapters.items():
         if prefix is not None and name != prefix:
             continue
-        if sessions and not adapter.sessions:
+        if sessions and not isinstance(adapter, OpensSessions):
             continue
         if not can_serve(protocol, adapter.protocol):
             continue

@@ -42,7 +42,9 @@ from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
     Credentials,
     FailureKind,
+    OpensSessions,
     ProviderAdapter,
+    ReportsQuotaInStream,
     SessionClosed,
     SessionRefused,
     StreamObserver,
@@ -112,6 +114,9 @@ class _Upstream:
         self.adapter = adapter
         self.session = session
         self.credentials = credentials
+        # Stream events that carry quota, when the provider reports quota in its stream.
+        self.quota_reporter = adapter if isinstance(adapter, ReportsQuotaInStream) else None
+        self.quota_events = self.quota_reporter.quota_events if self.quota_reporter else frozenset()
 
     async def close(self) -> None:
         await self.session.close()
@@ -281,6 +286,7 @@ class SocketTurns:
             await self.upstream.close()
             self.upstream = None
         adapter = runtime.adapters[account.provider]
+        assert isinstance(adapter, OpensSessions)  # _run sends only such providers' turns here
         credentials = await runtime.vault.get(account.id, account.provider)
         refreshed = False
         while True:
@@ -310,7 +316,7 @@ class SocketTurns:
 
     async def _run(self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool) -> None:
         adapter = self.runtime.adapters[grant.account.provider]
-        if adapter.protocol != WireProtocol.RESPONSES or not adapter.sessions:
+        if adapter.protocol != WireProtocol.RESPONSES or not isinstance(adapter, OpensSessions):
             await self._run_translated(call, grant, body, prewarm)
             return
         try:
@@ -380,7 +386,7 @@ class SocketTurns:
         self, call: ModelCall, upstream: _Upstream, text: str, observer: StreamObserver, prewarm: bool
     ) -> None:
         kind = frame_type(text)
-        quota_events = upstream.adapter.quota_events
+        quota_events = upstream.quota_events
         if (
             kind in _TAGGED_EVENTS
             or kind in _TERMINAL
@@ -427,8 +433,11 @@ class SocketTurns:
     def _quota(self, upstream: _Upstream, payload: dict[str, Any]) -> None:
         if not signals.quota_observed.has_receivers:
             return
+        reporter = upstream.quota_reporter
+        if reporter is None:
+            return
         now = self.runtime.clock.time()
-        plan, windows = upstream.adapter.quota_from_event(payload, now)
+        plan, windows = reporter.quota_from_event(payload, now)
         if not windows:
             return
         account = upstream.account

@@ -29,16 +29,21 @@ from sublane_provider_antigravity._settings import AntigravitySettings
 from sublane_provider_antigravity._stream import AntigravityStreamObserver, unwrap
 from sublane_providers import (
     AccountIdentity,
+    CompletesBundles,
+    CompletesImports,
+    HasOtherHosts,
     ImportedCredentials,
     LoginFlow,
     ProviderAdapter,
     Quota,
     RefreshedCredentials,
     RefreshFailed,
+    SignsIn,
     StreamState,
     UpstreamClients,
     UpstreamFailure,
     UpstreamRequest,
+    WrapsEvents,
 )
 
 _log = logging.getLogger("sublane.providers.antigravity")
@@ -66,7 +71,9 @@ _PATHS = {
 }
 
 
-class AntigravityAdapter(ProviderAdapter):
+class AntigravityAdapter(
+    ProviderAdapter, CompletesBundles, CompletesImports, HasOtherHosts, SignsIn, WrapsEvents
+):
     """Talks to cloudcode-pa and Google's OAuth server for one SubLane process."""
 
     name = "antigravity"
@@ -76,7 +83,6 @@ class AntigravityAdapter(ProviderAdapter):
     protocol = WireProtocol.GEMINI
     operations = frozenset(_PATHS)
     refresh_fallback = False  # plain validity (GEM-3)
-    wrapped_events = True
     fallback_models = KNOWN_MODELS
 
     def __init__(

@@ -29,12 +29,15 @@ from sublane_provider_claude._settings import ClaudeSettings
 from sublane_provider_claude._stream import ClaudeStreamObserver
 from sublane_providers import (
     AccountIdentity,
+    AliasesModels,
+    CompletesImports,
     ImportedCredentials,
     LoginFlow,
     ProviderAdapter,
     Quota,
     RefreshedCredentials,
     RefreshFailed,
+    SignsIn,
     StreamState,
     UpstreamClients,
     UpstreamFailure,
@@ -114,7 +117,7 @@ def _plan_of(profile: Mapping[str, Any]) -> str | None:
     return None
 
 
-class ClaudeAdapter(ProviderAdapter):
+class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
     """Talks to the Anthropic API and Claude's OAuth server for one SubLane process.
 
     Args:

@@ -11,7 +11,14 @@ import httpx
 import pytest
 
 from sublane_provider_claude import KNOWN_MODELS, ClaudeAdapter
-from sublane_providers import FailureKind, Outcome, ProviderAdapter, RefreshFailed, code_from_pasted
+from sublane_providers import (
+    FailureKind,
+    Outcome,
+    ProviderAdapter,
+    RefreshFailed,
+    code_from_pasted,
+    stream_request,
+)
 from sublane_providers.testing import AdapterContract, as_httpx
 from sublane_sim import Behaviour, RefreshOutcome, SimAccount, Simulator
 
@@ -85,7 +92,7 @@ async def test_stream_request_forces_stream_and_sends_what_the_simulator_checks(
         "x-api-key": "sk-sublane-member",
         "user-agent": "claude-cli/2.1.197",
     }
-    request = adapter.stream_request(bundle, body, client, bound=True)
+    request = stream_request(adapter, bundle, body, client, bound=True)
     assert request.headers["accept"] == "text/event-stream"
     response = await http.send(as_httpx(http, request))
     assert response.status_code == 200
@@ -178,7 +185,7 @@ async def test_exhausted_subscription_is_quota_exhausted_with_a_bounded_hint(
 ) -> None:
     sim.set_quota(account.id, "five_hour", used_percent=100, reset_in_s=90)
     response = await http.send(
-        as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+        as_httpx(http, stream_request(adapter, bundle, minimal_body(), {}, bound=False))
     )
     assert response.status_code == 429
     now = sim.clock.now()
@@ -191,7 +198,7 @@ async def test_exhausted_subscription_is_quota_exhausted_with_a_bounded_hint(
 
     sim.set_quota(account.id, "five_hour", used_percent=0)
     sim.set_quota(account.id, "seven_day", used_percent=100, reset_in_s=3 * 86400)
-    weekly = await http.send(as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False)))
+    weekly = await http.send(as_httpx(http, stream_request(adapter, bundle, minimal_body(), {}, bound=False)))
     failure = adapter.classify_failure(429, weekly.headers, weekly.content, sim.clock.now())
     assert failure.kind is FailureKind.QUOTA_EXHAUSTED and failure.retry_after == 3600
 
@@ -205,7 +212,7 @@ async def test_scripted_rate_limit_without_rejected_windows_is_a_rate_limit(
 ) -> None:
     sim.script(account.id, Behaviour.error(429, retry_after="12"))
     response = await http.send(
-        as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+        as_httpx(http, stream_request(adapter, bundle, minimal_body(), {}, bound=False))
     )
     failure = adapter.classify_failure(429, response.headers, response.content, sim.clock.now())
     assert failure.kind is FailureKind.RATE_LIMITED and failure.retry_after == 12
@@ -221,14 +228,14 @@ async def test_expired_token_is_unauthorized_and_a_refresh_fixes_it(
 ) -> None:
     sim.expire_access_tokens(account.id)
     rejected = await http.send(
-        as_httpx(http, adapter.stream_request(bundle, minimal_body(), {}, bound=False))
+        as_httpx(http, stream_request(adapter, bundle, minimal_body(), {}, bound=False))
     )
     assert rejected.status_code == 401
     failure = adapter.classify_failure(401, rejected.headers, rejected.content, sim.clock.now())
     assert failure.kind is FailureKind.UNAUTHORIZED and failure.code == "authentication_error"
     refreshed = await adapter.refresh(bundle)
     again = await http.send(
-        as_httpx(http, adapter.stream_request(refreshed.bundle, minimal_body(), {}, bound=False))
+        as_httpx(http, stream_request(adapter, refreshed.bundle, minimal_body(), {}, bound=False))
     )
     assert again.status_code == 200
 
@@ -412,6 +419,6 @@ async def test_login_with_a_wrong_verifier_is_refused(
 
 
 def test_request_bodies_are_compact_json(adapter: ClaudeAdapter) -> None:
-    request = adapter.stream_request({"access_token": "t"}, {"model": MODEL, "system": "é"}, {}, bound=False)
+    request = stream_request(adapter, {"access_token": "t"}, {"model": MODEL, "system": "é"}, {}, bound=False)
     assert json.loads(request.content) == {"model": MODEL, "system": "é", "stream": True}
     assert request.headers["content-type"] == "application/json"

@@ -9,6 +9,7 @@ import pytest
 
 from sublane_core import signals
 from sublane_provider_claude import ClaudeAdapter, windows_from_headers, windows_from_usage
+from sublane_providers import stream_request
 from sublane_providers.testing import as_httpx
 from sublane_sim import Simulator
 
@@ -133,7 +134,7 @@ async def test_headers_and_usage_endpoint_agree_on_the_simulator(sim: Simulator)
         )
         bundle = adapter.parse_credentials(account.credentials).bundle
         body = {"model": "claude-opus-4-8", "max_tokens": 64, "messages": [{"role": "user", "content": "q"}]}
-        response = await http.send(as_httpx(http, adapter.stream_request(bundle, body, {}, bound=False)))
+        response = await http.send(as_httpx(http, stream_request(adapter, bundle, body, {}, bound=False)))
         now = sim.clock.now()
         _, from_headers = adapter.quota_from_headers(response.headers, now)
         _, from_usage = await adapter.read_quota(bundle, now)

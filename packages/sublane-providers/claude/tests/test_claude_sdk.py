@@ -18,6 +18,7 @@ import httpx2
 import pytest
 
 from sublane_provider_claude import ClaudeAdapter
+from sublane_providers import stream_request
 from sublane_providers.testing import as_httpx
 from sublane_sim import Behaviour, SimAccount, Simulator
 
@@ -54,7 +55,7 @@ class AdapterTransport(httpx2.AsyncBaseTransport):
         if request.url.path.endswith("/count_tokens"):
             built = self._adapter.count_tokens_request(self._bundle, body, headers)
         elif body.get("stream"):
-            built = self._adapter.stream_request(self._bundle, body, headers, bound=True)
+            built = stream_request(self._adapter, self._bundle, body, headers, bound=True)
         else:
             built = self._adapter.json_request(self._bundle, body, headers, bound=True)
         answer = await self._upstream.send(as_httpx(self._upstream, built), stream=True)

@@ -9,7 +9,15 @@ import httpx
 import pytest
 
 from sublane_provider_claude import ClaudeAdapter, ClaudeStreamObserver, usage_of_message
-from sublane_providers import DeltaKind, Outcome, SseFramer, TokenUsage, encode_event, parse_event
+from sublane_providers import (
+    DeltaKind,
+    Outcome,
+    SseFramer,
+    TokenUsage,
+    encode_event,
+    parse_event,
+    stream_request,
+)
 from sublane_providers.testing import as_httpx
 from sublane_sim import Behaviour, Simulator
 
@@ -243,7 +251,7 @@ async def observe_sim(sim: Simulator, behaviour: Behaviour, **extra: Any) -> Cla
         observer = adapter.new_observer()
         framer = SseFramer()
         response = await http.send(
-            as_httpx(http, adapter.stream_request(bundle, dict(body, **extra), {}, bound=False)), stream=True
+            as_httpx(http, stream_request(adapter, bundle, dict(body, **extra), {}, bound=False)), stream=True
         )
         try:
             assert response.status_code == 200

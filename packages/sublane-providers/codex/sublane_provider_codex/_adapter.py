@@ -25,10 +25,13 @@ from sublane_provider_codex._stream import CodexStreamObserver
 from sublane_providers import (
     ImportedCredentials,
     LoginFlow,
+    OpensSessions,
     ProviderAdapter,
     Quota,
     RefreshedCredentials,
     RefreshFailed,
+    ReportsQuotaInStream,
+    SignsIn,
     StreamState,
     UpstreamClients,
     UpstreamFailure,
@@ -62,7 +65,7 @@ KNOWN_MODELS = frozenset(
 )
 
 
-class CodexAdapter(ProviderAdapter):
+class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn):
     """Talks to the Codex backend and the OpenAI OAuth server for one SubLane process."""
 
     name = "codex"
@@ -73,7 +76,6 @@ class CodexAdapter(ProviderAdapter):
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.COMPACT})
     refresh_fallback = True
     json_from_stream = True  # the backend only streams: JSON answers are collected from the stream
-    sessions = True
     quota_events = frozenset({"codex.rate_limits"})
     fallback_models = KNOWN_MODELS
 

@@ -254,6 +254,28 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _parts_of(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(part["text"]) for part in content if isinstance(part, dict) and "text" in part]
+    return []
+
+
+def _user_turn(items: list[Any]) -> list[str]:
+    """The texts of the user's last turn: the user messages at the end of the input, in order
+    (instructions between them, developer or system messages, are not the user's)."""
+    turn: list[str] = []
+    for item in reversed(items):
+        role = item.get("role") if isinstance(item, dict) else None
+        if role in ("developer", "system"):
+            continue
+        if role != "user":
+            break
+        turn[:0] = _parts_of(item.get("content"))
+    return turn
+
+
 class Answer:
     """What the parrot says to one request: text, or a function call."""
 
@@ -269,11 +291,13 @@ class Answer:
         if last.get("type") == "function_call_output":
             self.text = f"parrot: tool said {_text_of(last.get('output'))}"
         else:
-            said = _text_of(last.get("content"))
-            name, _, arguments = said.removeprefix("call:").partition(" ")
-            if said.startswith("call:") and name in tools:
-                self.call = (name, arguments.strip() or "{}")
-            self.text = f"parrot: {said}"
+            parts = _user_turn(items)  # a client may send its turn as several items or parts
+            for part in parts:
+                name, _, arguments = part.strip().removeprefix("call:").partition(" ")
+                if part.strip().startswith("call:") and name in tools:
+                    self.call = (name, arguments.strip() or "{}")
+                    break
+            self.text = f"parrot: {' '.join(parts)}"
         words = sum(len(_text_of(item.get("content")).split()) for item in items if isinstance(item, dict))
         self.usage = {
             "input_tokens": max(words, 1),

@@ -1,0 +1,105 @@
+"""What a provider *may* offer beyond the required contract, each a small protocol of its own.
+
+:class:`~sublane_providers.ProviderAdapter` is what every provider implements: send a model call
+(build its request, read its answer, classify its failures), refresh credentials, discover models,
+read quota. Anything more is optional and said by implementing one of these protocols — the
+gateway asks ``isinstance(adapter, OpensSessions)``, never a flag and never a provider's name. An
+adapter that does not offer a capability has no such method at all (no stub answering "not
+supported").
+
+They are runtime-checkable: ``isinstance`` looks for the members by name. Code on a hot path asks
+once per adapter (the gateway's runtime keeps the answers by provider name), not per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from sublane_providers._credentials import ImportedCredentials
+from sublane_providers._session import UpstreamSession
+from sublane_providers._types import UpstreamFailure
+from sublane_providers._upstream import UpstreamRequest
+
+if TYPE_CHECKING:
+    from sublane_providers._adapter import LoginFlow, Quota
+
+
+@runtime_checkable
+class OpensSessions(Protocol):
+    """A persistent upstream socket for sequential turns (Responses over WebSocket)."""
+
+    async def open_session(
+        self, bundle: Mapping[str, Any], client_headers: Mapping[str, str], *, open_timeout: float
+    ) -> UpstreamSession:
+        """Raises :class:`~sublane_providers.SessionRefused` or
+        :class:`~sublane_providers.UpstreamUnreachable`."""
+        ...
+
+
+@runtime_checkable
+class SignsIn(Protocol):
+    """An OAuth sign-in the admin completes by pasting the callback (CRED-9)."""
+
+    def login(self) -> LoginFlow:
+        """The provider's login flow."""
+        ...
+
+
+@runtime_checkable
+class CompletesImports(Protocol):
+    """Fills in what an imported credential file leaves out (e.g. the email, from a profile)."""
+
+    async def complete_import(self, imported: ImportedCredentials) -> ImportedCredentials:
+        """Best effort: never fails; the file's identity stands when the upstream cannot tell more."""
+        ...
+
+
+@runtime_checkable
+class CompletesBundles(Protocol):
+    """Credential bundles that may lack something a request needs until a refresh completes them."""
+
+    def bundle_complete(self, bundle: Mapping[str, Any]) -> bool:
+        """Whether ``bundle`` has all a request needs."""
+        ...
+
+
+@runtime_checkable
+class HasOtherHosts(Protocol):
+    """An upstream served from several hosts: a request one could not serve may go to the next."""
+
+    def next_host(self, request: UpstreamRequest, failure: UpstreamFailure | None) -> UpstreamRequest | None:
+        """``request`` sent to another host, when ``failure`` (``None``: the host could not be
+        reached) says another may serve it; ``None`` when there is no other to try."""
+        ...
+
+
+@runtime_checkable
+class WrapsEvents(Protocol):
+    """Stream events and JSON answers that wrap the protocol's own payload in an envelope."""
+
+    def unwrap_event(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The protocol's own payload inside a decoded event or JSON answer."""
+        ...
+
+
+@runtime_checkable
+class ReportsQuotaInStream(Protocol):
+    """Stream events that carry the account's quota."""
+
+    #: The event types that do (read with :meth:`quota_from_event`).
+    quota_events: frozenset[str]
+
+    def quota_from_event(self, payload: Mapping[str, Any], now: float) -> Quota:
+        """``(plan, windows)`` of a decoded event whose type is in :attr:`quota_events`."""
+        ...
+
+
+@runtime_checkable
+class AliasesModels(Protocol):
+    """Other names the upstream accepts for its models (CAT-2)."""
+
+    def model_aliases(self, models: frozenset[str]) -> frozenset[str]:
+        """Names that serve the same capability as ``models``, sent upstream as the client sent
+        them and not listed as models of their own."""
+        ...
