@@ -10,6 +10,7 @@ from sublane_providers import (
     AliasesModels,
     CompletesBundles,
     CompletesImports,
+    FailureKind,
     HasOtherHosts,
     ImportedCredentials,
     OpensSessions,
@@ -69,7 +70,7 @@ class Plain(ProviderAdapter):
     def classify_failure(
         self, status: int, headers: Mapping[str, str], body: bytes, now: float
     ) -> UpstreamFailure:
-        raise NotImplementedError
+        return UpstreamFailure(FailureKind.CLIENT_ERROR, status, f"http_{status}", "refused")
 
     def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
         return None, ()

@@ -244,22 +244,16 @@ async def _sse(events: list[tuple[str, dict[str, Any]]]) -> AsyncIterator[bytes]
         yield f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict) and "text" in part
-        )
-    return ""
-
-
 def _parts_of(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):
         return [str(part["text"]) for part in content if isinstance(part, dict) and "text" in part]
     return []
+
+
+def _text_of(content: Any) -> str:
+    return " ".join(_parts_of(content))
 
 
 def _user_turn(items: list[Any]) -> list[str]:
