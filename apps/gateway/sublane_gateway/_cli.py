@@ -23,6 +23,7 @@ from sublane_core import (
     create_db_engine,
     current_revision,
     head_revision,
+    known_revisions,
     upgrade_database,
 )
 from sublane_gateway._backup import BackupError, restore_backup, take_backup
@@ -53,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (SUBLANE_HOST)")
     serve.add_argument("--port", type=int, help="port to listen on (SUBLANE_PORT)")
     commands.add_parser("migrate", help="create or upgrade the database schema, then exit")
+    importing = commands.add_parser(
+        "import-sqlite",
+        help="copy an SQLite data folder into the empty PostgreSQL of SUBLANE_DATABASE_URL (SCALE-1)",
+    )
+    importing.add_argument("path", type=Path, help="the data folder of the SQLite installation")
     backup = commands.add_parser(
         "backup",
         help="write a consistent copy of the database and credentials.key into a new folder (OPS-9)",
@@ -103,6 +109,44 @@ def _migrate(settings: Settings) -> None:
         print(f"sublane: database upgraded from {before or 'empty'} to {after}", file=sys.stderr)
 
 
+def _ready_schema(settings: Settings) -> None:
+    """SCALE-1: start on the schema this SubLane needs; an old one is upgraded only when
+    ``SUBLANE_AUTO_MIGRATE`` allows (the SQLite default), else ``sublane migrate`` comes first."""
+    engine = create_db_engine(settings.effective_database_url)
+    try:
+        at = current_revision(engine)
+    finally:
+        engine.dispose()
+    head = head_revision()
+    if at == head:
+        return
+    if at is not None and at not in known_revisions():
+        raise SystemExit(
+            f"sublane: the database schema ({at}) is newer than this SubLane ({head}): run the newer version"
+        )
+    if not settings.effective_auto_migrate:
+        raise SystemExit(
+            f"sublane: the database schema is at {at or 'nothing (an empty database)'}, this SubLane "
+            f"needs {head}: run `sublane migrate` first, once, before starting the replicas "
+            "(or set SUBLANE_AUTO_MIGRATE=true)"
+        )
+    _migrate(settings)
+
+
+def _import_sqlite(settings: Settings, path: Path) -> None:
+    from sublane_gateway._import_sqlite import ImportRefused, import_sqlite
+
+    try:
+        copied = import_sqlite(settings, path)
+    except (ImportRefused, CredentialKeyError) as exc:
+        raise SystemExit(f"sublane: {exc}") from None
+    total = sum(copied.values())
+    print(
+        f"sublane: copied {total} rows from {path} ({', '.join(f'{n} {t}' for t, n in copied.items() if n)})",
+        file=sys.stderr,
+    )
+
+
 def _serve(settings: Settings) -> None:
     import uvicorn
 
@@ -115,7 +159,7 @@ def _serve(settings: Settings) -> None:
         DataFolderLock(settings.data_dir).acquire_and_release()
     except DataFolderBusy as exc:
         raise SystemExit(f"sublane: {exc}") from None
-    _migrate(settings)
+    _ready_schema(settings)
     try:
         app = create_app(settings, when_started=freeze_startup_objects)  # and again once started
     except CredentialKeyError as exc:
@@ -209,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _serve(_load_settings(host=args.host, port=args.port))
     elif args.command == "migrate":
         _migrate(_load_settings())
+    elif args.command == "import-sqlite":
+        _import_sqlite(_load_settings(), args.path)
     elif args.command == "backup":
         _backup(_load_settings(), args.dest)
     elif args.command == "restore":

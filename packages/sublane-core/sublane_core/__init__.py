@@ -12,7 +12,7 @@ from sublane_core._crypto import (
     CredentialKeyError,
     load_or_create_key,
 )
-from sublane_core._db import create_db_engine
+from sublane_core._db import create_db_engine, is_sqlite
 from sublane_core._deadline import TIMER_SLACK_S, MovingDeadline
 from sublane_core._errors import ERROR_CATALOGUE, ErrorSpec, SubLaneError
 from sublane_core._ids import new_hex_id, new_request_id, new_secret_token, new_uuid, sha256_hex
@@ -74,6 +74,7 @@ __all__ = [
     "settings_help",
     # storage
     "create_db_engine",
+    "is_sqlite",
     "current_revision",
     "head_revision",
     "known_revisions",

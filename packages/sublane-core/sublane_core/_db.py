@@ -1,4 +1,5 @@
-"""The database engine: SQLite in WAL mode with a busy timeout, foreign keys on."""
+"""The database engine: SQLite in WAL mode with a busy timeout, foreign keys on; or PostgreSQL
+(SCALE-1) through psycopg 3, whatever driver a ``postgresql://`` URL would otherwise pick."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ SQLITE_BUSY_TIMEOUT_MS = 5000
 
 def create_db_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get their folder created and the pragmas SubLane relies on."""
-    parsed = sa.make_url(url)
+    parsed = postgres_url(sa.make_url(url))
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(url, pool_pre_ping=True, hide_parameters=True)
+        return sa.create_engine(parsed, pool_pre_ping=True, hide_parameters=True)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = sa.create_engine(
@@ -29,6 +30,19 @@ def create_db_engine(url: str) -> Engine:
     )
     event.listen(engine, "connect", _on_sqlite_connect)
     return engine
+
+
+def postgres_url(url: sa.URL) -> sa.URL:
+    """``postgresql://`` and ``postgres://`` (as PostgreSQL's own tools write them) mean psycopg 3:
+    SQLAlchemy would otherwise look for psycopg2, which SubLane does not install."""
+    if url.drivername in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether ``url`` is an SQLite database (the embedded default)."""
+    return sa.make_url(url).get_backend_name() == "sqlite"
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sublane_core._db import is_sqlite
+
 
 def _list_of_strings(value: object) -> object:
     """A list variable as written in the docs (``a,b``) or as a JSON list (``["a","b"]``)."""
@@ -47,7 +49,12 @@ class Settings(BaseSettings):
     # -- storage ---------------------------------------------------------------------------------
     data_dir: Path = Field(Path("./data"), description="Holds sublane.db and credentials.key.")
     database_url: str | None = Field(
-        None, description="SQLAlchemy URL; default sqlite:///$SUBLANE_DATA_DIR/sublane.db."
+        None,
+        description="SQLAlchemy URL (or postgresql://user:pass@host/db); default sqlite:///$SUBLANE_DATA_DIR/sublane.db.",
+    )
+    auto_migrate: bool | None = Field(
+        None,
+        description="Upgrade an old schema at start-up; default true for SQLite, false otherwise (SCALE-1).",
     )
 
     # -- listening -------------------------------------------------------------------------------
@@ -177,6 +184,14 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'sublane.db').as_posix()}"
+
+    @property
+    def effective_auto_migrate(self) -> bool:
+        """Whether ``serve`` upgrades an old schema itself (SCALE-1): by default only the embedded
+        SQLite file; a shared database is upgraded by ``sublane migrate``, once, before replicas."""
+        if self.auto_migrate is not None:
+            return self.auto_migrate
+        return is_sqlite(self.effective_database_url)
 
     @property
     def credentials_key_path(self) -> Path:

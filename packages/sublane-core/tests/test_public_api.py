@@ -6,7 +6,8 @@ import sublane_core
 
 EXPECTED = [
     "Settings", "settings_help",
-    "create_db_engine", "current_revision", "head_revision", "known_revisions", "upgrade_database",
+    "create_db_engine", "is_sqlite",
+    "current_revision", "head_revision", "known_revisions", "upgrade_database",
     "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "ROLE_ADMIN", "ROLE_MEMBER",
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
