@@ -8,6 +8,8 @@ into an empty one.
 
 from __future__ import annotations
 
+import base64
+import secrets
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -16,13 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
-from gateway_pool import Pool
+from gateway_pool import Pool, settings_for
 from postgres_server import PostgresServer, running_postgres
 from sqlmodel import SQLModel
 from test_cli import SUBLANE, _env, serve
 
 from sublane_core import create_db_engine, current_revision, head_revision, upgrade_database
 from sublane_gateway.testing import make_settings, running_gateway
+from sublane_sim import Simulator
 
 pytestmark = pytest.mark.xdist_group("postgres")  # one server for these tests, on one worker
 
@@ -135,3 +138,36 @@ def test_scale_1_import_sqlite_moves_an_installation_into_an_empty_postgresql(
 
 def _upstreams(pool: Pool) -> dict[str, str]:
     return {name[len("SUBLANE_") :].lower(): value for name, value in pool.sim.env().items()}
+
+
+def test_scale_1_replicas_share_the_credential_key_from_sublane_credentials_key(
+    postgres: PostgresServer, sim: Simulator, tmp_path: Path
+) -> None:
+    """Two replicas with their own data folders and one PostgreSQL: the key comes from the
+    environment, no key file is written, and what one replica sealed the other opens."""
+    url = postgres.new_database()
+    key = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+    first_dir, second_dir = tmp_path / "replica-1", tmp_path / "replica-2"
+    account = sim.create_account("codex")
+    with running_gateway(settings_for(sim, first_dir, database_url=url, credentials_key=key)) as first:
+        admin = first.admin()
+        body = {"provider": "codex", "name": "shared", "credentials": account.credentials, "group_ids": [1]}
+        assert admin.post("/api/accounts/import", json=body).status_code == 201
+        secret = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+    second_settings = settings_for(sim, second_dir, database_url=url, credentials_key=key)
+    with running_gateway(second_settings) as second:
+        client = second.client(headers={"authorization": f"Bearer {secret}"})
+        answer = client.post("/v1/responses", json={"model": "gpt-5-codex", "input": "on replica 2"})
+        assert answer.status_code == 200, answer.text
+    assert not (first_dir / "credentials.key").exists() and not (second_dir / "credentials.key").exists()
+    wrong = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+    refused = _sublane(
+        tmp_path / "replica-3",
+        "serve",
+        "--port",
+        "0",
+        SUBLANE_DATABASE_URL=url,
+        SUBLANE_CREDENTIALS_KEY=wrong,
+    )
+    assert refused.returncode != 0 and "SUBLANE_CREDENTIALS_KEY does not open the credentials" in refused.stderr
+    assert wrong not in refused.stderr and key not in refused.stderr

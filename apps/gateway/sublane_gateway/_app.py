@@ -6,24 +6,22 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
-import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from sublane_core import (
     Clock,
     CredentialCipher,
-    CredentialKeyError,
     Settings,
     SystemClock,
     create_db_engine,
     head_revision,
-    load_or_create_key,
     signals,
 )
 from sublane_gateway import management, pipeline, routes
 from sublane_gateway._body_limit import BodyLimit
 from sublane_gateway._bootstrap import bootstrap
+from sublane_gateway._credential_key import credentials_key, key_source
 from sublane_gateway._data_folder import DataFolderLock
 from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._file_modes import secure_data_files
@@ -64,7 +62,7 @@ def create_app(
     """
     settings = settings or gateway_settings()
     engine = create_db_engine(settings.effective_database_url)
-    key = _credentials_key(settings, engine)
+    key = credentials_key(settings, engine)
     secure_data_files(settings)  # OPS-7, after the key file exists
     state = GatewayState(
         settings=settings,
@@ -73,7 +71,7 @@ def create_app(
         clock=clock or SystemClock(),
         schema_head=head_revision(),
     )
-    verify_credentials_key(engine, state.cipher, settings.credentials_key_path, state.clock.time())  # OPS-3
+    verify_credentials_key(engine, state.cipher, key_source(settings), state.clock.time())  # OPS-3
     state.login_throttle = LoginThrottle(
         state.clock, settings.login_failures_max, settings.login_failure_window_s
     )
@@ -175,17 +173,3 @@ async def _start_budgets(runtime: pipeline.ClientRuntime, engine: Engine, clock:
     await anyio.to_thread.run_sync(budgets.load, engine)
     runtime.budgets = budgets
     return signals.request_finished.connect(budgets.note, sender=runtime)
-
-
-def _credentials_key(settings: Settings, engine: Engine) -> bytes:
-    """The credential key; refuse to mint a new one while the database holds sealed credentials."""
-    path = settings.credentials_key_path
-    if not path.exists():
-        with engine.connect() as connection:
-            sealed = connection.execute(sa.text("SELECT count(*) FROM accounts")).scalar_one()
-        if sealed:
-            raise CredentialKeyError(
-                f"{path} is missing but the database holds {sealed} account(s) sealed with it; "
-                "restore credentials.key from the backup taken with the database (see README)"
-            )
-    return load_or_create_key(path)

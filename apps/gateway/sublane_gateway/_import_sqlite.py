@@ -7,9 +7,10 @@ move (members sign in again). The source is opened read-only and must be at the 
 knows (``SUBLANE_DATA_DIR=PATH sublane migrate`` upgrades it). The target is created by the same
 migrations and must be empty: a database that already holds anything is refused, nothing written.
 
-Credentials are sealed with the source folder's ``credentials.key``; when the target's key (its
-own ``credentials.key``) is another, each sealed value is opened with the one and sealed with the
-other on the way, so the copy opens with the key the PostgreSQL replicas use.
+Credentials are sealed with the source folder's ``credentials.key``; when the target's key
+(``SUBLANE_CREDENTIALS_KEY``, or its own ``credentials.key``) is another, each sealed value is opened
+with the one and sealed with the other on the way, so the copy opens with the key the PostgreSQL
+replicas use.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from sublane_core import (
     load_or_create_key,
     upgrade_database,
 )
+from sublane_gateway._credential_key import credentials_key
 
 #: Columns holding values sealed with the credential key.
 SEALED_COLUMNS = {"accounts": ("credentials",), "key_checks": ("sealed",)}
@@ -105,7 +107,7 @@ def import_sqlite(settings: Settings, source_dir: Path) -> dict[str, int]:
             )
         upgrade_database(target)  # an empty database gets the schema; a migrated one is kept as it is
         source_cipher = CredentialCipher(source_key)
-        target_key = load_or_create_key(settings.credentials_key_path)
+        target_key = credentials_key(settings, target)  # SUBLANE_CREDENTIALS_KEY or its key file
         target_cipher = CredentialCipher(target_key)
         reseal = target_key != source_key
         copied: dict[str, int] = {}

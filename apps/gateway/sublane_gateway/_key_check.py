@@ -7,8 +7,6 @@ older database proves its key with one stored account instead), and every start 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -17,17 +15,17 @@ from sublane_core import CredentialCipher, CredentialDecryptError, CredentialKey
 CHECK_VALUE = {"sublane": "credentials.key check"}
 
 
-def verify_credentials_key(engine: Engine, cipher: CredentialCipher, path: Path, now: float) -> None:
+def verify_credentials_key(engine: Engine, cipher: CredentialCipher, source: str, now: float) -> None:
     """Raise :class:`CredentialKeyError` unless ``cipher`` opens this database; store the check value."""
     with engine.begin() as connection:
         sealed = connection.execute(sa.text("SELECT sealed FROM key_checks ORDER BY id LIMIT 1")).scalar()
         if sealed is not None:
             if _opens(cipher, sealed, CHECK_VALUE):
                 return
-            raise _wrong_key(path)
+            raise _wrong_key(source)
         account = connection.execute(sa.text("SELECT credentials FROM accounts ORDER BY id LIMIT 1")).scalar()
         if account is not None and not _opens(cipher, account, None):
-            raise _wrong_key(path)
+            raise _wrong_key(source)
         connection.execute(
             sa.text("INSERT INTO key_checks (sealed, created_at) VALUES (:sealed, :now)"),
             {"sealed": cipher.encrypt(CHECK_VALUE), "now": now},
@@ -42,8 +40,9 @@ def _opens(cipher: CredentialCipher, sealed: bytes, expected: dict[str, str] | N
     return expected is None or opened == expected
 
 
-def _wrong_key(path: Path) -> CredentialKeyError:
+def _wrong_key(source: str) -> CredentialKeyError:
     return CredentialKeyError(
-        f"{path} does not open the credentials stored in this database (it is another key); "
-        "restore the credentials.key from the backup taken with the database (see README)"
+        f"{source} does not open the credentials stored in this database (it is another key); "
+        "give the key the database's credentials were sealed with (restore credentials.key from the "
+        "backup taken with the database, or set SUBLANE_CREDENTIALS_KEY to it; see README)"
     )

@@ -10,6 +10,7 @@ from sublane_core._crypto import (
     CredentialCipher,
     CredentialDecryptError,
     CredentialKeyError,
+    decode_key,
     load_or_create_key,
 )
 from sublane_core._db import create_db_engine, is_sqlite
@@ -114,6 +115,7 @@ __all__ = [
     "CredentialCipher",
     "CredentialDecryptError",
     "CredentialKeyError",
+    "decode_key",
     "load_or_create_key",
     # events
     "signals",

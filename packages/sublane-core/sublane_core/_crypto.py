@@ -40,12 +40,19 @@ def load_or_create_key(path: Path, *, create: bool = True) -> bytes:
         return _create_key(path)
     except OSError as exc:
         raise CredentialKeyError(f"cannot read credential key file {path}: {exc.strerror}") from None
+    return decode_key(text, f"credential key file {path}")
+
+
+def decode_key(text: str, where: str) -> bytes:
+    """A 32-byte key from its base64url text (as ``credentials.key`` holds it); ``where`` names the
+    source in the error, never the text."""
+    text = text.strip()
     try:
         key = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except ValueError:
-        raise CredentialKeyError(f"credential key file {path} is not base64") from None
+        raise CredentialKeyError(f"{where} is not base64") from None
     if len(key) != 32:
-        raise CredentialKeyError(f"credential key file {path} does not hold a 32-byte key")
+        raise CredentialKeyError(f"{where} does not hold a 32-byte key")
     return key
 
 

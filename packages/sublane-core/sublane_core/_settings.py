@@ -52,6 +52,11 @@ class Settings(BaseSettings):
         None,
         description="SQLAlchemy URL (or postgresql://user:pass@host/db); default sqlite:///$SUBLANE_DATA_DIR/sublane.db.",
     )
+    credentials_key: SecretStr | None = Field(
+        None,
+        description="The credential key (base64url of 32 bytes) instead of the data folder's "
+        "credentials.key; the same on every replica (SCALE-1).",
+    )
     auto_migrate: bool | None = Field(
         None,
         description="Upgrade an old schema at start-up; default true for SQLite, false otherwise (SCALE-1).",

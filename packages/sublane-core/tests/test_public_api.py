@@ -13,7 +13,7 @@ EXPECTED = [
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
     "KeyCheck", "AccountModels", "QuotaObservation", "RequestRecord", "ResourceGroup", "User", "WebSession",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "UsageDay", "UsageHour",
-    "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "load_or_create_key",
+    "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "decode_key", "load_or_create_key",
     "signals",
     "Outcome", "UpstreamOperation", "WireProtocol", "Dialect", "PLAIN_DIALECT",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "MovingDeadline", "TIMER_SLACK_S", "immutable",
