@@ -169,5 +169,6 @@ def test_scale_1_replicas_share_the_credential_key_from_sublane_credentials_key(
         SUBLANE_DATABASE_URL=url,
         SUBLANE_CREDENTIALS_KEY=wrong,
     )
-    assert refused.returncode != 0 and "SUBLANE_CREDENTIALS_KEY does not open the credentials" in refused.stderr
+    assert refused.returncode != 0
+    assert "SUBLANE_CREDENTIALS_KEY does not open the credentials" in refused.stderr
     assert wrong not in refused.stderr and key not in refused.stderr
