@@ -172,3 +172,36 @@ def test_scale_1_replicas_share_the_credential_key_from_sublane_credentials_key(
     assert refused.returncode != 0
     assert "SUBLANE_CREDENTIALS_KEY does not open the credentials" in refused.stderr
     assert wrong not in refused.stderr and key not in refused.stderr
+
+
+def test_scale_5_record_ids_stay_unique_and_every_replica_shows_every_call(
+    postgres: PostgresServer, sim: Simulator, tmp_path: Path
+) -> None:
+    """Two replicas on one PostgreSQL record calls at the same time: ids unique and increasing in
+    the order they were written, and the history view of either shows both replicas' calls."""
+    url = postgres.new_database()
+    key = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+    account = sim.create_account("codex")
+    settings = [
+        settings_for(sim, tmp_path / f"replica-{n}", database_url=url, credentials_key=key) for n in (1, 2)
+    ]
+    with running_gateway(settings[0]) as first:
+        admin = first.admin()
+        body = {"provider": "codex", "name": "shared", "credentials": account.credentials, "group_ids": [1]}
+        assert admin.post("/api/accounts/import", json=body).status_code == 201
+        secret = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        with running_gateway(settings[1]) as second:
+            clients = [
+                gateway.client(headers={"authorization": f"Bearer {secret}"}) for gateway in (first, second)
+            ]
+            for round_ in range(5):
+                for number, client in enumerate(clients):
+                    answer = client.post(
+                        "/v1/responses", json={"model": "gpt-5-codex", "input": f"{round_}-{number}"}
+                    )
+                    assert answer.status_code == 200, answer.text
+            for gateway in (first, second):
+                seen = _records(gateway.admin(), 10)
+                assert len(seen) == 10, [record["id"] for record in seen]
+                ids = [record["id"] for record in seen]
+                assert len(set(ids)) == 10 and ids == sorted(ids, reverse=True)  # newest first, no repeats
