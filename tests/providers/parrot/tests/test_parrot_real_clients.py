@@ -44,3 +44,48 @@ def test_gemini_cli_on_parrot_accounts(parrot_pool: ParrotPool, tmp_path: Path) 
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert "parrot:" in run.stdout and "say hi" in run.stdout
     assert _served(parrot_pool, "gemini")
+
+
+# -- agentic runs: the parrot asks for the CLI's own tool; the CLI runs it and sends its output back --
+
+MARK = "parrot-tool-ok-7731"
+
+
+def _tool_round_trip(pool: ParrotPool) -> None:
+    """The second call carried the tool's output back, and the answer repeats it."""
+    last = pool.upstream.seen[-1].body["input"]
+    outputs = [item for item in last if isinstance(item, dict) and item.get("type") == "function_call_output"]
+    assert outputs and MARK in str(outputs[-1].get("output")), last[-3:]
+
+
+def test_codex_cli_runs_its_exec_command_tool_on_parrot_accounts(
+    parrot_pool: ParrotPool, tmp_path: Path
+) -> None:
+    _client("codex")
+    prompt = f'call:exec_command {{"cmd": "echo {MARK}"}}'
+    run = _codex(parrot_pool, tmp_path, websocket=False, prompt=prompt, model="parrot-1")  # type: ignore[arg-type]
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    _tool_round_trip(parrot_pool)
+    assert "parrot: tool said" in run.stdout and MARK in run.stdout
+
+
+def test_claude_code_runs_its_read_tool_on_parrot(parrot_pool: ParrotPool, tmp_path: Path) -> None:
+    _client("claude")
+    (tmp_path / "note.txt").write_text(f"{MARK}\n")
+    prompt = f'call:Read {{"file_path": "{tmp_path / "note.txt"}"}}'
+    run = _claude(parrot_pool, tmp_path, "-p", "--model", "parrot-1", prompt)  # type: ignore[arg-type]
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    _tool_round_trip(parrot_pool)
+    assert "parrot: tool said" in run.stdout and MARK in run.stdout
+
+
+def test_gemini_cli_runs_its_read_file_tool_on_parrot_accounts(
+    parrot_pool: ParrotPool, tmp_path: Path
+) -> None:
+    _client("gemini")
+    (tmp_path / "note.txt").write_text(f"{MARK}\n")
+    prompt = f'call:read_file {{"file_path": "{tmp_path / "note.txt"}"}}'
+    run = _gemini(parrot_pool, tmp_path, "-p", prompt, "-m", "parrot-1")  # type: ignore[arg-type]
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    _tool_round_trip(parrot_pool)
+    assert "parrot: tool said" in run.stdout and MARK in run.stdout
