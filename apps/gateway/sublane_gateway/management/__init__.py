@@ -16,6 +16,7 @@ from sublane_gateway.management import (
     _limits,
     _oauth,
     _password_changes,
+    _pool,
     _providers,
     _runtime_view,
     _usage,
@@ -38,7 +39,7 @@ for _module in (
     _audit,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets):  # team controls (TEAM)
+for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL
     router.include_router(_module.router)
 
 __all__ = ["router"]
