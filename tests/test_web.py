@@ -913,3 +913,26 @@ def _runtime_quota(pool: Pool, name: str) -> list[dict[str, Any]]:
     accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
     quota: list[dict[str, Any]] = next(a for a in accounts if a["name"] == name)["quota"]
     return quota
+
+
+def test_pool_2_the_pool_page_shows_the_room_of_a_members_pools_and_no_account(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(accounts=3)
+    _user, key = pool.member_key("dora")
+    with pool.client(key) as client:
+        answer = client.post("/v1/responses", json={"model": "gpt-5-codex", "input": "hi"})
+        assert answer.status_code == 200, answer.text
+    assert (
+        pool.admin.patch(f"/api/accounts/{pool.account_ids[2]}", json={"enabled": False}).status_code == 200
+    )
+    page = _sign_in(open_context(pool.gateway.url), "dora", MEMBER_PASSWORD, "/pool")
+    expect(page.get_by_role("heading", name="Pool", exact=True)).to_be_visible()
+    panel = page.get_by_role("region", name="default · ChatGPT / Codex")  # the provider by its label
+    expect(panel.locator(".tile", has_text="Usable accounts").locator(".tile-value")).to_have_text("2 / 3")
+    expect(panel.locator("table.pool-windows tbody tr").first).to_be_visible()  # fresh windows, from the call
+    content = page.locator("main").inner_text()
+    for secret in ("codex-1", "codex-2", "codex-3", *(account.email for account in pool.sim_accounts)):
+        assert secret not in content
+    expect(page.get_by_role("link", name="Pool")).to_have_attribute("aria-current", "page")
+    _shoot(page, "pool")

@@ -21,6 +21,7 @@ PAGES: tuple[str, ...] = (
     "/",
     "/requests",
     "/usage",
+    "/pool",
     "/keys",
     "/password",
     "/accounts",

@@ -7,11 +7,13 @@ import {groupsView, membersView} from "./people.js";
 import {auditView} from "./audit.js";
 import {teamUsageView, usageView} from "./usage.js";
 import {passwordView} from "./password.js";
+import {poolView} from "./pool.js";
 
 const NAV = [
   {heading: "General", links: [
     {path: "/requests", label: "Requests", view: (me) => requestsView(me, false)},
     {path: "/usage", label: "Usage", view: usageView},
+    {path: "/pool", label: "Pool", view: poolView},
     {path: "/keys", label: "Keys", view: keysView},
   ]},
   {heading: "Administration", admin: true, links: [
