@@ -57,6 +57,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "model_catalog_unavailable": ErrorSpec(503, "The group's model catalogues are not known yet."),
     "unsupported_for_provider": ErrorSpec(400, "The serving provider cannot do what the request asks."),
     "model_not_allowed": ErrorSpec(403, "The group's model policy does not allow that model."),
+    "ip_not_allowed": ErrorSpec(403, "The API key may not be used from this address."),
     "no_account_available": ErrorSpec(503, "No account in this key's group can serve the request now."),
     "account_queue_full": ErrorSpec(429, "Too many requests are waiting for an account."),
     "account_wait_timeout": ErrorSpec(429, "No account slot became free in time."),

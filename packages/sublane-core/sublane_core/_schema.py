@@ -127,6 +127,8 @@ class ApiKey(SQLModel, table=True):
     created_at: float
     expires_at: float | None = None
     revoked_at: float | None = None
+    #: Client networks the key may be used from (AUTH-3): CIDR texts; ``None`` or empty: any.
+    allowed_ips: list[str] | None = Field(default=None, sa_column=sa.Column(sa.JSON, nullable=True))
 
 
 # -- upstream accounts ---------------------------------------------------------------------------

@@ -71,6 +71,7 @@ def _issue(db: Session, request: Request, actor: User, owner: User, body: KeyCre
         hint=_hint(secret),
         created_at=now,
         expires_at=body.expires_at,
+        allowed_ips=body.allowed_ips or None,  # AUTH-3: [] or absent = any address
     )
     db.add(key)
     db.flush()
@@ -85,6 +86,7 @@ def _issue(db: Session, request: Request, actor: User, owner: User, body: KeyCre
         owner_id=owner.id,
         group_id=key.group_id,
         expires_at=key.expires_at,
+        allowed_ips=key.allowed_ips,
     )
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key.id))
@@ -129,16 +131,26 @@ def _revoke(db: Session, request: Request, actor: User, key_id: int, owner_id: i
     return key_view(key, now, group_name=group.name if group else None)
 
 
-def _set_enabled(
-    db: Session, request: Request, actor: User, key_id: int, owner_id: int | None, enabled: bool
+def _update(
+    db: Session, request: Request, actor: User, key_id: int, owner_id: int | None, body: KeyUpdate
 ) -> dict[str, Any]:
     key = _owned_key(db, key_id, owner_id)
     if key.revoked_at is not None:
         raise SubLaneError("invalid_request", "A revoked key stays revoked.")
+    enabled = key.enabled if body.enabled is None else body.enabled
+    allowed = (key.allowed_ips or []) if body.allowed_ips is None else body.allowed_ips
     audit(
-        db, request, actor, "key.update", key_id, owner_id=key.user_id, enabled=change(key.enabled, enabled)
+        db,
+        request,
+        actor,
+        "key.update",
+        key_id,
+        owner_id=key.user_id,
+        enabled=change(key.enabled, enabled),
+        allowed_ips=change(key.allowed_ips or [], allowed),
     )
     key.enabled = enabled
+    key.allowed_ips = allowed or None
     db.add(key)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.KEY, id=key_id))
@@ -168,8 +180,9 @@ def revoke_my_key(key_id: PathId, user: CurrentUser, request: Request, db: DbSes
 def pause_my_key(
     key_id: PathId, body: KeyUpdate, user: CurrentUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
-    """Pause (``enabled: false``) or resume one of the caller's keys."""
-    return _set_enabled(db, request, user, key_id, user.id, body.enabled)
+    """Pause (``enabled: false``) or resume one of the caller's keys, and/or limit it to client
+    networks (``allowed_ips``, AUTH-3; ``[]`` = any)."""
+    return _update(db, request, user, key_id, user.id, body)
 
 
 @router.post("/api/users/{user_id}/keys", status_code=201)
@@ -197,5 +210,5 @@ def revoke_key(key_id: PathId, admin: AdminUser, request: Request, db: DbSession
 def pause_key(
     key_id: PathId, body: KeyUpdate, admin: AdminUser, request: Request, db: DbSession
 ) -> dict[str, Any]:
-    """Pause or resume any key (admin)."""
-    return _set_enabled(db, request, admin, key_id, None, body.enabled)
+    """Pause or resume any key, and/or limit it to client networks (admin)."""
+    return _update(db, request, admin, key_id, None, body)

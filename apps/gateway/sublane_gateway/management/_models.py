@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
@@ -82,14 +83,40 @@ class GroupAccounts(Body):
     account_ids: list[Id] = Field(max_length=10_000)
 
 
+def _networks(entries: list[str] | None) -> list[str] | None:
+    """AUTH-3: CIDR networks or single addresses, v4 or v6, written canonically (``10.0.0.0/8``)."""
+    if entries is None:
+        return None
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(str(ipaddress.ip_network(entry.strip(), strict=False)))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP address or network") from None
+    return networks
+
+
+AllowedIps = Annotated[
+    list[Annotated[str, StringConstraints(min_length=1, max_length=64)]], Field(max_length=32)
+]
+
+
 class KeyCreate(Body):
     name: Name
     group_id: Id
     expires_at: Annotated[float, Field(gt=0, lt=1e11)] | None = None
+    allowed_ips: AllowedIps | None = None
+
+    _check_networks = field_validator("allowed_ips")(_networks)
 
 
 class KeyUpdate(Body):
-    enabled: bool
+    """Either or both: pause/resume, and the client networks the key may be used from (AUTH-3)."""
+
+    enabled: bool | None = None
+    allowed_ips: AllowedIps | None = None
+
+    _check_networks = field_validator("allowed_ips")(_networks)
 
 
 class AccountImport(Body):

@@ -61,6 +61,7 @@ def key_view(
         "created_at": key.created_at,
         "expires_at": key.expires_at,
         "revoked_at": key.revoked_at,
+        "allowed_ips": key.allowed_ips or [],
     }
     if username is not None:
         view["username"] = username

@@ -8,6 +8,7 @@ working at once. Expiry is re-checked on every request from the cached ``expires
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,12 +49,40 @@ class Principal:
     member_concurrency: int
     rpm: int
     expires_at: float | None
+    #: Client networks the key may be used from (AUTH-3); empty: any.
+    allowed_networks: tuple[Network, ...] = ()
+
+    def allows(self, address: str | None) -> bool:
+        """Whether a call from ``address`` may use this key (AUTH-3)."""
+        if not self.allowed_networks:
+            return True
+        try:
+            ip = ipaddress.ip_address(address or "")
+        except ValueError:
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+        return any(ip in network for network in self.allowed_networks)
 
     @property
     def is_admin(self) -> bool:
         """Admins are bound only by workspace and account limits (TEAM-1): no member concurrency,
         no requests per minute, no token budget."""
         return self.role == ROLE_ADMIN
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def allowed_networks(entries: Sequence[str] | None) -> tuple[Network, ...]:
+    """A key's ``allowed_ips`` as networks (validated when stored; an unreadable entry allows nothing)."""
+    networks: list[Network] = []
+    for entry in entries or ():
+        try:
+            networks.append(ipaddress.ip_network(str(entry).strip(), strict=False))
+        except ValueError:
+            continue
+    return tuple(networks)
 
 
 def presented_secret(
@@ -122,11 +151,19 @@ class KeyAuthenticator:
             self._cache.clear()
 
     async def authenticate(
-        self, headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]], query_keys: Sequence[str] = ()
+        self,
+        headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]],
+        query_keys: Sequence[str] = (),
+        *,
+        address: str | None = None,
     ) -> Principal:
         """The caller's principal; 401 for a missing, unknown, revoked, paused or expired key, or
-        for keys that disagree (:func:`presented_secret`)."""
-        return await self._principal(sha256_hex(presented_secret(headers, query_keys)))
+        for keys that disagree (:func:`presented_secret`); 403 ``ip_not_allowed`` when the key is
+        limited to networks ``address`` (the client's, OPS-6) is not in (AUTH-3)."""
+        principal = await self._principal(sha256_hex(presented_secret(headers, query_keys)))
+        if not principal.allows(address):
+            raise SubLaneError("ip_not_allowed")
+        return principal
 
     async def authenticate_again(self, principal: Principal) -> Principal:
         """Check a principal again (after a wait or before a retry, WAIT-5/RETRY-2)."""
@@ -194,4 +231,5 @@ class KeyAuthenticator:
             member_concurrency=user.member_concurrency,
             rpm=user.rpm,
             expires_at=key.expires_at,
+            allowed_networks=allowed_networks(key.allowed_ips),
         )

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
+from sublane_gateway._proxy import client_address
 from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
 from sublane_gateway.routes._http import headers_by_name, serve_http
 from sublane_gateway.routes._replies import to_response
@@ -90,7 +91,9 @@ def _model_view(model: str) -> dict[str, object]:
 async def _catalogue(request: Request) -> dict[str, str] | Response:
     runtime = client_runtime(request)
     try:
-        principal = await runtime.keys.authenticate(request.headers, request.query_params.getlist("key"))
+        principal = await runtime.keys.authenticate(
+            request.headers, request.query_params.getlist("key"), address=client_address(request)
+        )
     except SubLaneError as error:
         return to_response(sublane_error_reply(GEMINI, error))
     return await group_models(runtime, principal)

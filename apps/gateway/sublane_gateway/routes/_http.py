@@ -8,6 +8,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
+from sublane_gateway._proxy import client_address
 from sublane_gateway.pipeline import CallSpec, client_runtime, serve_call, sublane_error_reply
 from sublane_gateway.routes._bodies import read_json_object
 from sublane_gateway.routes._replies import to_response
@@ -44,7 +45,9 @@ async def serve_http(
     arrived = (clock.monotonic(), clock.time())  # the record's clock starts here (HIST-5)
     client_headers = headers_by_name(request) if headers is None else headers
     try:
-        principal = await runtime.keys.authenticate(request.scope["headers"], query_keys)
+        principal = await runtime.keys.authenticate(
+            request.scope["headers"], query_keys, address=client_address(request)
+        )
         body, _raw = await read_json_object(request, client_headers)
     except SubLaneError as error:
         return to_response(sublane_error_reply(protocol, error))

@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, WireProtocol
+from sublane_gateway._proxy import client_address
 from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
 from sublane_gateway.routes._gemini import get_model as gemini_get_model
 from sublane_gateway.routes._gemini import list_models as gemini_list_models
@@ -23,7 +24,7 @@ async def list_models(request: Request) -> Response:
         return await gemini_list_models(request)
     runtime = client_runtime(request)
     try:
-        principal = await runtime.keys.authenticate(request.headers)
+        principal = await runtime.keys.authenticate(request.headers, address=client_address(request))
     except SubLaneError as error:
         return to_response(sublane_error_reply(WireProtocol.RESPONSES, error))
     owners = await group_models(runtime, principal)
@@ -40,7 +41,7 @@ async def get_model(request: Request, model: str) -> Response:
         return await gemini_get_model(request, model)
     runtime = client_runtime(request)
     try:
-        principal = await runtime.keys.authenticate(request.headers)
+        principal = await runtime.keys.authenticate(request.headers, address=client_address(request))
     except SubLaneError as error:
         return to_response(sublane_error_reply(WireProtocol.RESPONSES, error))
     owners = await group_models(runtime, principal)

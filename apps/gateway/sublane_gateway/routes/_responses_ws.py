@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from sublane_core import SubLaneError
+from sublane_gateway._proxy import client_address
 from sublane_gateway.pipeline import ClientRuntime, Principal, client_runtime
 from sublane_gateway.pipeline._socket_turn import ClientGone, SocketTurns, TurnError, frame_type
 from sublane_gateway.routes._bodies import parse_json_object
@@ -131,7 +132,7 @@ async def responses_websocket(websocket: WebSocket) -> None:
     """Responses over WebSocket. A bad key is refused before the upgrade with HTTP 401."""
     runtime = client_runtime(websocket)
     try:
-        principal = await runtime.keys.authenticate(websocket.headers)
+        principal = await runtime.keys.authenticate(websocket.headers, address=client_address(websocket))
     except SubLaneError as error:
         body = openai_error_body(error.status, error.code, error.message)
         try:
