@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+import websockets
 from gateway_pool import Pool
+from websockets.exceptions import InvalidStatus
 
 from sublane_gateway.testing import MEMBER_PASSWORD
 
@@ -92,3 +94,17 @@ def test_auth_3_unreadable_or_too_many_networks_are_refused(
     pool = make_pool()
     response = pool.admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1, "allowed_ips": allowed})
     assert 400 <= response.status_code < 500, response.text
+
+
+async def test_auth_3_a_websocket_from_outside_the_keys_networks_is_refused_before_the_upgrade(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    _member, _key, secret = _member_key(pool, ["127.0.0.2"])
+    url = pool.gateway.url.replace("http://", "ws://") + "/v1/responses"
+    headers = {"authorization": f"Bearer {secret}"}
+    with pytest.raises(InvalidStatus) as refused:
+        async with websockets.connect(url, additional_headers=headers):
+            pass
+    assert refused.value.response.status_code == 403
+    assert b"ip_not_allowed" in refused.value.response.body
