@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sublane_core import ERROR_CATALOGUE
-from sublane_gateway._proxy import is_trusted, networks_of
+from sublane_gateway.pipeline._networks import in_networks, networks_of
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_MANAGEMENT_BODY = 1 << 20  # 1 MiB: credential files are a few KiB
@@ -66,7 +66,7 @@ class MutationGuard:
         scheme = str(scope.get("scheme", "http"))
         host = _header(scope, b"host") or ""
         client = scope.get("client")
-        if client and is_trusted(client[0], self.proxies):
+        if client and in_networks(client[0], self.proxies):
             proto = (_header(scope, b"x-forwarded-proto") or "").split(",")[-1].strip().lower()
             forwarded_host = (_header(scope, b"x-forwarded-host") or "").split(",")[-1].strip()
             scheme = proto if proto in ("http", "https") else scheme

@@ -8,34 +8,9 @@ a trusted proxy), ``X-Forwarded-Proto`` the scheme (``https`` makes cookies ``Se
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterable
-from functools import lru_cache
-
 from starlette.requests import HTTPConnection
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@lru_cache(maxsize=32)
-def networks_of(trusted: tuple[str, ...]) -> tuple[Network, ...]:
-    networks: list[Network] = []
-    for entry in trusted:
-        try:
-            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
-        except ValueError:
-            continue
-    return tuple(networks)
-
-
-def is_trusted(address: str | None, networks: Iterable[Network]) -> bool:
-    if not address:
-        return False
-    try:
-        ip = ipaddress.ip_address(address.strip())
-    except ValueError:
-        return False
-    return any(ip in network for network in networks)
+from sublane_gateway.pipeline._networks import Network, in_networks, networks_of
 
 
 def _settings_proxies(connection: HTTPConnection) -> tuple[Network, ...]:
@@ -47,7 +22,7 @@ def _settings_proxies(connection: HTTPConnection) -> tuple[Network, ...]:
 def from_trusted_proxy(connection: HTTPConnection) -> bool:
     """Whether the peer is a trusted proxy (its ``X-Forwarded-*`` headers are believed)."""
     peer = connection.client.host if connection.client else None
-    return is_trusted(peer, _settings_proxies(connection))
+    return in_networks(peer, _settings_proxies(connection))
 
 
 def _last(connection: HTTPConnection, name: str) -> str | None:
@@ -61,13 +36,13 @@ def client_address(connection: HTTPConnection) -> str | None:
     """The client's address: the peer, or behind trusted proxies the nearest untrusted hop."""
     peer = connection.client.host if connection.client else None
     networks = _settings_proxies(connection)
-    if not is_trusted(peer, networks):
+    if not in_networks(peer, networks):
         return peer
     hops = [
         hop.strip() for value in connection.headers.getlist("x-forwarded-for") for hop in value.split(",")
     ]
     for hop in reversed(hops):
-        if hop and not is_trusted(hop, networks):
+        if hop and not in_networks(hop, networks):
             return hop
     return peer
 

@@ -8,7 +8,6 @@ working at once. Expiry is re-checked on every request from the cached ``expires
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from sublane_core import (
     User,
     sha256_hex,
 )
+from sublane_gateway.pipeline._networks import Network, in_networks, networks_of
 
 KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
 _KEY_HEADER_NAMES = frozenset(name.encode() for name in KEY_HEADERS)
@@ -54,35 +54,13 @@ class Principal:
 
     def allows(self, address: str | None) -> bool:
         """Whether a call from ``address`` may use this key (AUTH-3)."""
-        if not self.allowed_networks:
-            return True
-        try:
-            ip = ipaddress.ip_address(address or "")
-        except ValueError:
-            return False
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
-        return any(ip in network for network in self.allowed_networks)
+        return not self.allowed_networks or in_networks(address, self.allowed_networks)
 
     @property
     def is_admin(self) -> bool:
         """Admins are bound only by workspace and account limits (TEAM-1): no member concurrency,
         no requests per minute, no token budget."""
         return self.role == ROLE_ADMIN
-
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def allowed_networks(entries: Sequence[str] | None) -> tuple[Network, ...]:
-    """A key's ``allowed_ips`` as networks (validated when stored; an unreadable entry allows nothing)."""
-    networks: list[Network] = []
-    for entry in entries or ():
-        try:
-            networks.append(ipaddress.ip_network(str(entry).strip(), strict=False))
-        except ValueError:
-            continue
-    return tuple(networks)
 
 
 def presented_secret(
@@ -231,5 +209,5 @@ class KeyAuthenticator:
             member_concurrency=user.member_concurrency,
             rpm=user.rpm,
             expires_at=key.expires_at,
-            allowed_networks=allowed_networks(key.allowed_ips),
+            allowed_networks=networks_of(tuple(key.allowed_ips or ())),
         )

@@ -196,6 +196,12 @@ export function section(title, ...children) {
   return h("section", {class: "panel", "aria-labelledby": id}, h("h2", {id}, title), children);
 }
 
+/** A figure with its label (and a hint below): the tiles of the usage and pool pages. */
+export function tile(label, value, hint) {
+  return h("div", {class: "tile"}, h("span", {class: "tile-label"}, label), h("strong", {class: "tile-value"}, value),
+    hint ? h("small", {class: "muted"}, hint) : null);
+}
+
 /** Render a view's content into <main>. */
 export function render(title, ...children) {
   const main = document.getElementById("main");

@@ -1,14 +1,9 @@
 // General → Pool (POOL-2): before a long run, whether the pools of your keys have room. Only counts
 // and windows — the answer of GET /api/me/pool names no account.
-import {api, DASH, formatLeft, h, render, section} from "./lib.js";
+import {api, DASH, formatLeft, h, render, section, tile} from "./lib.js";
 
 function percent(value) {
   return value === null || value === undefined ? DASH : `${value.toFixed(1)} %`;
-}
-
-function tile(label, value, hint) {
-  return h("div", {class: "tile"}, h("span", {class: "tile-label"}, label), h("strong", {class: "tile-value"}, value),
-    hint ? h("small", {class: "muted"}, hint) : null);
 }
 
 function windowsTable(windows) {

@@ -1,6 +1,6 @@
 // Usage (TEAM-5): General → Usage (your own calls, limits and budgets) and Administration → Team
 // usage (everyone's, per member). Numbers come from the usage summaries (TEAM-3): UTC days, 90 kept.
-import {api, DASH, field, formatCount, formatTime, h, option, render, section} from "./lib.js";
+import {api, DASH, field, formatCount, formatTime, h, option, render, section, tile} from "./lib.js";
 import {barChart, busiest, compact, heatLegend, heatmap, legend} from "./charts.js";
 
 const RANGES = [1, 7, 30, 90];
@@ -28,10 +28,6 @@ function rangeSwitch(days) {
     }));
 }
 
-function tile(label, value, hint) {
-  return h("div", {class: "tile"}, h("span", {class: "tile-label"}, label), h("strong", {class: "tile-value"}, value),
-    hint ? h("small", {class: "muted"}, hint) : null);
-}
 
 function totalsTiles(totals) {
   const failed = totals.error + totals.rejected + totals.canceled;
