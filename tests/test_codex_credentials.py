@@ -559,10 +559,9 @@ def test_cred_6_an_account_needing_reauthorization_stops_getting_requests(
     for _ in range(5):
         response = _call(pool)
         codes.append(response.status_code if response.status_code == 200 else _code(response))
-    assert codes.count("reauth_required") == 1 and codes.count(200) == 4
-    assert codes[-3:] == [200, 200, 200]
+    assert codes == [200] * 5  # the call that met the 401 moved on to the other account (FAIL-1)
     assert len(_bearers(pool.sim, dead)) == 2  # one success, one 401, then left out
-    assert len(_bearers(pool.sim, alive)) == 5
+    assert len(_bearers(pool.sim, alive)) == 6
 
 
 # -- CRED-8: 403 is not a credential problem ---------------------------------------------------------

@@ -98,9 +98,11 @@ def test_ops_8_metrics_after_real_traffic_match_the_requests_made(make_pool: Cal
         pool.sim.script(
             sim_account.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="1")
         )
-    assert client.post("/v1/responses", json=BODY).status_code == 429
+    assert client.post("/v1/responses", json=BODY).status_code == 429  # on both accounts (FAIL-1)
     for sim_account in pool.sim_accounts:
         pool.sim.clear_script(sim_account.id)
+    for account_id in pool.account_ids:
+        assert pool.admin.post(f"/api/accounts/{account_id}/resume").status_code == 200
     member, _session = pool.gateway.member(pool.admin, "bob", rpm=1)
     key = pool.admin.post(f"/api/users/{member['id']}/keys", json={"name": "k", "group_id": 1}).json()
     bob = pool.client(key["secret"])

@@ -101,7 +101,7 @@ def _run_cli(name: str, home: Path, args: tuple[str, ...], **env: str) -> subpro
         cwd=home,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,
         stdin=subprocess.DEVNULL,
     )
 
@@ -183,3 +183,45 @@ def test_cat_2_gemini_cli_with_a_thinking_level_in_parentheses(
         sent
     )  # the CLI's helpers may use flash
     assert "gemini-3-pro-high" in sent
+
+
+def _limited(pool: Pool) -> str:
+    """Rate-limit the pool's first account for good; its simulator id."""
+    limited = pool.sim_accounts[0]
+    pool.sim.set_default(limited.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="60"))
+    for account in pool.sim_accounts[1:]:
+        pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    return limited.id
+
+
+def test_fail_1_claude_code_with_the_first_account_rate_limited_is_served_by_the_second(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    _client("claude")
+    pool = make_pool(provider="claude", accounts=2)
+    limited = _limited(pool)
+    run = _claude(pool, tmp_path, "-p", "--session-id", str(uuid.uuid4()), "say hi")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert ANSWER in run.stdout
+    assert [r for r in pool.sim.requests(endpoint="claude.messages") if r.account_id == limited]
+    assert all(record.outcome == "success" for record in pool.finished), pool.finished
+    moved = [record for record in pool.finished if record.routing and "attempts" in record.routing]
+    assert len(moved) == 1  # the account cooled after its 429: later calls never tried it
+    assert pool.runtime.leases.total_in_flight() == 0
+
+
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
+def test_fail_1_codex_cli_on_a_new_conversation_is_served_by_the_second_account(
+    make_pool: Callable[..., Pool], tmp_path: Path, websocket: bool
+) -> None:
+    _client("codex")
+    pool = make_pool(accounts=2)
+    limited = _limited(pool)
+    result = _codex(pool, tmp_path, websocket=websocket)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ANSWER in result.stdout
+    assert pool.sim.requests(account_id=limited)  # it was tried, and left
+    turns = [record for record in pool.finished if record.outcome == "success"]
+    assert len(turns) == 1 and turns[0].account_id == pool.account_ids[1]
+    assert all(record.outcome == "success" for record in pool.finished), pool.finished
+    assert pool.runtime.leases.total_in_flight() == 0

@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     )
     wait_timeout_s: float = Field(30, ge=0, le=3600, description="WAIT-1 longest wait for a slot.")
     wait_queue_max: int = Field(100, ge=0, le=100_000, description="WAIT-1 waiters per resource group.")
+    failover_attempts: int = Field(
+        2, ge=0, le=16, description="FAIL-1 more accounts an unbound request may move to; 0 = off."
+    )
 
     # -- cooldowns (COOL, MCOOL) -----------------------------------------------------------------
     cooldown_fallback_s: float = Field(

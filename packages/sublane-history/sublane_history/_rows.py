@@ -17,6 +17,7 @@ from sublane_history._tables import RECORDS
 OUTCOMES: Final = ("success", "incomplete", "error", "canceled", "rejected")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _MAX_EXCLUSION_REASONS = 16
+_MAX_ATTEMPTS = 17  # the first attempt and SUBLANE_FAILOVER_ATTEMPTS (at most 16) more
 RequestFinished = signals.RequestFinished
 
 
@@ -74,7 +75,31 @@ def routing_explanation(value: object) -> dict[str, Any] | None:
         word = value.get(part)
         if isinstance(word, str) and _CODE.fullmatch(word):
             explanation[part] = word
+    attempts = _attempts(value.get("attempts"))
+    if attempts:
+        explanation["attempts"] = attempts
     return explanation or None
+
+
+def _attempts(value: object) -> list[dict[str, Any]]:
+    """FAIL-2: each attempt of a request that failed over — its account id (an admin-only number),
+    outcome and error code; at most :data:`_MAX_ATTEMPTS`."""
+    if not isinstance(value, list):
+        return []
+    attempts: list[dict[str, Any]] = []
+    for attempt in value[:_MAX_ATTEMPTS]:
+        if not isinstance(attempt, Mapping):
+            continue
+        account_id = attempt.get("account_id")
+        outcome = attempt.get("outcome")
+        attempts.append(
+            {
+                "account_id": account_id if type(account_id) is int else None,
+                "outcome": outcome if outcome in OUTCOMES else "error",
+                "error_code": _error_code(_text(attempt.get("error_code"), 64)),
+            }
+        )
+    return attempts
 
 
 RECORD_COLUMNS: Final = (
@@ -126,6 +151,8 @@ def _routing_text(explanation: dict[str, Any] | None) -> str:
     """``json.dumps(explanation)`` (codes, counts and one dict of counts, in the order they came)."""
     if explanation is None:
         return "null"
+    if "attempts" in explanation:  # rare (a failover) and varied: not worth a cache entry
+        return json.dumps(explanation)
     key = tuple(
         (name, tuple(part.items()) if isinstance(part, dict) else part) for name, part in explanation.items()
     )

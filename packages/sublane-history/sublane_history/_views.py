@@ -42,6 +42,13 @@ def personal_routing(routing: dict[str, Any] | None) -> dict[str, Any] | None:
     for part in ("refused", "parent", "rotation"):  # codes, never an account
         if isinstance(routing.get(part), str):
             shown[part] = routing[part]
+    attempts = routing.get("attempts")
+    if isinstance(attempts, list):  # FAIL-2: account ids are for admins only
+        shown["attempts"] = [
+            {"outcome": attempt.get("outcome"), "error_code": attempt.get("error_code")}
+            for attempt in attempts
+            if isinstance(attempt, dict)
+        ]
     return shown
 
 

@@ -59,6 +59,13 @@ class AffinityStore:
         self._remember(digest, (account_id, model, user_id))
         await anyio.to_thread.run_sync(self._store, digest, group_id, account_id, model, user_id)
 
+    async def forget(self, digest: str, account_id: int) -> None:
+        """Remove a conversation's binding if it still names ``account_id`` (FAIL-2)."""
+        cached = self._cache.get(digest)
+        if cached is not None and cached[0] == account_id:
+            self._remember(digest, (_MISSING, None, None))
+        await anyio.to_thread.run_sync(self._delete, digest, account_id)
+
     async def _entry(self, digest: str) -> tuple[int, str | None, int | None]:
         cached = self._cache.get(digest)
         if cached is None:
@@ -83,6 +90,13 @@ class AffinityStore:
         with Session(self._engine) as db:
             row = db.get(Affinity, digest)
             return (row.account_id, row.model, row.user_id) if row is not None else (_MISSING, None, None)
+
+    def _delete(self, digest: str, account_id: int) -> None:
+        with Session(self._engine) as db:
+            row = db.get(Affinity, digest)
+            if row is not None and row.account_id == account_id:
+                db.delete(row)
+                db.commit()
 
     def _store(self, digest: str, group_id: int, account_id: int, model: str, user_id: int | None) -> None:
         now = self._clock.time()

@@ -73,6 +73,14 @@ class Candidates:
     #: Remaining quota fraction by account, when quota-weighted rotation is on (QW-1).
     remaining: dict[int, float] | None = None
 
+    def without(self, account_ids: Collection[int], reason: str) -> Candidates:
+        """These candidates less ``account_ids``, counted as excluded for ``reason``."""
+        kept = [account for account in self.accounts if account.id not in account_ids]
+        excluded = dict(self.excluded)
+        if len(kept) != len(self.accounts):
+            excluded[reason] = excluded.get(reason, 0) + len(self.accounts) - len(kept)
+        return Candidates(kept, excluded, self.backing_off, self.quota, self.remaining)
+
 
 class Eligibility:
     """Reads candidates from the account directory (kept true to the database by the gateway)."""

@@ -47,6 +47,8 @@ class RouteRequest:
     #: The parent conversation's key of a Codex auto-review request (REVIEW-1): its account is
     #: preferred when this request has no binding of its own and that account is eligible.
     parent_key: str | None = None
+    #: Accounts this logical request already tried and left (FAIL-1): never candidates again.
+    exclude: frozenset[int] = frozenset()
 
 
 Eligible = Callable[[], Awaitable[Candidates]]
@@ -71,6 +73,16 @@ class Grant:
     ticket: Ticket
     cooldowns: CooldownBook
     offer: Callable[[int], None]
+    #: The conversation's binding digest when this grant made (or moved) the binding; a request
+    #: that fails over or fails takes it back (FAIL-2: bound only to the account that answered).
+    made_binding: str | None = None
+
+    @property
+    def may_fail_over(self) -> bool:
+        """FAIL-1: the request was not bound to this account before it was routed here (sessionless,
+        a new conversation, a released binding, a model switch that moved it, an auto-review
+        child); a conversation kept on its bound account never moves (AFF-3)."""
+        return self.made_binding is not None or self.routing.get("rule") != "kept_binding"
 
     def release(self, outcome: str) -> None:
         """Give back the slot and the admission ticket (each once)."""
@@ -188,11 +200,46 @@ class Scheduler:
 
         return await self.acquire(request, eligible)
 
+    async def fail_over(self, failed: Grant, request: RouteRequest, recheck: Recheck) -> Grant:
+        """:meth:`move` with the scheduler's :class:`Eligibility` (as :meth:`route` is :meth:`acquire`)."""
+        eligibility = self.eligibility
+        if eligibility is None:
+            raise RuntimeError("this scheduler was built without an Eligibility")
+
+        async def eligible() -> Candidates:
+            await recheck()
+            return await eligibility.candidates(request.group_id, request.model, request.providers)
+
+        return await self.move(failed, request, eligible)
+
+    async def move(self, failed: Grant, request: RouteRequest, eligible: Eligible) -> Grant:
+        """FAIL-1/2: leave ``failed``'s account and take a slot on another of ``eligible()``'s.
+
+        The failed slot is given back first (one lease at a time), and a binding it made is taken
+        back, so the conversation binds only where it is answered. The admission ticket carries
+        over: one logical request is admitted once (its RPM allowance used once, its member slot
+        kept). ``request.exclude`` names every account tried so far. On any refusal the ticket is
+        closed and the error raised; the caller answers with the failed attempt's own error.
+        """
+        failed.lease.release("error")
+        try:
+            await self.forget_binding(failed)
+            return await self._select(request, _without_tried(request, eligible), failed.ticket)
+        except BaseException:
+            failed.ticket.close()
+            raise
+
+    async def forget_binding(self, grant: Grant) -> None:
+        """Take back the binding ``grant`` made, if it still points at its account (FAIL-2)."""
+        if grant.made_binding is not None:
+            digest, grant.made_binding = grant.made_binding, None
+            await self.affinity.forget(digest, grant.account.id)
+
     async def acquire(self, request: RouteRequest, eligible: Eligible) -> Grant:
         """Admit, select among ``eligible()``'s candidates, and take a slot (waiting when needed)."""
         ticket = self.admission.enter(request.user_id, request.member_limit, request.rpm)
         try:
-            return await self._select(request, eligible, ticket)
+            return await self._select(request, _without_tried(request, eligible), ticket)
         except BaseException:
             ticket.close()
             raise
@@ -312,6 +359,7 @@ class Scheduler:
                     continue
                 account = self.directory.get(lease.account_id)
                 assert account is not None
+                made_binding = digest if digest is not None and bound_id != account.id else None
                 if digest is not None and (bound_id != account.id or bound_model != request.model):
                     await self.affinity.bind(
                         digest, request.group_id, account.id, request.model, request.user_id
@@ -328,6 +376,7 @@ class Scheduler:
                 ticket=ticket,
                 cooldowns=self.cooldowns,
                 offer=self.offer,
+                made_binding=made_binding,
             )
 
     def _bound_slot(
@@ -504,3 +553,14 @@ class Scheduler:
         return SubLaneError(
             "model_not_found", f"The account this conversation is bound to does not serve {request.model!r}."
         )
+
+
+def _without_tried(request: RouteRequest, eligible: Eligible) -> Eligible:
+    """``eligible`` less the accounts ``request`` already tried (FAIL-1), counted as ``tried``."""
+    if not request.exclude:
+        return eligible
+
+    async def untried() -> Candidates:
+        return (await eligible()).without(request.exclude, "tried")
+
+    return untried

@@ -35,6 +35,9 @@ class ModelCall:
     state: StreamState = field(default_factory=StreamState)
     first_output_at: float | None = None
     finished: bool = False
+    #: The attempts that failed and moved on (FAIL-2): ``{"account_id", "outcome", "error_code"}``
+    #: each; ``None`` while the first attempt runs (most requests never have one).
+    attempts: list[dict[str, Any]] | None = None
 
     @classmethod
     def start(
@@ -71,6 +74,20 @@ class ModelCall:
         """The call holds ``grant``'s slot from now on."""
         self.grant, self.routing = grant, grant.routing
         self.provider, self.account_id = grant.account.provider, grant.account.id
+
+    def note_attempt(self, error_code: str) -> None:
+        """The current attempt failed with ``error_code`` and the request moved on (FAIL-2): what it
+        observed is dropped (it sent no output), its account noted."""
+        attempt = {"account_id": self.account_id, "outcome": "error", "error_code": error_code}
+        self.state, self.upstream_status = StreamState(), None
+        if self.attempts is None:
+            self.attempts = [attempt]
+        else:
+            self.attempts.append(attempt)
+
+    def tried_accounts(self) -> list[int]:
+        """The accounts of the attempts that moved on."""
+        return [attempt["account_id"] for attempt in self.attempts or () if attempt["account_id"] is not None]
 
     def note_output(self) -> None:
         """Mark the first non-empty delta (HIST-5), measured from gateway processing start."""
@@ -122,6 +139,10 @@ class ModelCall:
     def _report(self, outcome: Outcome, error_code: str | None) -> None:
         now = self.clock.monotonic()
         usage = self.state.usage
+        routing = self.routing
+        if self.attempts is not None:  # FAIL-2: each attempt, the last one as the request ended
+            last = {"account_id": self.account_id, "outcome": str(outcome), "error_code": error_code}
+            routing = dict(routing or {}, attempts=[*self.attempts, last])
         signals.request_finished.send(
             signals.RequestFinished(
                 request_id=self.request_id,
@@ -146,7 +167,7 @@ class ModelCall:
                 input_tokens=usage.input_tokens if usage else None,
                 output_tokens=usage.output_tokens if usage else None,
                 cached_tokens=usage.cached_tokens if usage else None,
-                routing=self.routing,
+                routing=routing,
             ),
             sender=self.sender,
         )

@@ -25,6 +25,7 @@ from sublane_core import (
 )
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
+from sublane_gateway.pipeline._failover import fails_over, move_on
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
 from sublane_gateway.pipeline._relay import (
@@ -41,6 +42,7 @@ from sublane_gateway.pipeline._schedule import (
     check_policy,
     recheck_before_retry,
     schedule,
+    selection_recheck,
     split_model,
     upstream_operation,
 )
@@ -68,6 +70,7 @@ from sublane_protocols import (
     translator_for,
 )
 from sublane_providers import Credentials, FailureKind, ProviderAdapter, UpstreamRequest, UpstreamResponse
+from sublane_scheduler import Grant
 
 
 @immutable(kw_only=True)
@@ -172,11 +175,16 @@ async def _open(
     operation: UpstreamOperation,
     intent: CallIntent,
 ) -> tuple[UpstreamResponse, ProviderAdapter, UpstreamBody] | JsonReply:
-    """Policy, a slot and an accepted upstream response — or the error answer (the call finished)."""
+    """Policy, a slot and an accepted upstream response — or the error answer (the call finished).
+
+    An unbound request whose attempt fails before any output for a reason of its account moves to
+    another account (FAIL-1); the answer is the last attempt's when none serves it (FAIL-3).
+    """
     try:
         check_policy(principal, call.model)
         review = review_link(spec.headers, spec.body)  # an auto-review child keys its own thread
         key = review.child_key if review is not None else intent.conversation_key
+        parent_key = review.parent_key if review is not None else None
         grant = await schedule(
             runtime,
             principal,
@@ -185,40 +193,83 @@ async def _open(
             call.request_id,
             conversation_key=key,
             continuation=intent.continuation,
-            parent_key=review.parent_key if review is not None else None,
+            parent_key=parent_key,
         )
-        call.take(grant)
-        account = grant.account
-        adapter = runtime.adapters[account.provider]
-        shape = upstream_shape(adapter)
-        upstream = bodies.get(shape)
-        if upstream is None:  # the model appeared on this provider meanwhile: translate now
-            translator = translator_for(spec.protocol, adapter.protocol)
-            upstream = upstream_body(translator, client_body, operation, adapter.dialect)
-            bodies[shape] = upstream
-        if upstream.body is None:  # a token count this upstream cannot do: estimated, no call
-            return _estimated_count(call, spec.protocol, upstream)
-        body = upstream.body
-        wanted = upstream_operation(adapter, operation, translated=adapter.protocol != spec.protocol)
-        bound = key is not None
-
-        def build(credentials: Credentials) -> UpstreamRequest:
-            return adapter.build_request(
-                wanted, credentials.bundle, body, spec.headers, bound=bound, conversation_key=key
-            )
-
-        async def recheck() -> None:
-            await recheck_before_retry(runtime, principal, account, call.model)
-
-        response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
-    except (SubLaneError, UpstreamRefused) as error:
+    except SubLaneError as error:
         return refusal_reply(runtime, call, error, spec.protocol)
-    except TranslationRefused as refused:
-        call.finish(Outcome.REJECTED, refused.code)
-        return error_reply(spec.protocol, 400, refused.code, refused.message, param=refused.param)
     except BaseException:
         call.finish(Outcome.CANCELED, "client_canceled")
         raise
+    call.take(grant)
+    while True:
+        try:
+            return await _attempt(runtime, call, principal, spec, grant, bodies, client_body, operation, key)
+        except (SubLaneError, UpstreamRefused) as error:
+            moved = (
+                await move_on(
+                    runtime,
+                    call,
+                    grant,
+                    _attempt_code(error),
+                    selection_recheck(runtime, principal, call.model),
+                    providers=providers,
+                    conversation_key=key,
+                    continuation=intent.continuation,
+                    parent_key=parent_key,
+                )
+                if fails_over(error)
+                else None
+            )
+            if moved is None:
+                return refusal_reply(runtime, call, error, spec.protocol)
+            grant = moved
+        except TranslationRefused as refused:
+            call.finish(Outcome.REJECTED, refused.code)
+            return error_reply(spec.protocol, 400, refused.code, refused.message, param=refused.param)
+        except BaseException:
+            call.finish(Outcome.CANCELED, "client_canceled")
+            raise
+
+
+def _attempt_code(error: SubLaneError | UpstreamRefused) -> str:
+    return error.failure.code if isinstance(error, UpstreamRefused) else error.code
+
+
+async def _attempt(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    principal: Principal,
+    spec: CallSpec,
+    grant: Grant,
+    bodies: dict[UpstreamShape, UpstreamBody],
+    client_body: dict[str, Any],
+    operation: UpstreamOperation,
+    key: str | None,
+) -> tuple[UpstreamResponse, ProviderAdapter, UpstreamBody] | JsonReply:
+    """One attempt on ``grant``'s account: the upstream's accepted response (or an estimated count)."""
+    account = grant.account
+    adapter = runtime.adapters[account.provider]
+    shape = upstream_shape(adapter)
+    upstream = bodies.get(shape)
+    if upstream is None:  # the model appeared on this provider meanwhile: translate now
+        translator = translator_for(spec.protocol, adapter.protocol)
+        upstream = upstream_body(translator, client_body, operation, adapter.dialect)
+        bodies[shape] = upstream
+    if upstream.body is None:  # a token count this upstream cannot do: estimated, no call
+        return _estimated_count(call, spec.protocol, upstream)
+    body = upstream.body
+    wanted = upstream_operation(adapter, operation, translated=adapter.protocol != spec.protocol)
+    bound = key is not None
+
+    def build(credentials: Credentials) -> UpstreamRequest:
+        return adapter.build_request(
+            wanted, credentials.bundle, body, spec.headers, bound=bound, conversation_key=key
+        )
+
+    async def recheck() -> None:
+        await recheck_before_retry(runtime, principal, account, call.model)
+
+    response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     call.upstream_status = response.status_code
     _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
     return response, adapter, upstream

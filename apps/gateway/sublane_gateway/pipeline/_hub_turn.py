@@ -22,6 +22,7 @@ from typing import Any
 from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import refusal_reply
+from sublane_gateway.pipeline._failover import fails_over
 from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import recheck_before_retry
@@ -48,6 +49,31 @@ class HubTurnError(Exception):
     def __init__(self, status: int, code: str, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+
+class AttemptFailed(Exception):
+    """The turn's attempt failed before its stream, for a reason of its account that another
+    account may not share (FAIL-1); the call is not finished: the turn may move on, or answer
+    with :func:`refusal_error`."""
+
+    def __init__(self, error: SubLaneError | UpstreamRefused) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def refusal_error(
+    runtime: ClientRuntime, call: ModelCall, error: SubLaneError | UpstreamRefused
+) -> HubTurnError:
+    """Finish ``call`` refused by ``error``; what the client is told, as a :class:`HubTurnError`."""
+    reply = refusal_reply(runtime, call, error, WireProtocol.RESPONSES)
+    detail = reply.json().get("error", {})
+    retry_after = reply.headers.get("retry-after")
+    return HubTurnError(
+        reply.status,
+        str(detail.get("code") or "upstream_error"),
+        str(detail.get("message") or "The provider refused the request."),
+        int(retry_after) if retry_after and retry_after.isdigit() else None,
+    )
 
 
 @dataclass(slots=True)
@@ -100,7 +126,8 @@ async def run_hub_turn(
 ) -> None:
     """Serve one turn through the hub; ``send(event, terminal)`` writes one frame to the client.
 
-    Raises :class:`HubTurnError` when no stream was opened (the call is finished then).
+    Raises :class:`HubTurnError` when no stream was opened (the call is finished then), or
+    :class:`AttemptFailed` when the account's trouble kept it from opening (FAIL-1).
     """
     account = grant.account
     adapter = runtime.adapters[account.provider]
@@ -130,15 +157,9 @@ async def run_hub_turn(
     try:
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     except (SubLaneError, UpstreamRefused) as error:
-        reply = refusal_reply(runtime, call, error, WireProtocol.RESPONSES)
-        detail = reply.json().get("error", {})
-        retry_after = reply.headers.get("retry-after")
-        raise HubTurnError(
-            reply.status,
-            str(detail.get("code") or "upstream_error"),
-            str(detail.get("message") or "The provider refused the request."),
-            int(retry_after) if retry_after and retry_after.isdigit() else None,
-        ) from None
+        if fails_over(error):
+            raise AttemptFailed(error) from None
+        raise refusal_error(runtime, call, error) from None
     call.upstream_status = response.status_code
     await _relay(runtime, call, adapter, translator, response, body, hub, history, send)
 

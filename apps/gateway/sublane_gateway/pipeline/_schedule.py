@@ -13,13 +13,16 @@ from sublane_core import SubLaneError
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._serving import serving_providers, upstream_operation
-from sublane_scheduler import AccountInfo, Grant, RouteRequest
+from sublane_scheduler import AccountInfo, Grant, Recheck, RouteRequest
 
 __all__ = [
     "check_budget",
     "check_policy",
+    "Recheck",
     "recheck_before_retry",
+    "route_request",
     "schedule",
+    "selection_recheck",
     "serving_providers",
     "split_model",
     "upstream_operation",
@@ -75,6 +78,46 @@ async def recheck_before_retry(
     runtime.scheduler.check_dispatch(account.id, model)  # cooling, or out of quota (QUOTA-7)
 
 
+def selection_recheck(runtime: ClientRuntime, principal: Principal, model: str) -> Recheck:
+    """What is checked again before every selection (WAIT-5): key, member, group, the model policy
+    and the member's token budget."""
+
+    async def recheck() -> None:
+        current = await runtime.keys.authenticate_again(principal)
+        check_policy(current, model)
+        check_budget(runtime, current, model)
+
+    return recheck
+
+
+def route_request(
+    principal: Principal,
+    providers: tuple[str, ...],
+    model: str,
+    request_id: str,
+    *,
+    conversation_key: str | None,
+    continuation: bool,
+    wait: bool = True,
+    parent_key: str | None = None,
+) -> RouteRequest:
+    """What the scheduler is told about a model request of ``principal``."""
+    bound = not principal.is_admin  # TEAM-1: admins only meet workspace and account limits
+    return RouteRequest(
+        request_id=request_id,
+        user_id=principal.user_id,
+        group_id=principal.group_id,
+        model=model,
+        conversation_key=conversation_key,
+        continuation=continuation,
+        member_limit=principal.member_concurrency if bound else 0,
+        rpm=principal.rpm if bound else 0,
+        wait=wait,
+        providers=providers,
+        parent_key=parent_key,
+    )
+
+
 async def schedule(
     runtime: ClientRuntime,
     principal: Principal,
@@ -94,24 +137,14 @@ async def schedule(
     member's budget ran out meanwhile (TEAM-4, WAIT-5). Nothing is reserved while waiting.
     """
     check_budget(runtime, principal, model)
-
-    async def recheck() -> None:
-        current = await runtime.keys.authenticate_again(principal)  # WAIT-5: key, member, group
-        check_policy(current, model)
-        check_budget(runtime, current, model)
-
-    bound = not principal.is_admin  # TEAM-1: admins only meet workspace and account limits
-    request = RouteRequest(
-        request_id=request_id,
-        user_id=principal.user_id,
-        group_id=principal.group_id,
-        model=model,
+    request = route_request(
+        principal,
+        providers,
+        model,
+        request_id,
         conversation_key=conversation_key,
         continuation=continuation,
-        member_limit=principal.member_concurrency if bound else 0,
-        rpm=principal.rpm if bound else 0,
         wait=wait,
-        providers=providers,
         parent_key=parent_key,
     )
-    return await runtime.scheduler.route(request, recheck)
+    return await runtime.scheduler.route(request, selection_recheck(runtime, principal, model))

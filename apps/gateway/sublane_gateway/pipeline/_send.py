@@ -39,6 +39,14 @@ MAX_WAITED_HINT_S = 2.0
 MAX_ERROR_BODY = 64 * 1024
 
 
+class Unreached(SubLaneError):
+    """No connection to the provider: nothing of the request was sent (another account may serve it,
+    FAIL-1). Answered as ``upstream_error`` (502)."""
+
+    def __init__(self) -> None:
+        super().__init__("upstream_error", "The provider could not be reached.")
+
+
 class UpstreamRefused(Exception):
     """The upstream refused the request; relay ``failure`` to the client in its protocol."""
 
@@ -80,6 +88,8 @@ async def send_with_recovery(
                 )
                 continue
             _log.warning("upstream %s unreachable: %s", account.provider, type(exc).__name__)
+            if isinstance(exc, UpstreamConnectError):
+                raise Unreached from None
             raise SubLaneError("upstream_error", "The provider could not be reached.") from None
         if response.status_code < 300:
             return response, credentials

@@ -29,14 +29,21 @@ from typing import Any
 
 from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol, new_request_id, signals
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._hub_turn import HubTurnError, SocketHistory, run_hub_turn
+from sublane_gateway.pipeline._failover import fails_over, move_on, moves_on_failure
+from sublane_gateway.pipeline._hub_turn import (
+    AttemptFailed,
+    HubTurnError,
+    SocketHistory,
+    refusal_error,
+    run_hub_turn,
+)
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
 from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
-from sublane_gateway.pipeline._schedule import check_policy, schedule, split_model
-from sublane_gateway.pipeline._send import report_refusal
+from sublane_gateway.pipeline._schedule import check_policy, schedule, selection_recheck, split_model
+from sublane_gateway.pipeline._send import UpstreamRefused, report_refusal
 from sublane_protocols import body_field_problem, read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
@@ -48,6 +55,7 @@ from sublane_providers import (
     SessionClosed,
     SessionRefused,
     StreamObserver,
+    UpstreamFailure,
     UpstreamSession,
     UpstreamUnreachable,
 )
@@ -76,10 +84,16 @@ class TurnError(Exception):
         message: str,
         retry_after: float | None = None,
         headers: dict[str, str] | None = None,
+        *,
+        moves_on: bool = False,
+        frame: str | None = None,
     ) -> None:
+        """``moves_on``: the account's trouble, before any output — the turn may fail over (FAIL-1);
+        ``frame``: the upstream's own error frame, sent as it is when the turn does not move on."""
         super().__init__(code)
         self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
         self.headers = headers or {}
+        self.moves_on, self.frame = moves_on, frame
 
 
 def error_frame(error: TurnError, request_id: str | None) -> str:
@@ -93,6 +107,17 @@ def error_frame(error: TurnError, request_id: str | None) -> str:
     if headers:
         frame["headers"] = headers
     return json.dumps(frame, separators=(",", ":"))
+
+
+def _turn_error(error: HubTurnError) -> TurnError:
+    return TurnError(error.status, error.code, error.message, error.retry_after)
+
+
+def _failed_code(failed: TurnError | AttemptFailed) -> str:
+    if isinstance(failed, TurnError):
+        return failed.code
+    error = failed.error
+    return error.failure.code if isinstance(error, UpstreamRefused) else error.code
 
 
 def frame_type(text: str) -> str | None:
@@ -141,6 +166,9 @@ class SocketTurns:
         self._send_text = send_text
         self._turn_free = turn_free
         self.upstream: _Upstream | None = None
+        self._forwarded = False  # a frame of the current turn reached the client
+        #: ``(binding digest, account)`` of the binding this socket's last prewarm made (FAIL-2)
+        self._prewarm: tuple[str, int] | None = None
         self.history = SocketHistory()  # the last translated turn, for previous_response_id
 
     async def close(self) -> None:
@@ -154,7 +182,7 @@ class SocketTurns:
         if ends_turn:
             self._turn_free()
         with contextlib.suppress(Exception):
-            await self._send_text(error_frame(error, request_id))
+            await self._send_text(error.frame if error.frame is not None else error_frame(error, request_id))
 
     async def turn(self, body: dict[str, Any]) -> None:
         """One turn: the body of a ``response.create`` frame (its fields but ``type``), answered
@@ -208,22 +236,75 @@ class SocketTurns:
             await self._local_prewarm(body)
             return
         call.take(grant)
-        try:
-            await self._run(call, grant, body, prewarm)
-        except asyncio.CancelledError:
-            self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
-            raise
-        except ClientGone:  # the client left while a frame was on its way to it
-            self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
-        except TurnError as error:
-            self._end(call, prewarm, Outcome.ERROR, error.code)
-            await self.send_error(error, request_id)
-        except Exception:
-            _log.exception("websocket turn failed")
-            self._end(call, prewarm, Outcome.ERROR, "internal_error")
-            await self.send_error(
-                TurnError(500, "internal_error", "SubLane failed during the turn."), request_id
-            )
+        key = review.child_key if review is not None else intent.conversation_key
+        self._adopt_prewarm_binding(grant, prewarm)
+        while True:
+            try:
+                await self._run(call, grant, body, prewarm)
+                if prewarm:
+                    self._note_prewarm(call, grant, body)
+            except asyncio.CancelledError:
+                self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
+                raise
+            except ClientGone:  # the client left while a frame was on its way to it
+                self._end(call, prewarm, Outcome.CANCELED, "client_canceled")
+            except (TurnError, AttemptFailed) as failed:
+                moved = None
+                if not prewarm and (isinstance(failed, AttemptFailed) or failed.moves_on):
+                    moved = await move_on(
+                        runtime,
+                        call,
+                        grant,
+                        _failed_code(failed),
+                        selection_recheck(runtime, principal, model),
+                        providers=providers,
+                        conversation_key=key,
+                        continuation=intent.continuation,
+                        parent_key=review.parent_key if review is not None else None,
+                    )
+                if moved is not None:  # FAIL-1: nothing reached the client; another account
+                    grant = moved
+                    body = self.history.expand(body)  # a continued prewarm, as full input
+                    continue
+                if prewarm:  # a prewarm that failed leaves no binding behind (FAIL-2)
+                    await runtime.scheduler.forget_binding(grant)
+                answer = (
+                    failed
+                    if isinstance(failed, TurnError)
+                    else _turn_error(refusal_error(runtime, call, failed.error))
+                )
+                self._end(call, prewarm, Outcome.ERROR, answer.code)
+                await self.send_error(answer, request_id)
+            except Exception:
+                _log.exception("websocket turn failed")
+                self._end(call, prewarm, Outcome.ERROR, "internal_error")
+                await self.send_error(
+                    TurnError(500, "internal_error", "SubLane failed during the turn."), request_id
+                )
+            return
+
+    def _note_prewarm(self, call: ModelCall, grant: Grant, body: dict[str, Any]) -> None:
+        """A prewarm that bound its conversation: the binding stays provisional until a turn
+        answers (FAIL-2), and its input is kept so that the turn continuing it can move as full
+        input (the Codex CLI's first turn names the prewarm in ``previous_response_id``)."""
+        if grant.made_binding is None or call.state.response_id is None:
+            self._prewarm = None
+            return
+        self._prewarm = (grant.made_binding, grant.account.id)
+        self.history.remember(body, {"id": call.state.response_id, "output": []})
+
+    def _adopt_prewarm_binding(self, grant: Grant, prewarm: bool) -> None:
+        """The first turn after this socket's prewarm holds the binding that prewarm made, as if
+        it had made it: the turn may still fail over, taking the binding with it (FAIL-1/2)."""
+        provisional, self._prewarm = self._prewarm, None
+        if (
+            not prewarm
+            and provisional is not None
+            and grant.made_binding is None
+            and grant.account.id == provisional[1]
+            and grant.routing.get("rule") == "kept_binding"
+        ):
+            grant.made_binding = provisional[0]
 
     def _end(self, call: ModelCall, prewarm: bool, outcome: Outcome, code: str | None) -> None:
         if call.finished:
@@ -306,11 +387,17 @@ class SocketTurns:
                 report_refusal(grant, failure, sender=runtime, model=model)
                 status = failure.status
                 raise TurnError(
-                    status if status < 500 else 502, failure.code, failure.message, failure.retry_after
+                    status if status < 500 else 502,
+                    failure.code,
+                    failure.message,
+                    failure.retry_after,
+                    moves_on=moves_on_failure(failure),
                 ) from None
-            except UpstreamUnreachable as exc:
+            except UpstreamUnreachable as exc:  # nothing was sent: another account may serve it
                 _log.warning("upstream websocket unreachable: %s", exc)
-                raise TurnError(502, "upstream_error", "The provider could not be reached.") from None
+                raise TurnError(
+                    502, "upstream_error", "The provider could not be reached.", moves_on=True
+                ) from None
             self.upstream = _Upstream(account, adapter, session, credentials)
             return self.upstream
 
@@ -321,9 +408,12 @@ class SocketTurns:
             return
         try:
             upstream = await self._connect(grant, call.model)
-        except SubLaneError as error:
-            raise TurnError(error.status, error.code, error.message, error.retry_after) from None
+        except SubLaneError as error:  # the account's credentials (CRED rules ran)
+            raise TurnError(
+                error.status, error.code, error.message, error.retry_after, moves_on=fails_over(error)
+            ) from None
         observer = upstream.adapter.new_observer(call.state)
+        self._forwarded = False
         try:
             await upstream.session.send_turn(body, model=call.model)
             deadline = asyncio.get_running_loop().time() + self.runtime.settings.request_timeout_s
@@ -362,7 +452,7 @@ class SocketTurns:
         try:
             await run_hub_turn(self.runtime, call, grant, body, self.headers, key, self.history, send)
         except HubTurnError as error:
-            raise TurnError(error.status, error.code, error.message, error.retry_after) from None
+            raise _turn_error(error) from None
 
     async def _recv(self, upstream: _Upstream, deadline: float) -> str:
         """The next upstream frame, within the turn deadline (ADM-9) and the idle timeout (TIME-2, OPS-4)."""
@@ -395,7 +485,22 @@ class SocketTurns:
         ):
             payload = json.loads(text)
             if kind == "error" and isinstance(payload.get("status") or payload.get("status_code"), int):
-                self._wrapped_error(call, upstream.adapter, payload)
+                failure = self._wrapped_error(call, upstream.adapter, payload)
+                if not self._forwarded and not prewarm and moves_on_failure(failure):
+                    # FAIL-1: the upstream refused before any output; the turn may move on, else
+                    # the client gets this very frame.
+                    self.upstream = None
+                    with contextlib.suppress(Exception):
+                        await upstream.close()
+                    payload["request_id"] = call.request_id
+                    raise TurnError(
+                        failure.status,
+                        failure.code,
+                        failure.message,
+                        failure.retry_after,
+                        moves_on=True,
+                        frame=json.dumps(payload, separators=(",", ":")),
+                    )
             elif kind in quota_events:
                 self._quota(upstream, payload)
             else:
@@ -413,9 +518,12 @@ class SocketTurns:
             outcome = call.state.outcome or Outcome.ERROR
             self._end(call, prewarm, outcome, call.state.error_code if outcome is Outcome.ERROR else None)
             self._turn_free()
+        self._forwarded = True
         await self._send_text(text)
 
-    def _wrapped_error(self, call: ModelCall, adapter: ProviderAdapter, payload: dict[str, Any]) -> None:
+    def _wrapped_error(
+        self, call: ModelCall, adapter: ProviderAdapter, payload: dict[str, Any]
+    ) -> UpstreamFailure:
         status = int(payload.get("status") or payload.get("status_code") or 500)
         raw_headers = payload.get("headers")
         headers = {str(k): str(v) for k, v in raw_headers.items()} if isinstance(raw_headers, dict) else {}
@@ -429,6 +537,7 @@ class SocketTurns:
         call.upstream_status = status
         call.state.outcome = Outcome.ERROR
         call.state.error_code = failure.code
+        return failure
 
     def _quota(self, upstream: _Upstream, payload: dict[str, Any]) -> None:
         if not signals.quota_observed.has_receivers:
