@@ -365,9 +365,10 @@ def test_agl_4_after_the_limit_one_request_per_model_tries_recovery(make_pool: C
 def test_cat_1_catalogue_comes_from_fetch_available_models(make_pool: Callable[..., Pool]) -> None:
     pool = gemini_pool(make_pool)
     listed = {model["name"] for model in client(pool).get("/v1beta/models").json()["models"]}
-    assert listed == {
-        f"models/{model}" for model in pool.sim.account_state(pool.sim_accounts[0].id)["models"]
-    }
+    models = set(pool.sim.account_state(pool.sim_accounts[0].id)["models"])
+    aliases = pool.admin.get("/api/groups/1/aliases").json()["aliases"]  # those of listed models (ALIAS-1)
+    shown = models | {entry["alias"] for entry in aliases if entry["model"] in models}
+    assert listed == {f"models/{model}" for model in shown}
     assert any(record.endpoint == "antigravity.fetchAvailableModels" for record in pool.sim.requests())
 
 

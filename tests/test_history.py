@@ -35,6 +35,7 @@ HIST_2_COLUMNS = {
     "id", "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
     "input_tokens", "output_tokens", "cached_tokens", "routing",
+    "served_model",  # the model an alias was served as (ALIAS-1)
 }  # fmt: skip
 
 

@@ -135,7 +135,10 @@ def test_claude_code_runs_through_sublane_and_a_session_stays_on_one_account(
     assert pool.runtime.leases.total_in_flight() == 0
 
 
-GEMINI_MODELS = ("gemini-3-flash", "gemini-3.8-flash", "gemini-3-pro-high", "gemini-3.1-pro-high")
+# Ids Antigravity lists (PROTOCOLS.md §3.9); what the Gemini CLI sends instead (gemini-3.8-flash for
+# "-m gemini-3-flash") reaches them through the built-in aliases (ALIAS-1), never through a
+# simulator taught the rewritten names.
+GEMINI_MODELS = ("gemini-3-flash", "gemini-3-pro-high", "gemini-3-pro-low", "gemini-3.1-pro-high")
 
 
 def _gemini(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -163,6 +166,7 @@ def test_gemini_cli_completes_a_prompt_served_by_a_pooled_antigravity_account(
     assert ANSWER in run.stdout
     served = [r for r in pool.finished if r.protocol == "gemini" and r.outcome == "success"]
     assert served and all(record.provider == "antigravity" for record in served)
+    assert {(r.model, r.served_model) for r in served} == {("gemini-3.8-flash", "gemini-3-flash")}
     upstream = pool.sim.requests(endpoint="antigravity.streamGenerateContent")
     assert upstream and upstream[-1].body["project"] == pool.sim_accounts[0].project_id
     assert pool.runtime.leases.total_in_flight() == 0
@@ -225,3 +229,29 @@ def test_fail_1_codex_cli_on_a_new_conversation_is_served_by_the_second_account(
     assert len(turns) == 1 and turns[0].account_id == pool.account_ids[1]
     assert all(record.outcome == "success" for record in pool.finished), pool.finished
     assert pool.runtime.leases.total_in_flight() == 0
+
+
+@pytest.mark.parametrize(
+    ("asked", "sent", "served"),
+    [
+        ("gemini-3-flash", "gemini-3.8-flash", "gemini-3-flash"),
+        ("gemini-3-pro", "gemini-3-pro", "gemini-3-pro-high"),
+        ("pro", "gemini-3.1-pro-preview", "gemini-3.1-pro-high"),
+    ],
+)
+def test_alias_1_gemini_cli_model_names_work_out_of_the_box(
+    make_pool: Callable[..., Pool], tmp_path: Path, asked: str, sent: str, served: str
+) -> None:
+    """The Gemini CLI rewrites ``-m`` names before sending them; Antigravity lists none of the
+    rewritten ones (the simulator lists only its real ids). The built-in aliases route them."""
+    _client("gemini")
+    pool = make_pool(provider="antigravity")  # the simulator's own list: Antigravity's real ids
+    assert sent not in pool.sim.account_state(pool.sim_accounts[0].id)["models"]
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(text=ANSWER, deltas=5))
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", asked)
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    records = [r for r in pool.finished if r.model == sent]
+    assert records and all(r.outcome == "success" and r.served_model == served for r in records)
+    upstream = [r.body["model"] for r in pool.sim.requests(endpoint="antigravity.streamGenerateContent")]
+    assert served in upstream and sent not in upstream

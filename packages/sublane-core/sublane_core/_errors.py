@@ -41,6 +41,8 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "key_limit_reached": ErrorSpec(409, "A user may have at most 20 live keys."),
     "not_group_member": ErrorSpec(400, "The key's owner is not a member of that group."),
     "group_in_use": ErrorSpec(409, "The group still has keys."),
+    "alias_shadows_model": ErrorSpec(409, "An alias may not name a model an account of the group lists."),
+    "alias_chain": ErrorSpec(409, "An alias may not point to another alias."),
     "unknown_provider": ErrorSpec(400, "Unknown provider."),
     "invalid_credentials_file": ErrorSpec(400, "The credentials are not a file this provider writes."),
     "oauth_state_unknown": ErrorSpec(400, "This login is unknown, expired or already used; start it again."),

@@ -112,6 +112,23 @@ class GroupAccount(SQLModel, table=True):
     )
 
 
+class GroupAlias(SQLModel, table=True):
+    """A model alias of a resource group (ALIAS-1): requests for ``alias`` are served as ``model``.
+
+    An empty ``model`` removes a built-in default alias of that name for the group.
+    """
+
+    __tablename__ = "group_aliases"
+
+    group_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer, sa.ForeignKey("resource_groups.id", ondelete="CASCADE"), primary_key=True
+        )
+    )
+    alias: str = Field(max_length=128, primary_key=True)
+    model: str = Field(max_length=128)
+
+
 class ApiKey(SQLModel, table=True):
     """A member's key, bound to one group for life. Only the SHA-256 digest of the secret is kept."""
 
@@ -269,6 +286,7 @@ class RequestRecord(SQLModel, table=True):
     output_tokens: int | None = None
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+    served_model: str | None = Field(default=None, max_length=128)  # the alias's model (ALIAS-1)
 
 
 # -- operations -----------------------------------------------------------------------------------

@@ -262,6 +262,7 @@ class RequestFinished:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = None
+    served_model: str | None = None  # the model an alias in ``model`` was served as (ALIAS-1)
 
 
 # -- signals ---------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class RecordRow:
     output_tokens: int | None
     cached_tokens: int | None
     routing: dict[str, Any] | None
+    served_model: str | None
     username: str | None
     key_name: str | None
     account_name: str | None

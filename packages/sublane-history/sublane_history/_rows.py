@@ -105,7 +105,7 @@ def _attempts(value: object) -> list[dict[str, Any]]:
 RECORD_COLUMNS: Final = (
     "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
-    "input_tokens", "output_tokens", "cached_tokens", "routing",
+    "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model",
 )  # fmt: skip
 INSERT_RECORDS: Final = DriverStatement(
     sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
@@ -138,6 +138,7 @@ def record_values(payload: RequestFinished) -> tuple[Any, ...]:
         _count(payload.output_tokens),
         _count(payload.cached_tokens),
         _routing_text(routing_explanation(payload.routing)),
+        _text(payload.served_model, 128),
     )
 
 

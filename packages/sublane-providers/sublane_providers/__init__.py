@@ -21,6 +21,7 @@ from sublane_providers._capabilities import (
     OpensSessions,
     ReportsQuotaInStream,
     SignsIn,
+    SuggestsAliases,
     WrapsEvents,
 )
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
@@ -81,6 +82,7 @@ __all__ = [
     "OpensSessions",
     "ReportsQuotaInStream",
     "SignsIn",
+    "SuggestsAliases",
     "WrapsEvents",
     # plugins and the registry
     "ENTRY_POINT_GROUP",

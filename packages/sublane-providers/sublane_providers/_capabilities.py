@@ -96,6 +96,17 @@ class ReportsQuotaInStream(Protocol):
 
 
 @runtime_checkable
+class SuggestsAliases(Protocol):
+    """Names real clients send for this provider's models that its upstream does not list, each
+    with the native id it stands for: every group's built-in model aliases (ALIAS-1), which admins
+    may override or remove. Unlike :class:`AliasesModels`, the native id is what goes upstream."""
+
+    def default_aliases(self) -> Mapping[str, str]:
+        """``alias -> native model id``."""
+        ...
+
+
+@runtime_checkable
 class AliasesModels(Protocol):
     """Other names the upstream accepts for its models (CAT-2)."""
 

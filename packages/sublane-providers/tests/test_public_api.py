@@ -8,7 +8,7 @@ import sublane_providers.kit
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
     "AliasesModels", "CompletesBundles", "CompletesImports", "HasOtherHosts", "OpensSessions",
-    "ReportsQuotaInStream", "SignsIn", "WrapsEvents",
+    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names", "provider_plugin",
     "provider_plugins",

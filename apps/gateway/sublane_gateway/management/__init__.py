@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from sublane_gateway.management import (
     _accounts,
+    _aliases,
     _audit,
     _auth,
     _budgets,
@@ -32,6 +33,7 @@ for _module in (
     _auth,
     _users,
     _groups,
+    _aliases,
     _keys,
     _accounts,
     _oauth,

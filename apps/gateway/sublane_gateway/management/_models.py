@@ -83,6 +83,17 @@ class GroupAccounts(Body):
     account_ids: list[Id] = Field(max_length=10_000)
 
 
+class AliasEntry(Body):
+    alias: ModelId
+    model: ModelId
+
+
+class GroupAliasesBody(Body):
+    """ALIAS-1: the group's whole alias list (at most 256)."""
+
+    aliases: list[AliasEntry] = Field(max_length=256)
+
+
 def _networks(entries: list[str] | None) -> list[str] | None:
     """AUTH-3: CIDR networks or single addresses, v4 or v6, written canonically (``10.0.0.0/8``)."""
     if entries is None:

@@ -7,9 +7,10 @@ Steps, one module each: ``_schedule`` (which providers can serve the call, polic
 ``_entry.serve_call`` runs them in order.
 """
 
+from sublane_gateway.pipeline._aliases import effective_aliases
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import CallSpec, refusal_reply, serve_call
-from sublane_gateway.pipeline._group_models import group_models
+from sublane_gateway.pipeline._group_models import group_models, listed_models, resolve_alias
 from sublane_gateway.pipeline._keys import KeyAuthenticator, Principal
 from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._relay import finish_call
@@ -37,14 +38,17 @@ __all__ = [
     "StreamReply",
     "build_runtime",
     "check_policy",
+    "effective_aliases",
     "client_runtime",
     "error_reply",
     "finish_call",
     "group_models",
     "json_reply",
+    "listed_models",
     "observe_exhaustion",
     "refusal_reply",
     "report_refusal",
+    "resolve_alias",
     "review_link",
     "schedule",
     "serve_call",

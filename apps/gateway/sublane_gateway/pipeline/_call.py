@@ -38,6 +38,9 @@ class ModelCall:
     #: The attempts that failed and moved on (FAIL-2): ``{"account_id", "outcome", "error_code"}``
     #: each; ``None`` while the first attempt runs (most requests never have one).
     attempts: list[dict[str, Any]] | None = None
+    #: The alias the client asked for, when ``model`` is what it stands for (ALIAS-1): recorded as
+    #: the call's ``model``, with ``model`` as its ``served_model``.
+    requested_model: str | None = None
 
     @classmethod
     def start(
@@ -158,7 +161,7 @@ class ModelCall:
                 group_id=self.principal.group_id,
                 account_id=self.account_id,
                 provider=self.provider,
-                model=self.model,
+                model=self.requested_model or self.model,
                 protocol=self.protocol,
                 operation=self.operation,
                 outcome=outcome,
@@ -168,6 +171,7 @@ class ModelCall:
                 output_tokens=usage.output_tokens if usage else None,
                 cached_tokens=usage.cached_tokens if usage else None,
                 routing=routing,
+                served_model=self.model if self.requested_model is not None else None,
             ),
             sender=self.sender,
         )

@@ -26,6 +26,7 @@ from sublane_core import (
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._failover import fails_over, move_on
+from sublane_gateway.pipeline._group_models import aliased
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
 from sublane_gateway.pipeline._relay import (
@@ -101,6 +102,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     prefix, model = split_model(intent.model, runtime.adapters)
     if model.endswith(")"):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
         model = await resolve_level_suffix(runtime, principal, model)
+    requested, model = await aliased(runtime, principal, model)
     operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
     providers = runtime.serving(protocol, operation, prefix)
     if not providers:
@@ -116,6 +118,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         spec.record_operation,
         spec.arrived,
     )
+    call.requested_model = requested
     listing = await providers_listing(runtime, principal, model, providers)
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
         call.provider, call.account_id = listing.provider, listing.account_id

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from starlette.requests import HTTPConnection
 
 from sublane_core import Clock, CredentialCipher, Settings, signals
+from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
@@ -70,6 +71,7 @@ class ClientRuntime:
     serving: ServingProviders  # which adapters can serve a call, remembered for this runtime
     #: Each provider's event unwrapper (``WrapsEvents``), or ``None``: asked once, not per call.
     unwrappers: dict[str, Callable[[dict[str, Any]], dict[str, Any]] | None]
+    aliases: GroupAliases  # ALIAS-1: every group's model aliases
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
@@ -134,6 +136,7 @@ class ClientRuntime:
             def apply() -> None:
                 self.keys.invalidate()
                 self.directory.invalidate()
+                self.aliases.invalidate()  # a group changed (or went): its aliases too
 
             self._on_loop(apply)
 
@@ -280,6 +283,7 @@ def build_runtime(
             for name, adapter in adapters.items()
         },
         quota=quota,
+        aliases=GroupAliases(engine, default_aliases(adapters.values())),
     )
 
 

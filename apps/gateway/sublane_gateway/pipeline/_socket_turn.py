@@ -30,6 +30,7 @@ from typing import Any
 from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol, new_request_id, signals
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._failover import fails_over, move_on, moves_on_failure
+from sublane_gateway.pipeline._group_models import aliased
 from sublane_gateway.pipeline._hub_turn import (
     AttemptFailed,
     HubTurnError,
@@ -201,6 +202,7 @@ class SocketTurns:
         provider, model = split_model(intent.model, runtime.adapters)
         if model.endswith(")"):  # a thinking-level suffix (CAT-2, ALIAS-2)
             model = await resolve_level_suffix(runtime, self.principal, model)
+        requested, model = await aliased(runtime, self.principal, model)
         # An upstream socket where the provider offers one; any other turn is one HTTP stream.
         providers = runtime.serving(WireProtocol.RESPONSES, UpstreamOperation.STREAM, provider)
         if not providers:
@@ -211,6 +213,7 @@ class SocketTurns:
         call = ModelCall.start(
             runtime.clock, runtime, new_request_id(), principal, model, "responses_ws", "responses"
         )
+        call.requested_model = requested
         request_id = None if prewarm else call.request_id
         try:
             check_policy(principal, model)

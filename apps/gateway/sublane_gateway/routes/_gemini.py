@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway._proxy import client_address
-from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
+from sublane_gateway.pipeline import client_runtime, error_reply, listed_models, sublane_error_reply
 from sublane_gateway.routes._http import headers_by_name, serve_http
 from sublane_gateway.routes._replies import to_response
 
@@ -96,7 +96,7 @@ async def _catalogue(request: Request) -> dict[str, str] | Response:
         )
     except SubLaneError as error:
         return to_response(sublane_error_reply(GEMINI, error))
-    return await group_models(runtime, principal)
+    return await listed_models(runtime, principal)
 
 
 @router.get("/v1beta/models", response_model=None)

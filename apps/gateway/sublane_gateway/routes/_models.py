@@ -8,7 +8,7 @@ from starlette.responses import JSONResponse, Response
 
 from sublane_core import SubLaneError, WireProtocol
 from sublane_gateway._proxy import client_address
-from sublane_gateway.pipeline import client_runtime, error_reply, group_models, sublane_error_reply
+from sublane_gateway.pipeline import client_runtime, error_reply, listed_models, sublane_error_reply
 from sublane_gateway.routes._gemini import get_model as gemini_get_model
 from sublane_gateway.routes._gemini import list_models as gemini_list_models
 from sublane_gateway.routes._gemini import wants_gemini
@@ -27,7 +27,7 @@ async def list_models(request: Request) -> Response:
         principal = await runtime.keys.authenticate(request.headers, address=client_address(request))
     except SubLaneError as error:
         return to_response(sublane_error_reply(WireProtocol.RESPONSES, error))
-    owners = await group_models(runtime, principal)
+    owners = await listed_models(runtime, principal)
     data = [
         {"id": model, "object": "model", "created": 0, "owned_by": owner} for model, owner in owners.items()
     ]
@@ -44,7 +44,7 @@ async def get_model(request: Request, model: str) -> Response:
         principal = await runtime.keys.authenticate(request.headers, address=client_address(request))
     except SubLaneError as error:
         return to_response(sublane_error_reply(WireProtocol.RESPONSES, error))
-    owners = await group_models(runtime, principal)
+    owners = await listed_models(runtime, principal)
     if model not in owners:
         message = f"No account in your group serves {model}."
         return to_response(error_reply(WireProtocol.RESPONSES, 404, "model_not_found", message))

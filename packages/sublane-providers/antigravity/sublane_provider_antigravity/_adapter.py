@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
+from sublane_provider_antigravity._client_names import GEMINI_CLI_NAMES
 from sublane_provider_antigravity._credentials import parse_credentials
 from sublane_provider_antigravity._failures import classify_failure, no_capacity
 from sublane_provider_antigravity._login import AntigravityLogin
@@ -40,6 +41,7 @@ from sublane_providers import (
     RefreshFailed,
     SignsIn,
     StreamState,
+    SuggestsAliases,
     UpstreamClients,
     UpstreamFailure,
     UpstreamRequest,
@@ -72,7 +74,7 @@ _PATHS = {
 
 
 class AntigravityAdapter(
-    ProviderAdapter, CompletesBundles, CompletesImports, HasOtherHosts, SignsIn, WrapsEvents
+    ProviderAdapter, CompletesBundles, CompletesImports, HasOtherHosts, SignsIn, SuggestsAliases, WrapsEvents
 ):
     """Talks to cloudcode-pa and Google's OAuth server for one SubLane process."""
 
@@ -195,6 +197,10 @@ class AntigravityAdapter(
 
     def new_observer(self, state: StreamState | None = None) -> AntigravityStreamObserver:
         return AntigravityStreamObserver(state)
+
+    def default_aliases(self) -> Mapping[str, str]:
+        """The Gemini CLI's names for Antigravity's models (ALIAS-1, ``_client_names``)."""
+        return GEMINI_CLI_NAMES
 
     def unwrap_event(self, payload: dict[str, Any]) -> dict[str, Any]:
         return unwrap(payload)
