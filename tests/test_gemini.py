@@ -467,6 +467,20 @@ def test_cat_2_a_thinking_level_in_parentheses_resolves_to_the_listed_native_id(
     assert unknown.status_code == 404 and _error(unknown)["details"][0]["reason"] == "model_not_found"
 
 
+def test_alias_2_a_dash_level_on_a_base_id_resolves_to_the_base_the_group_lists(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = gemini_pool(make_pool)
+    answer = generate(pool, model="gemini-3-flash-high")  # the group lists gemini-3-flash only
+    assert answer.status_code == 200, answer.text
+    assert _upstream_models(pool)[-1] == "gemini-3-flash"
+    assert _record_of(pool, answer).model == "gemini-3-flash"
+    native = generate(pool, model="gemini-3-pro-low")  # listed itself: kept as it is
+    assert native.status_code == 200 and _upstream_models(pool)[-1] == "gemini-3-pro-low"
+    unknown = generate(pool, model="gemini-9-flash-high")
+    assert unknown.status_code == 404
+
+
 def test_alias_2_a_suffix_form_shares_its_native_ids_model_limit_and_quota(
     make_pool: Callable[..., Pool],
 ) -> None:

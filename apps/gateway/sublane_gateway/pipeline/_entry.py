@@ -28,7 +28,7 @@ from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._failover import fails_over, move_on
 from sublane_gateway.pipeline._group_models import aliased
 from sublane_gateway.pipeline._keys import Principal
-from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
+from sublane_gateway.pipeline._level_suffix import has_level, resolve_level_suffix
 from sublane_gateway.pipeline._relay import (
     JSON_KEEPALIVE,
     KEEPALIVE,
@@ -100,7 +100,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if problem is not None:
         return error_reply(protocol, 400, "invalid_request", problem[1], param=problem[0])
     prefix, model = split_model(intent.model, runtime.adapters)
-    if model.endswith(")"):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
+    if has_level(model):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
         model = await resolve_level_suffix(runtime, principal, model)
     requested, model = await aliased(runtime, principal, model)
     operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)

@@ -39,7 +39,7 @@ from sublane_gateway.pipeline._hub_turn import (
     run_hub_turn,
 )
 from sublane_gateway.pipeline._keys import Principal
-from sublane_gateway.pipeline._level_suffix import resolve_level_suffix
+from sublane_gateway.pipeline._level_suffix import has_level, resolve_level_suffix
 from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
@@ -200,7 +200,7 @@ class SocketTurns:
             await self.send_error(TurnError(400, "invalid_request", problem[1]), None)
             return
         provider, model = split_model(intent.model, runtime.adapters)
-        if model.endswith(")"):  # a thinking-level suffix (CAT-2, ALIAS-2)
+        if has_level(model):  # a thinking-level suffix (CAT-2, ALIAS-2)
             model = await resolve_level_suffix(runtime, self.principal, model)
         requested, model = await aliased(runtime, self.principal, model)
         # An upstream socket where the provider offers one; any other turn is one HTTP stream.
