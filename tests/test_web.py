@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 README_IMAGE = ROOT / "docs" / "images" / "accounts.png"
 TEAM_USAGE_IMAGE = ROOT / "docs" / "images" / "team-usage.png"
+DOC_IMAGES = ROOT / "docs" / "images"  # pictures the docs show, taken by the tests
 DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=390, height=844)
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": True}
@@ -936,3 +937,65 @@ def test_pool_2_the_pool_page_shows_the_room_of_a_members_pools_and_no_account(
         assert secret not in content
     expect(page.get_by_role("link", name="Pool")).to_have_attribute("aria-current", "page")
     _shoot(page, "pool")
+
+
+# --- FAIL-2 and ALIAS-1 in the web views ------------------------------------------------------------
+
+
+def test_fail_2_the_request_details_list_each_attempt(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(accounts=2)
+    pool.sim.script(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="30")
+    )
+    request_id = pool.client().post("/v1/responses", json=BODY).headers["x-request-id"]
+    _records(pool, 1)
+    page = _admin_page(pool, open_context, "/admin/requests")
+    rows = page.get_by_role("region", name="Requests table").locator("tbody tr")
+    rows.get_by_role("button", name=f"Details of {request_id}").click()
+    details = page.get_by_role("dialog", name="Request details")
+    attempts = details.locator("ol.attempts li")
+    expect(attempts).to_have_count(2)
+    expect(attempts.nth(0)).to_contain_text(f"account #{pool.account_ids[0]}: error (rate_limit_exceeded)")
+    expect(attempts.nth(1)).to_contain_text(f"account #{pool.account_ids[1]}: success")
+    expect(details).to_contain_text("tried already (failover): 1")
+    _shoot(page, "request-attempts")
+    details.screenshot(path=DOC_IMAGES / "request-attempts.png")  # docs/routing.md shows it
+
+
+def test_alias_1_the_group_page_edits_its_aliases(make_pool: Callable[..., Pool], open_context: Any) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/groups")
+    page.get_by_role("button", name="Edit default").click()
+    editor = page.get_by_role("form", name="Aliases of default")
+    rows = editor.locator("tr.alias-row")
+    expect(rows.first).to_contain_text("built-in")
+    defaults = rows.count()
+    assert defaults > 0
+    editor.get_by_role("button", name="Remove gemini-3.8-flash").click()
+    editor.get_by_role("button", name="Add alias").click()
+    new = rows.last
+    new.get_by_label("Alias", exact=True).fill("fast")
+    new.get_by_label("Model of the new alias").fill("gpt-5-codex")
+    editor.get_by_role("button", name="Save aliases").click()
+    expect(editor.locator("tr[data-alias=fast]")).to_be_visible()
+    saved = {
+        entry["alias"]: entry["model"] for entry in pool.admin.get("/api/groups/1/aliases").json()["aliases"]
+    }
+    assert saved["fast"] == "gpt-5-codex" and "gemini-3.8-flash" not in saved
+    assert pool.client().post("/v1/responses", json=dict(BODY, model="fast")).status_code == 200
+    # A refusal is shown in the form, and nothing changes.
+    editor.get_by_role("button", name="Add alias").click()
+    rows.last.get_by_label("Alias", exact=True).fill("gpt-5-codex")
+    rows.last.get_by_label("Model of the new alias").fill("gpt-5")
+    editor.get_by_role("button", name="Save aliases").click()
+    expect(editor.get_by_role("alert")).to_contain_text("alias_shadows_model")
+    _shoot(page, "group-aliases")
+    page.get_by_role("region", name="Aliases of default").screenshot(path=DOC_IMAGES / "group-aliases.png")
+    editor.get_by_role("button", name="Remove gpt-5-codex").click()
+    editor.get_by_role("button", name="Restore defaults").click()
+    editor.get_by_role("button", name="Save aliases").click()
+    expect(editor.locator("tr[data-alias='gemini-3.8-flash']")).to_contain_text("built-in")
+    restored = pool.admin.get("/api/groups/1/aliases").json()["aliases"]
+    assert len(restored) == defaults + 1  # the defaults and "fast"

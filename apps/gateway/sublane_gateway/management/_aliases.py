@@ -75,10 +75,11 @@ def set_aliases(
         wanted[entry.alias] = entry.model
     listed = _listed(db, group_id)
     for alias, model in wanted.items():
-        if alias == model or model in wanted:
-            raise SubLaneError("alias_chain", f"{alias!r} points to {model!r}, which is an alias.")
         if defaults.get(alias) != model and alias in listed:
             raise SubLaneError("alias_shadows_model", f"An account of the group lists {alias!r}.")
+    for alias, model in wanted.items():
+        if alias == model or model in wanted:
+            raise SubLaneError("alias_chain", f"{alias!r} points to {model!r}, which is an alias.")
     stored = {alias: model for alias, model in wanted.items() if defaults.get(alias) != model}
     stored.update({alias: "" for alias in defaults if alias not in wanted})  # removed defaults
     db.exec(delete(GroupAlias).where(col(GroupAlias.group_id) == group_id))

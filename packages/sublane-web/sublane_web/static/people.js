@@ -1,6 +1,7 @@
 // Members and Groups (WEB-4): the admin forms of /api/users and /api/groups; a member's limits,
 // password reset and token budgets (TEAM-5).
 import {announce, api, DASH, field, form, formatTime, h, option, render, section} from "./lib.js";
+import {aliasEditor} from "./aliases.js";
 import {budgetsTable} from "./usage.js";
 
 function checkboxes(legend, name, items, label, checked) {
@@ -186,7 +187,7 @@ export async function groupsView() {
             onclick: () => edit(g)}, "Edit"))))))));
   }
 
-  function edit(g) {
+  async function edit(g) {
     const name = h("input", {name: "name", required: true, maxlength: 64, value: g.name, readOnly: g.name === "default"});
     const restrict = h("input", {type: "checkbox", name: "restrict", checked: Boolean(g.model_policy)});
     const allow = h("textarea", {name: "allow", rows: 2, spellcheck: "false"},
@@ -208,7 +209,7 @@ export async function groupsView() {
       editor.replaceChildren();
       announce(`Group ${name.value} saved.`);
       await reload();
-    })));
+    })), section(`Aliases of ${g.name}`, await aliasEditor(g)));
     name.focus();
   }
 

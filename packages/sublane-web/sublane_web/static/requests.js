@@ -33,6 +33,7 @@ function detailsList(record, admin) {
     ["Error code", record.error_code || DASH],
     ["Upstream status", record.upstream_status ?? DASH],
     ["Model", record.model || DASH],
+    ...(record.served_model && record.served_model !== record.model ? [["Served as", record.served_model]] : []),
     ["Provider", record.provider || DASH],
     ["Protocol", record.protocol || DASH],
     ["Operation", record.operation || DASH],
@@ -58,12 +59,20 @@ const RULES = {
 const REASONS = {
   model_support: "model support", policy: "policy", quota: "quota", cooldown: "cooldown",
   capacity: "capacity", unavailable: "unavailable", refresh_backoff: "refresh backoff",
+  tried: "tried already (failover)",
 };
+
+/** FAIL-2: each attempt of a call that failed over; account ids only in admin answers. */
+function attemptsList(attempts) {
+  return h("ol", {class: "plain-list attempts"}, attempts.map((a) => h("li", {"data-outcome": a.outcome},
+    a.account_id != null ? `account #${a.account_id}: ` : "",
+    a.outcome, a.error_code ? [" (", h("span", {class: "mono"}, a.error_code), ")"] : "")));
+}
 
 function routingBlock(routing) {
   if (!routing) return h("p", {class: "muted"}, "No routing explanation (older record, or rejected before routing).");
   const excluded = Object.entries(routing.excluded || {}).filter(([, n]) => n);
-  const known = new Set(["rule", "candidates", "excluded", "refused", "parent", "rotation"]);
+  const known = new Set(["rule", "candidates", "excluded", "refused", "parent", "rotation", "attempts"]);
   const rest = Object.entries(routing).filter(([name]) => !known.has(name));
   return h("dl", {class: "facts routing"},
     h("dt", {}, "Rule"), h("dd", {class: "rule", "data-rule": routing.rule ?? ""}, RULES[routing.rule] ?? routing.rule ?? DASH),
@@ -72,6 +81,7 @@ function routingBlock(routing) {
       ? h("ul", {class: "plain-list excluded"}, excluded.map(([reason, n]) => h("li", {}, `${REASONS[reason] ?? reason}: ${n}`))) : "none"),
     routing.refused ? [h("dt", {}, "Refused with"), h("dd", {class: "mono refused"}, routing.refused)] : [],
     routing.parent ? [h("dt", {}, "Parent account"), h("dd", {class: "parent"}, routing.parent)] : [],
+    Array.isArray(routing.attempts) ? [h("dt", {}, "Attempts"), h("dd", {}, attemptsList(routing.attempts))] : [],
     rest.map(([name, value]) => [h("dt", {}, name),
       h("dd", {class: "mono"}, typeof value === "object" ? JSON.stringify(value) : String(value))]));
 }
