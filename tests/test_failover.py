@@ -258,3 +258,43 @@ async def test_fail_3_a_websocket_turn_that_cannot_move_gets_the_upstreams_error
     assert events[-1]["type"] == "error" and events[-1]["status"] == 429
     assert events[-1]["request_id"].startswith("req_")
     assert pool.finished[0].outcome == "error" and pool.finished[0].upstream_status == 429
+
+
+def test_fail_1_what_moves_on_and_what_does_not() -> None:
+    """The classification behind FAIL-1, one case per row of its table (docs/routing.md)."""
+    from sublane_core import SubLaneError
+    from sublane_gateway.pipeline._failover import fails_over
+    from sublane_gateway.pipeline._send import Unreached, UpstreamRefused
+    from sublane_providers import FailureKind, UpstreamFailure
+
+    def refused(kind: FailureKind, status: int) -> UpstreamRefused:
+        return UpstreamRefused(UpstreamFailure(kind, status, "code", "message"), 1)
+
+    moves = [
+        refused(FailureKind.RATE_LIMITED, 429),
+        refused(FailureKind.MODEL_RATE_LIMITED, 429),
+        refused(FailureKind.QUOTA_EXHAUSTED, 429),
+        refused(FailureKind.FORBIDDEN, 403),
+        refused(FailureKind.TRANSIENT, 503),
+        Unreached(),
+        SubLaneError("reauth_required"),
+        SubLaneError("account_refresh_failed"),
+        SubLaneError("account_cooling"),
+        SubLaneError("quota_exhausted"),
+    ]
+    stays = [
+        refused(FailureKind.CLIENT_ERROR, 400),
+        refused(FailureKind.CLIENT_ERROR, 404),
+        refused(FailureKind.CLIENT_ERROR, 413),
+        refused(FailureKind.CLIENT_ERROR, 422),
+        refused(FailureKind.TRANSIENT, 408),
+        SubLaneError("upstream_timeout"),  # sent: it may have run
+        SubLaneError("upstream_error"),  # broke off after sending
+        SubLaneError("member_busy"),
+        SubLaneError("member_rate_limited"),
+        SubLaneError("token_budget_exceeded"),
+        SubLaneError("model_not_allowed"),
+        SubLaneError("invalid_api_key"),
+    ]
+    assert all(fails_over(error) for error in moves)
+    assert not any(fails_over(error) for error in stays)
