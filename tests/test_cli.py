@@ -223,6 +223,28 @@ def test_admin_reset_password_reads_stdin(tmp_path: Path) -> None:
         client.close()
 
 
+def test_auth_1_the_last_admin_resets_their_lost_second_factor_from_the_shell(tmp_path: Path) -> None:
+    import pyotp
+
+    data_dir = tmp_path / "data"
+    env = _env(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1")
+    login = {"username": "admin", "password": "admin-pass-1"}
+    with serve(data_dir, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1") as url:
+        client = httpx.Client(base_url=url, timeout=10, headers={"origin": url})
+        assert client.post("/api/auth/login", json=login).status_code == 200
+        secret = client.post("/api/me/totp/setup").json()["secret"]
+        assert client.post("/api/me/totp/enable", json={"code": pyotp.TOTP(secret).now()}).status_code == 200
+        client.close()
+    reset = subprocess.run(
+        [SUBLANE, "admin", "reset-totp", "admin"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert reset.returncode == 0, reset.stderr
+    with serve(data_dir) as url:
+        client = httpx.Client(base_url=url, timeout=10)
+        assert client.post("/api/auth/login", json=login).status_code == 200  # the password alone again
+        client.close()
+
+
 def test_store_4_logs_never_show_secrets(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     log = tmp_path / "serve.log"

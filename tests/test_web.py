@@ -822,8 +822,8 @@ def test_team_5_everyone_can_change_their_own_password(
     pool = make_pool()
     pool.member_key("bob")
     page = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/usage")
-    page.get_by_role("link", name="Change password").click()
-    expect(page.get_by_role("heading", name="Change password")).to_be_visible()
+    page.get_by_role("link", name="My account").click()
+    expect(page.get_by_role("heading", name="My account")).to_be_visible()
     change = page.get_by_role("form", name="Change password")
     change.get_by_label("Current password").fill("not-my-password")
     change.get_by_label("New password", exact=True).fill("bobs-new-password")
@@ -999,3 +999,51 @@ def test_alias_1_the_group_page_edits_its_aliases(make_pool: Callable[..., Pool]
     expect(editor.locator("tr[data-alias='gemini-3.8-flash']")).to_contain_text("built-in")
     restored = pool.admin.get("/api/groups/1/aliases").json()["aliases"]
     assert len(restored) == defaults + 1  # the defaults and "fast"
+
+
+# --- AUTH-1: two-factor sign-in in the web views --------------------------------------------------
+
+
+def test_auth_1_set_up_two_factor_sign_in_and_sign_in_with_a_code(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    import pyotp
+
+    pool = make_pool()
+    pool.gateway.add_member(pool.admin, "hal")
+    page = _sign_in(open_context(pool.gateway.url), "hal", MEMBER_PASSWORD, "/password")
+    expect(page.get_by_role("heading", name="My account")).to_be_visible()
+    page.get_by_role("button", name="Set up two-factor sign-in").click()
+    expect(page.get_by_role("img", name="QR code of the authenticator set-up")).to_be_visible()
+    secret = page.locator(".totp-secret").inner_text()
+    _shoot(page, "totp-setup")
+    confirm = page.get_by_role("form", name="Confirm two-factor sign-in")
+    confirm.get_by_label("Code from the app", exact=True).fill(
+        "000000" if pyotp.TOTP(secret).now() != "000000" else "1"
+    )
+    confirm.get_by_role("button", name="Turn on").click()
+    expect(confirm.get_by_role("alert")).to_contain_text("invalid_totp")
+    confirm.get_by_label("Code from the app", exact=True).fill(pyotp.TOTP(secret).now())
+    confirm.get_by_role("button", name="Turn on").click()
+    codes = page.locator(".recovery-codes li")
+    expect(codes).to_have_count(10)
+    recovery = codes.first.inner_text()
+    page.get_by_role("button", name="Done").click()
+    expect(page.locator(".totp-state")).to_contain_text("is on")
+    page.get_by_role("button", name="Sign out").click()
+    # Signing in asks for the code once the password is right.
+    page.get_by_label("Username").fill("hal")
+    page.get_by_label("Password").fill(MEMBER_PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    code = page.get_by_label("Authenticator code (or a recovery code)")
+    expect(code).to_be_visible()
+    code.fill(pyotp.TOTP(secret).at(time.time() + 30))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    # Turned off with the password and a recovery code.
+    page.goto("/password")
+    off = page.get_by_role("form", name="Turn two-factor sign-in off")
+    off.get_by_label("Password", exact=True).fill(MEMBER_PASSWORD)
+    off.get_by_label("Code or recovery code", exact=True).fill(recovery)
+    off.get_by_role("button", name="Turn off").click()
+    expect(page.locator(".totp-state")).to_contain_text("is off")

@@ -1,4 +1,5 @@
-"""The ``sublane`` command: ``serve``, ``migrate``, ``backup``, ``restore`` and ``admin reset-password``."""
+"""The ``sublane`` command: ``serve``, ``migrate``, ``backup``, ``restore``, ``admin reset-password`` and
+``admin reset-totp``."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, delete, select
 
 from sublane_core import (
     CredentialKeyError,
     Settings,
+    TotpRecoveryCode,
     User,
     configure_logging,
     create_db_engine,
@@ -77,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
         "reset-password", help="set a user's password (read from stdin) and end their sessions"
     )
     reset.add_argument("username")
+    reset_totp = admin_commands.add_parser(
+        "reset-totp", help="turn a user's two-factor sign-in off (a lost phone, AUTH-1)"
+    )
+    reset_totp.add_argument("username")
     return parser
 
 
@@ -209,6 +215,33 @@ def _reset_password(settings: Settings, username: str) -> None:
     print(f"sublane: password of {username!r} changed; their sessions have ended", file=sys.stderr)
 
 
+def _reset_totp(settings: Settings, username: str) -> None:
+    from sublane_gateway.management._audit import record_action
+
+    engine = create_db_engine(settings.effective_database_url)
+    try:
+        upgrade_database(engine)
+        with Session(engine) as db:
+            user = db.exec(select(User).where(col(User.username) == username)).first()
+            if user is None or user.id is None:
+                raise SystemExit(f"sublane: no user named {username!r}")
+            user.totp_enabled, user.totp_secret, user.totp_pending, user.totp_last_step = (
+                False,
+                None,
+                None,
+                None,
+            )
+            db.exec(delete(TotpRecoveryCode).where(col(TotpRecoveryCode.user_id) == user.id))
+            db.add(user)
+            record_action(
+                db, actor=None, action="user.totp_reset", object_id=user.id, summary={"via": "shell"}
+            )
+            db.commit()
+    finally:
+        engine.dispose()
+    print(f"sublane: two-factor sign-in of {username!r} is off", file=sys.stderr)
+
+
 def _size(manifest: dict[str, Any]) -> str:
     total = sum(facts["bytes"] for facts in manifest["files"].values())
     return f"{total / (1 << 20):.1f} MiB"
@@ -259,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _backup(_load_settings(), args.dest)
     elif args.command == "restore":
         _restore(_load_settings(), args.src)
+    elif args.admin_command == "reset-totp":
+        _reset_totp(_load_settings(), args.username)
     else:
         _reset_password(_load_settings(), args.username)
 

@@ -261,7 +261,7 @@ def metrics_reader(request: Request, db: DbSession) -> None:
     """An admin session, or ``Authorization: Bearer`` with ``SUBLANE_METRICS_TOKEN``."""
     header = request.headers.get("authorization")
     if header is None:
-        admin_user(current_user(request, db))
+        admin_user(current_user(request, db), request)
         return
     scheme, _, token = header.partition(" ")
     expected = gateway_state(request).settings.metrics_token

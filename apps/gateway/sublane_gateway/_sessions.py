@@ -84,10 +84,13 @@ def current_user(request: Request, db: DbSession) -> User:
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
-def admin_user(user: CurrentUser) -> User:
-    """The signed-in user when an admin, else 403 ``forbidden``."""
+def admin_user(user: CurrentUser, request: Request) -> User:
+    """The signed-in user when an admin, else 403 ``forbidden``; with
+    ``SUBLANE_REQUIRE_TOTP_FOR_ADMINS``, 403 ``totp_setup_required`` until they turn TOTP on (AUTH-1)."""
     if user.role != ROLE_ADMIN:
         raise SubLaneError("forbidden", "Only admins may do that.")
+    if not user.totp_enabled and gateway_state(request).settings.require_totp_for_admins:
+        raise SubLaneError("totp_setup_required")
     return user
 
 

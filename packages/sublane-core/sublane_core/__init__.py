@@ -59,6 +59,7 @@ from sublane_core._schema import (
     RequestRecord,
     ResourceGroup,
     TokenBudget,
+    TotpRecoveryCode,
     UsageDay,
     UsageHour,
     User,
@@ -111,6 +112,7 @@ __all__ = [
     "NO_GROUP",
     "NO_PROVIDER",
     "TokenBudget",
+    "TotpRecoveryCode",
     "UsageDay",
     "UsageHour",
     # credentials

@@ -30,6 +30,12 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "storage_unavailable": ErrorSpec(503, "The database is busy or failing; try again shortly."),
     # -- sign-in and roles -----------------------------------------------------------------------
     "invalid_credentials": ErrorSpec(401, "Wrong username or password."),
+    "totp_required": ErrorSpec(401, "Enter the code of your authenticator app."),
+    "invalid_totp": ErrorSpec(401, "That code is not valid."),
+    "totp_setup_required": ErrorSpec(403, "Turn on two-factor sign-in first (My account)."),
+    "totp_not_enabled": ErrorSpec(409, "Two-factor sign-in is not on."),
+    "totp_already_enabled": ErrorSpec(409, "Two-factor sign-in is already on."),
+    "totp_not_set_up": ErrorSpec(409, "Start the set-up first."),
     "too_many_attempts": ErrorSpec(429, "Too many failed sign-ins; wait before trying again."),
     "unauthenticated": ErrorSpec(401, "Sign in first."),
     "forbidden": ErrorSpec(403, "You may not do that."),

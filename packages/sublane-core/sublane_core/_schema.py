@@ -55,6 +55,22 @@ class User(SQLModel, table=True):
     rpm: int = Field(default=0, description="ADM-4 requests per minute; 0 = unlimited")
     created_at: float
     updated_at: float
+    # AUTH-1 TOTP: the secrets sealed with the credential key (recovery codes: ``TotpRecoveryCode``).
+    totp_enabled: bool = False
+    totp_secret: bytes | None = None  # the confirmed secret
+    totp_pending: bytes | None = None  # set up, not yet confirmed with a code
+    totp_last_step: int | None = None  # the newest accepted time step: a code is accepted once
+
+
+class TotpRecoveryCode(SQLModel, table=True):
+    """One unused recovery code of a user's TOTP (AUTH-1), as its SHA-256 digest; spent by deleting it."""
+
+    __tablename__ = "totp_recovery_codes"
+
+    user_id: int = Field(
+        sa_column=sa.Column(sa.Integer, sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    )
+    digest: str = Field(max_length=64, primary_key=True)
 
 
 class WebSession(SQLModel, table=True):

@@ -127,6 +127,9 @@ class Settings(BaseSettings):
         le=100_000,
         description="Model calls begun per turn of the event loop (a burst waits its turn); 0 = unpaced.",
     )
+    require_totp_for_admins: bool = Field(
+        False, description="AUTH-1 admins without TOTP may use no admin route until they turn it on."
+    )
     trusted_proxies: StringList = Field(
         default_factory=list,
         description="OPS-6 proxy addresses whose X-Forwarded-For/-Proto/-Host headers are believed.",

@@ -20,6 +20,7 @@ from sublane_gateway.management import (
     _pool,
     _providers,
     _runtime_view,
+    _totp,
     _usage,
     _users,
 )
@@ -31,6 +32,7 @@ for _module in (
     _catalogue,
     _history,
     _auth,
+    _totp,
     _users,
     _groups,
     _aliases,

@@ -15,6 +15,7 @@ from sublane_gateway._passwords import verify_password
 from sublane_gateway._proxy import client_address
 from sublane_gateway._sessions import CurrentUser, DbSession, end_session, start_session
 from sublane_gateway._state import gateway_state
+from sublane_gateway._totp import consume_code
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import LoginBody, SetupBody
 from sublane_gateway.management._views import groups_of_users, user_view
@@ -39,10 +40,36 @@ def login(body: LoginBody, request: Request, response: Response, db: DbSession) 
         if throttle is not None:
             throttle.failed(keys)
         raise SubLaneError("invalid_credentials")
+    if user.totp_enabled:  # AUTH-1: the second factor, once the password is right
+        _second_factor(db, request, user, body.totp_code, throttle, keys)
     start_session(request, response, db, user)
     if throttle is not None:
         throttle.succeeded(body.username)
     return _signed_in(user)
+
+
+def _second_factor(
+    db: DbSession,
+    request: Request,
+    user: User,
+    code: str | None,
+    throttle: LoginThrottle | None,
+    keys: tuple[str, ...],
+) -> None:
+    """401 ``totp_required`` without a code; 401 ``invalid_totp`` (a failed sign-in, OPS-4) for a
+    wrong or spent one. A recovery code passes once, and its use is audited."""
+    if not code:
+        raise SubLaneError("totp_required")
+    state = gateway_state(request)
+    assert user.id is not None
+    used = consume_code(db, state.cipher, user.id, code, state.clock.time())
+    if used is None:
+        if throttle is not None:
+            throttle.failed(keys)
+        raise SubLaneError("invalid_totp")
+    if used == "recovery":
+        audit(db, request, user, "user.totp_recovery_used", user.id)
+        db.commit()
 
 
 @router.post("/api/auth/logout", status_code=204)

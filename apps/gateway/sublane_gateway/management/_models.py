@@ -29,6 +29,19 @@ class Body(BaseModel):
 class LoginBody(Body):
     username: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     password: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+    totp_code: Annotated[str, StringConstraints(max_length=64)] | None = None  # AUTH-1
+
+
+TotpCode = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class TotpEnableBody(Body):
+    code: TotpCode
+
+
+class TotpDisableBody(Body):
+    password: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+    code: TotpCode
 
 
 class SetupBody(Body):

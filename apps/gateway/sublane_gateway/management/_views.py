@@ -17,6 +17,7 @@ def user_view(user: User, group_ids: list[int] | None = None) -> dict[str, Any]:
         "enabled": user.enabled,
         "member_concurrency": user.member_concurrency,
         "rpm": user.rpm,
+        "totp_enabled": user.totp_enabled,  # AUTH-1
         "created_at": user.created_at,
         "updated_at": user.updated_at,
     }

@@ -28,7 +28,7 @@ const NAV = [
 ];
 // Pages for everyone that the header links to rather than the menu.
 const OTHER_PAGES = [
-  {path: "/password", label: "Change password", view: (me) => passwordView(me, (notice) => {
+  {path: "/password", label: "My account", view: (me) => passwordView(me, (notice) => {
     history.replaceState(null, "", "/usage");
     signIn(notice);
   })},
@@ -49,13 +49,29 @@ function signIn(notice) {
   document.getElementById("who").replaceChildren();
   const username = h("input", {name: "username", autocomplete: "username", required: true});
   const password = h("input", {name: "password", type: "password", autocomplete: "current-password", required: true});
+  // AUTH-1: asked for only when the account has two-factor sign-in on (the server says so).
+  const code = h("input", {name: "totp_code", autocomplete: "one-time-code", maxlength: 64, spellcheck: "false"});
+  const codeField = field("Authenticator code (or a recovery code)", code);
+  codeField.hidden = true;
   render("Sign in", typeof notice === "string" ? h("p", {class: "notice", role: "status"}, notice) : null,
     form({class: "panel narrow", "aria-label": "Sign in"}, [
     field("Username", username),
     field("Password", password),
+    codeField,
     h("button", {type: "submit"}, "Sign in"),
   ], async () => {
-    await api("POST", "/api/auth/login", {username: username.value, password: password.value});
+    const body = {username: username.value, password: password.value};
+    if (!codeField.hidden) body.totp_code = code.value.trim();
+    try {
+      await api("POST", "/api/auth/login", body);
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.code === "totp_required") {
+        codeField.hidden = false;
+        code.required = true;
+        code.focus();
+      }
+      throw failure;
+    }
     await start();
   }));
   username.focus();
@@ -81,7 +97,7 @@ async function start() {
   document.getElementById("who").replaceChildren(
     h("span", {class: "user"}, `${me.user.username}`, h("small", {}, ` (${me.user.role})`)),
     h("a", {href: "/password", class: "who-link", "aria-current": location.pathname === "/password" ? "page" : null},
-      "Change password"),
+      "My account"),
     h("button", {type: "button", class: "plain", onclick: signOut}, "Sign out"));
   const links = NAV.filter((group) => !group.admin || me.user.role === "admin").flatMap((group) => group.links)
     .concat(OTHER_PAGES);

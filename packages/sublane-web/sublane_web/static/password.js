@@ -1,5 +1,7 @@
-// Change password (TEAM-2), for everyone: the change signs you out everywhere, this browser too.
+// My account, for everyone: change password (TEAM-2; the change signs you out everywhere, this
+// browser too) and two-factor sign-in (AUTH-1).
 import {api, field, form, h, render, section} from "./lib.js";
+import {totpPanel} from "./totp.js";
 
 export async function passwordView(me, signedOut) {
   const current = h("input", {type: "password", name: "current_password", autocomplete: "current-password", required: true});
@@ -8,7 +10,13 @@ export async function passwordView(me, signedOut) {
   const again = h("input", {type: "password", name: "repeat", autocomplete: "new-password", required: true,
     minlength: 8, maxlength: 128});
   again.addEventListener("input", () => again.setCustomValidity(again.value === next.value ? "" : "The passwords differ."));
-  render("Change password",
+  const twoFactor = h("div", {});
+  async function refreshTotp() {
+    const fresh = await api("GET", "/api/me");
+    twoFactor.replaceChildren(totpPanel(fresh, refreshTotp));
+  }
+  twoFactor.append(totpPanel(me, refreshTotp));
+  render("My account",
     section(`Password of ${me.user.username}`, form({class: "stack narrow", "aria-label": "Change password"}, [
       field("Current password", current),
       field("New password", next, "8 to 128 characters"),
@@ -18,6 +26,6 @@ export async function passwordView(me, signedOut) {
     ], async () => {
       await api("POST", "/api/me/password", {current_password: current.value, new_password: next.value});
       signedOut("Password changed. Sign in with the new one.");
-    })));
+    })), section("Two-factor sign-in", twoFactor));
   current.focus();
 }
