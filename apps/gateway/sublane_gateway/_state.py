@@ -11,6 +11,7 @@ from starlette.requests import HTTPConnection
 
 from sublane_core import Clock, CredentialCipher, Settings
 from sublane_gateway._login_throttle import LoginThrottle
+from sublane_gateway._oidc import OidcProvider
 from sublane_providers import PkcePair
 
 LOGIN_TTL_S = 600.0  # as long as the providers keep an authorization code
@@ -87,6 +88,7 @@ class GatewayState:
     setup_token: str | None = field(default=None, repr=False)
     logins: PendingLogins = field(default_factory=PendingLogins, repr=False)
     login_throttle: LoginThrottle | None = field(default=None, repr=False)  # OPS-4, set by create_app
+    oidc: OidcProvider | None = field(default=None, repr=False)  # AUTH-2, made on first use
 
 
 def gateway_state(connection: HTTPConnection) -> GatewayState:

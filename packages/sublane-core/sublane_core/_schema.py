@@ -45,6 +45,7 @@ class User(SQLModel, table=True):
     """A signed-in person: role ``admin`` or ``member``."""
 
     __tablename__ = "users"
+    __table_args__ = (sa.UniqueConstraint("oidc_issuer", "oidc_subject", name="uq_users_oidc_identity"),)
 
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(max_length=64, sa_column_kwargs={"unique": True})
@@ -60,6 +61,9 @@ class User(SQLModel, table=True):
     totp_secret: bytes | None = None  # the confirmed secret
     totp_pending: bytes | None = None  # set up, not yet confirmed with a code
     totp_last_step: int | None = None  # the newest accepted time step: a code is accepted once
+    # AUTH-2: the OpenID provider's identity this user signs in as (issuer + subject, unique).
+    oidc_issuer: str | None = Field(default=None, max_length=512)
+    oidc_subject: str | None = Field(default=None, max_length=255)
 
 
 class TotpRecoveryCode(SQLModel, table=True):

@@ -161,7 +161,24 @@ class Settings(BaseSettings):
         description="Extra Origin values accepted on mutations (e.g. behind a TLS proxy).",
     )
 
-    @field_validator("trusted_proxies", "allowed_origins", mode="before")
+    # -- single sign-on with OpenID Connect (AUTH-2) -----------------------------------------------
+    oidc_issuer: str | None = Field(
+        None, description="AUTH-2 the OpenID provider's issuer URL (discovery from it); unset: no SSO."
+    )
+    oidc_client_id: str | None = Field(None, description="AUTH-2 SubLane's client id at the provider.")
+    oidc_client_secret: SecretStr | None = Field(None, description="AUTH-2 SubLane's client secret.")
+    oidc_auto_create: bool = Field(
+        False, description="AUTH-2 create an unknown user (a member) on their first SSO sign-in."
+    )
+    oidc_allowed_domains: StringList = Field(
+        default_factory=list, description="AUTH-2 e-mail domains auto-creation accepts; empty: any."
+    )
+    oidc_admin_claim: str = Field("groups", description="AUTH-2 the ID-token claim that can make an admin.")
+    oidc_admin_value: str | None = Field(
+        None, description="AUTH-2 the value of that claim that makes an admin; unset: SSO makes none."
+    )
+
+    @field_validator("trusted_proxies", "allowed_origins", "oidc_allowed_domains", mode="before")
     @classmethod
     def _read_list(cls, value: object) -> object:
         return _list_of_strings(value)

@@ -44,6 +44,15 @@ function navigation(me) {
         h("a", {href: link.path, "aria-current": link.path === current ? "page" : null}, link.label))))));
 }
 
+const SSO_ERRORS = {
+  sso_no_account: "There is no SubLane user for you yet: ask an admin.",
+  sso_domain_not_allowed: "Your e-mail's domain may not sign in here.",
+  sso_no_verified_email: "Your identity provider did not confirm your e-mail.",
+  sso_user_disabled: "Your SubLane user is disabled.",
+  sso_expired: "The sign-in took too long, or started in another browser: try again.",
+  sso_denied: "The sign-in was refused at your identity provider.",
+};
+
 function signIn(notice) {
   document.getElementById("nav").replaceChildren();
   document.getElementById("who").replaceChildren();
@@ -53,6 +62,15 @@ function signIn(notice) {
   const code = h("input", {name: "totp_code", autocomplete: "one-time-code", maxlength: 64, spellcheck: "false"});
   const codeField = field("Authenticator code (or a recovery code)", code);
   codeField.hidden = true;
+  const sso = h("div", {class: "sso"});
+  api("GET", "/api/auth/methods").then((methods) => {  // AUTH-2: offered when configured
+    if (methods && methods.oidc) {
+      sso.replaceChildren(h("p", {class: "muted"}, "or"),
+        h("a", {href: "/api/auth/oidc/start", class: "button"}, "Sign in with SSO"));
+    }
+  }).catch(() => null);
+  const ssoError = new URLSearchParams(location.search).get("sso_error");
+  if (ssoError && typeof notice !== "string") notice = `Single sign-on did not work (${ssoError}). ${SSO_ERRORS[ssoError] || ""}`;
   render("Sign in", typeof notice === "string" ? h("p", {class: "notice", role: "status"}, notice) : null,
     form({class: "panel narrow", "aria-label": "Sign in"}, [
     field("Username", username),
@@ -73,7 +91,7 @@ function signIn(notice) {
       throw failure;
     }
     await start();
-  }));
+  }), sso);
   username.focus();
 }
 
