@@ -1092,3 +1092,32 @@ def test_auth_2_sign_in_with_sso_through_the_providers_page(
         expect(page.get_by_role("button", name="Sign out")).to_be_visible()
         expect(page.locator("#who")).to_contain_text("ivy@example.org")
         assert page.url.endswith("/requests")
+
+
+# --- AUTH-3: a key's client networks in the web views ------------------------------------------------
+
+
+def test_auth_3_a_key_limited_to_client_networks_from_the_keys_page(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/keys")
+    create = page.get_by_role("form", name="Create a key")
+    create.get_by_label("Key name").fill("office-only")
+    create.get_by_label("Client networks (optional)").fill("10.0.0.0/8, 2001:db8::/32")
+    create.get_by_role("button", name="Create key").click()
+    secret = page.locator(".secret-value").inner_text()
+    mine = page.get_by_role("region", name="Your keys")
+    row = mine.locator("tr", has_text="office-only")
+    expect(row.locator(".networks")).to_have_text("10.0.0.0/8, 2001:db8::/32")
+    refused = pool.client(secret).post("/v1/responses", json=BODY)  # from 127.0.0.1
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "ip_not_allowed"
+    _shoot(page, "keys-networks")
+    page.once("dialog", lambda dialog: dialog.accept("127.0.0.0/8"))
+    row.get_by_role("button", name="Client networks of office-only").click()
+    expect(row.locator(".networks")).to_have_text("127.0.0.0/8")
+    assert pool.client(secret).post("/v1/responses", json=BODY).status_code == 200
+    page.once("dialog", lambda dialog: dialog.accept("not-a-network"))
+    row.get_by_role("button", name="Client networks of office-only").click()
+    expect(page.locator("#status")).to_contain_text("Not changed")
+    expect(row.locator(".networks")).to_have_text("127.0.0.0/8")

@@ -6,7 +6,8 @@ function keysTable(items, {withOwner, revokePath}, reload) {
   return h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": withOwner ? "All keys" : "Your keys"},
     h("table", {},
       h("thead", {}, h("tr", {},
-        ["Name", withOwner && "Member", "Group", "Key", "State", "Created", "Expires", ""].filter((x) => x !== false)
+        ["Name", withOwner && "Member", "Group", "Key", "State", "Client networks", "Created", "Expires", ""]
+          .filter((x) => x !== false)
           .map((label) => h("th", {scope: "col"}, label)))),
       h("tbody", {}, items.map((key) => h("tr", {"data-key-id": key.id},
         h("td", {}, key.name),
@@ -14,16 +15,36 @@ function keysTable(items, {withOwner, revokePath}, reload) {
         h("td", {}, key.group_name ?? key.group_id),
         h("td", {class: "mono"}, key.hint || DASH),
         h("td", {}, h("span", {class: `badge key-${key.state}`}, key.state)),
+        h("td", {class: "mono networks"}, (key.allowed_ips || []).length ? key.allowed_ips.join(", ") : "any"),
         h("td", {}, formatTime(key.created_at)),
         h("td", {}, key.expires_at ? formatTime(key.expires_at) : "never"),
-        h("td", {}, key.state === "revoked" ? "" : h("button", {type: "button", class: "danger",
+        h("td", {}, key.state === "revoked" ? "" : [h("button", {type: "button", class: "secondary",
+          "aria-label": `Client networks of ${key.name}`,
+          onclick: async () => {  // AUTH-3: where the key may be used from
+            const answer = window.prompt(
+              `Client networks of ${key.name}: addresses or CIDR networks, comma-separated; empty for any.`,
+              (key.allowed_ips || []).join(", "));
+            if (answer === null) return;
+            try {
+              await api("PATCH", revokePath(key), {allowed_ips: networks(answer)});
+            } catch (failure) {
+              announce(`Not changed: ${failure.message}`);
+              return;
+            }
+            announce(`Client networks of ${key.name} saved.`);
+            await reload();
+          }}, "Networks"), " ", h("button", {type: "button", class: "danger",
           "aria-label": `Revoke ${key.name}`,
           onclick: async () => {
             if (!window.confirm(`Revoke the key ${key.name}? Clients using it stop working at once.`)) return;
             await api("DELETE", revokePath(key));
             announce(`Key ${key.name} revoked.`);
             await reload();
-          }}, "Revoke")))))));
+          }}, "Revoke")]))))));
+}
+
+function networks(text) {
+  return text.split(/[\s,]+/).map((entry) => entry.trim()).filter(Boolean);
 }
 
 export async function keysView(me) {
@@ -52,14 +73,18 @@ export async function keysView(me) {
   const name = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
   const group = h("select", {name: "group_id", required: true}, me.groups.map((g) => option(g.id, g.name)));
   const expires = h("input", {type: "date", name: "expires"});
+  const allowed = h("input", {name: "allowed_ips", autocomplete: "off", spellcheck: "false",
+    placeholder: "10.0.0.0/8, 2001:db8::/32"});
   const create = form({class: "inline", "aria-label": "Create a key"}, [
     field("Key name", name),
     field("Group", group),
     field("Expires (optional)", expires),
+    field("Client networks (optional)", allowed),
     h("button", {type: "submit"}, "Create key"),
   ], async (el) => {
     const expiresAt = expires.value ? Math.floor(new Date(`${expires.value}T23:59:59`).getTime() / 1000) : null;
-    const key = await api("POST", "/api/me/keys", {name: name.value, group_id: Number(group.value), expires_at: expiresAt});
+    const key = await api("POST", "/api/me/keys",
+      {name: name.value, group_id: Number(group.value), expires_at: expiresAt, allowed_ips: networks(allowed.value)});
     el.reset();
     showSecret(key, null);
     announce(`Key ${key.name} created.`);
