@@ -1121,3 +1121,31 @@ def test_auth_3_a_key_limited_to_client_networks_from_the_keys_page(
     row.get_by_role("button", name="Client networks of office-only").click()
     expect(page.locator("#status")).to_contain_text("Not changed")
     expect(row.locator(".networks")).to_have_text("127.0.0.0/8")
+
+
+# --- BULK-1/2: the accounts page exports and imports bundles -----------------------------------------
+
+
+def test_bulk_1_2_export_and_import_buttons_on_the_accounts_page(
+    make_pool: Callable[..., Pool], open_context: Any, tmp_path: Path
+) -> None:
+    pool = make_pool(accounts=1)
+    page = _admin_page(pool, open_context, "/accounts")
+    export = page.get_by_role("form", name="Export accounts")
+    export.get_by_label("Passphrase").fill("a long enough passphrase")
+    with page.expect_download() as download:
+        export.get_by_role("button", name="Export all accounts").click()
+    bundle = tmp_path / "accounts.bundle"
+    download.value.save_as(bundle)
+    assert bundle.read_bytes().startswith(b"SUBLANE-BUNDLE")
+    assert pool.admin.delete(f"/api/accounts/{pool.account_ids[0]}").status_code == 204
+    importer = page.get_by_role("form", name="Import a bundle")
+    importer.get_by_label("Bundle file").set_input_files(str(bundle))
+    importer.get_by_label("Its passphrase").fill("the wrong passphrase")
+    importer.get_by_role("button", name="Import accounts").click()
+    expect(importer.get_by_role("alert")).to_contain_text("bad_bundle")
+    importer.get_by_label("Its passphrase").fill("a long enough passphrase")
+    importer.get_by_role("button", name="Import accounts").click()
+    expect(importer.locator(".bundle-result")).to_contain_text("Imported 1: codex-1")
+    _shoot(page, "accounts-bundles")
+    assert [account["name"] for account in pool.admin.get("/api/accounts").json()["items"]] == ["codex-1"]

@@ -24,6 +24,10 @@ from sublane_gateway.pipeline._networks import in_networks, networks_of
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_MANAGEMENT_BODY = 1 << 20  # 1 MiB: credential files are a few KiB
+#: The one upload (BULK-2, an account bundle): multipart, and only with this server's own
+#: ``Origin`` — a cross-site form cannot send that, so the form content type opens no CSRF door.
+UPLOAD_PATHS = frozenset({"/api/accounts/import-bundle"})
+MAX_UPLOAD_BODY = 17 << 20
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -49,6 +53,10 @@ def normalized_origin(origin: str) -> str | None:
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _is_multipart(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == "multipart/form-data"
 
 
 class MutationGuard:
@@ -97,11 +105,12 @@ class MutationGuard:
         content_type = _header(scope, b"content-type")
         length = _header(scope, b"content-length")
         has_body = _header(scope, b"transfer-encoding") is not None or (length not in (None, "0"))
-        if (content_type is not None or has_body) and not _is_json(content_type or ""):
+        upload = scope["path"] in UPLOAD_PATHS and origin is not None and _is_multipart(content_type or "")
+        if (content_type is not None or has_body) and not _is_json(content_type or "") and not upload:
             return "unsupported_media_type"
         if length is not None:
             try:
-                too_large = int(length) > MAX_MANAGEMENT_BODY
+                too_large = int(length) > (MAX_UPLOAD_BODY if upload else MAX_MANAGEMENT_BODY)
             except ValueError:
                 return "invalid_request"
             if too_large:

@@ -96,6 +96,13 @@ class GroupAccounts(Body):
     account_ids: list[Id] = Field(max_length=10_000)
 
 
+class BundleExport(Body):
+    """BULK-1: which accounts (``null``: all) and the passphrase (12–256 characters) of the bundle."""
+
+    passphrase: Annotated[str, StringConstraints(min_length=12, max_length=256)]
+    account_ids: list[Id] | None = Field(default=None, max_length=10_000)
+
+
 class AliasEntry(Body):
     alias: ModelId
     model: ModelId

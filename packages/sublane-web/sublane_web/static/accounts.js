@@ -1,4 +1,5 @@
 // Accounts (WEB-1) and Scheduling settings (WEB-2): live account cards over GET /api/accounts/runtime.
+import {bundlesSection} from "./bundles.js";
 import {announce, api, DASH, field, form, formatLeft, formatTime, h, option, render, section} from "./lib.js";
 
 const POLL_MS = 2000;
@@ -243,7 +244,8 @@ async function addAccount(onAdded) {
 
 export async function accountsView() {
   const cards = liveCards(null);
-  render("Accounts", cards.element, await addAccount(() => cards.refresh(true)));
+  render("Accounts", cards.element, await addAccount(() => cards.refresh(true)),
+    bundlesSection(() => cards.refresh(true)));
   await cards.refresh(true);
   cards.poll();
 }
