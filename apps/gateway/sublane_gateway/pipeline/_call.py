@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sublane_core import Clock, Outcome, bind_request_id, signals
 from sublane_gateway.pipeline._keys import Principal
 from sublane_providers import StreamState
 from sublane_scheduler import Grant
+
+if TYPE_CHECKING:
+    from sublane_gateway.pipeline._tracing import Tracing
 
 
 @dataclass(slots=True)
@@ -41,6 +45,11 @@ class ModelCall:
     #: The alias the client asked for, when ``model`` is what it stands for (ALIAS-1): recorded as
     #: the call's ``model``, with ``model`` as its ``served_model``.
     requested_model: str | None = None
+    # OPS-12, noted only while tracing is on: when a slot was granted and the upstream answered
+    tracing: Tracing | None = None
+    trace_headers: dict[str, str] | None = None  # the client's traceparent/tracestate
+    granted_at: float | None = None
+    accepted_at: float | None = None
 
     @classmethod
     def start(
@@ -77,6 +86,15 @@ class ModelCall:
         """The call holds ``grant``'s slot from now on."""
         self.grant, self.routing = grant, grant.routing
         self.provider, self.account_id = grant.account.provider, grant.account.id
+        if self.tracing is not None and self.granted_at is None:
+            self.granted_at = self.clock.monotonic()
+
+    def trace(self, tracing: Tracing | None, headers: Mapping[str, str]) -> None:
+        """Trace this call (OPS-12), as a child of the client's ``traceparent`` when it sent one."""
+        if tracing is not None:
+            self.tracing = tracing
+            found = {name: headers[name] for name in ("traceparent", "tracestate") if name in headers}
+            self.trace_headers = found or None
 
     def note_attempt(self, error_code: str) -> None:
         """The current attempt failed with ``error_code`` and the request moved on (FAIL-2): what it
@@ -105,6 +123,14 @@ class ModelCall:
         if signals.request_finished.has_receivers:
             self._report(outcome, error_code)
         self._report_upstream(outcome, error_code)
+        if self.tracing is not None:
+            usage = self.state.usage
+            tokens = (
+                (usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+                if usage
+                else (None, None, None)
+            )
+            self.tracing.record(self, self.clock.monotonic(), str(outcome), error_code, tokens)
         if self.grant is not None:
             self.grant.release(str(outcome))
         return True

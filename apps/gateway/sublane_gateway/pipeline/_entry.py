@@ -25,7 +25,7 @@ from sublane_core import (
 )
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
-from sublane_gateway.pipeline._failover import fails_over, move_on
+from sublane_gateway.pipeline._failover import attempt_code, fails_over, move_on
 from sublane_gateway.pipeline._group_models import aliased
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import has_level, resolve_level_suffix
@@ -119,6 +119,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         spec.arrived,
     )
     call.requested_model = requested
+    call.trace(runtime.tracing, spec.headers)
     listing = await providers_listing(runtime, principal, model, providers)
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
         call.provider, call.account_id = listing.provider, listing.account_id
@@ -213,7 +214,7 @@ async def _open(
                     runtime,
                     call,
                     grant,
-                    _attempt_code(error),
+                    attempt_code(error),
                     selection_recheck(runtime, principal, call.model),
                     providers=providers,
                     conversation_key=key,
@@ -232,10 +233,6 @@ async def _open(
         except BaseException:
             call.finish(Outcome.CANCELED, "client_canceled")
             raise
-
-
-def _attempt_code(error: SubLaneError | UpstreamRefused) -> str:
-    return error.failure.code if isinstance(error, UpstreamRefused) else error.code
 
 
 async def _attempt(
@@ -274,6 +271,8 @@ async def _attempt(
 
     response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
     call.upstream_status = response.status_code
+    if call.tracing is not None:
+        call.accepted_at = runtime.clock.monotonic()
     _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
     return response, adapter, upstream
 

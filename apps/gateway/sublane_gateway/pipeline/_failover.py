@@ -27,7 +27,7 @@ from sublane_gateway.pipeline._send import Unreached, UpstreamRefused
 from sublane_providers import FailureKind, UpstreamFailure
 from sublane_scheduler import Grant
 
-__all__ = ["fails_over", "move_on", "moves_on_failure"]
+__all__ = ["attempt_code", "fails_over", "move_on", "moves_on_failure"]
 
 _ACCOUNT_FAILURES = frozenset(
     {
@@ -57,6 +57,11 @@ def moves_on_failure(failure: UpstreamFailure) -> bool:
     if failure.kind in _ACCOUNT_FAILURES:
         return True
     return failure.kind is FailureKind.TRANSIENT and failure.status >= 500
+
+
+def attempt_code(error: SubLaneError | UpstreamRefused) -> str:
+    """The code an attempt that ended with ``error`` is noted with (FAIL-2)."""
+    return error.failure.code if isinstance(error, UpstreamRefused) else error.code
 
 
 def fails_over(error: BaseException) -> bool:

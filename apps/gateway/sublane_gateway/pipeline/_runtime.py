@@ -25,6 +25,7 @@ from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_gateway.pipeline._serving import ServingProviders
+from sublane_gateway.pipeline._tracing import Tracing, tracing_from_environment
 from sublane_history import TokenBudgets
 from sublane_providers import (
     AliasesModels,
@@ -74,6 +75,7 @@ class ClientRuntime:
     aliases: GroupAliases  # ALIAS-1: every group's model aliases
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
+    tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)
@@ -186,6 +188,8 @@ class ClientRuntime:
         self._disconnects.clear()
         if self.quota is not None:
             await self.quota.close()  # running reads end; queued writes finish
+        if self.tracing is not None:
+            self.tracing.shutdown()  # the last spans are exported
         await self.http.aclose()
 
 
@@ -284,6 +288,7 @@ def build_runtime(
         },
         quota=quota,
         aliases=GroupAliases(engine, default_aliases(adapters.values())),
+        tracing=tracing_from_environment(),
     )
 
 

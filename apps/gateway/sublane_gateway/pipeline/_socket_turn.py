@@ -29,7 +29,7 @@ from typing import Any
 
 from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol, new_request_id, signals
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._failover import fails_over, move_on, moves_on_failure
+from sublane_gateway.pipeline._failover import attempt_code, fails_over, move_on, moves_on_failure
 from sublane_gateway.pipeline._group_models import aliased
 from sublane_gateway.pipeline._hub_turn import (
     AttemptFailed,
@@ -44,7 +44,7 @@ from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import check_policy, schedule, selection_recheck, split_model
-from sublane_gateway.pipeline._send import UpstreamRefused, report_refusal
+from sublane_gateway.pipeline._send import report_refusal
 from sublane_protocols import body_field_problem, read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
@@ -115,10 +115,7 @@ def _turn_error(error: HubTurnError) -> TurnError:
 
 
 def _failed_code(failed: TurnError | AttemptFailed) -> str:
-    if isinstance(failed, TurnError):
-        return failed.code
-    error = failed.error
-    return error.failure.code if isinstance(error, UpstreamRefused) else error.code
+    return failed.code if isinstance(failed, TurnError) else attempt_code(failed.error)
 
 
 def frame_type(text: str) -> str | None:
@@ -214,6 +211,7 @@ class SocketTurns:
             runtime.clock, runtime, new_request_id(), principal, model, "responses_ws", "responses"
         )
         call.requested_model = requested
+        call.trace(runtime.tracing, self.headers)
         request_id = None if prewarm else call.request_id
         try:
             check_policy(principal, model)
