@@ -14,12 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, select
 
 from sublane_core import (
     CredentialKeyError,
     Settings,
-    TotpRecoveryCode,
     User,
     configure_logging,
     create_db_engine,
@@ -216,6 +215,7 @@ def _reset_password(settings: Settings, username: str) -> None:
 
 
 def _reset_totp(settings: Settings, username: str) -> None:
+    from sublane_gateway._totp import clear_totp
     from sublane_gateway.management._audit import record_action
 
     engine = create_db_engine(settings.effective_database_url)
@@ -225,14 +225,7 @@ def _reset_totp(settings: Settings, username: str) -> None:
             user = db.exec(select(User).where(col(User.username) == username)).first()
             if user is None or user.id is None:
                 raise SystemExit(f"sublane: no user named {username!r}")
-            user.totp_enabled, user.totp_secret, user.totp_pending, user.totp_last_step = (
-                False,
-                None,
-                None,
-                None,
-            )
-            db.exec(delete(TotpRecoveryCode).where(col(TotpRecoveryCode.user_id) == user.id))
-            db.add(user)
+            clear_totp(db, user)
             record_action(
                 db, actor=None, action="user.totp_reset", object_id=user.id, summary={"via": "shell"}
             )

@@ -115,3 +115,10 @@ def consume_code(db: Session, cipher: CredentialCipher, user_id: int, code: str,
     )
     db.commit()
     return "recovery" if spent.rowcount == 1 else None
+
+
+def clear_totp(db: Session, user: User) -> None:
+    """Turn the user's TOTP off: secrets, the newest step and the recovery codes go (the caller commits)."""
+    user.totp_enabled, user.totp_secret, user.totp_pending, user.totp_last_step = False, None, None, None
+    db.exec(delete(TotpRecoveryCode).where(col(TotpRecoveryCode.user_id) == user.id))
+    db.add(user)

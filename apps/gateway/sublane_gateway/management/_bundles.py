@@ -33,6 +33,7 @@ from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._audit import record_action
 from sublane_gateway.management._models import BundleExport
+from sublane_gateway.management._names import free_name
 from sublane_gateway.pipeline import client_runtime
 
 router = APIRouter(tags=["accounts"])
@@ -174,7 +175,7 @@ def _import(
             if not isinstance(entry.get("credentials"), dict):
                 skipped.append({"name": name, "reason": "invalid_entry"})
                 continue
-            final = _free_name(name[:64], taken)
+            final = free_name(name, taken, 64)
             taken.add(final.lower())
             found = entry.get("identity")
             identity: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -229,16 +230,6 @@ def _import(
         for account in created:
             db.refresh(account)
     return imported, skipped, created
-
-
-def _free_name(name: str, taken: set[str]) -> str:
-    if name.lower() not in taken:
-        return name
-    for number in range(2, 10_000):
-        candidate = f"{name[:58]}-{number}"
-        if candidate.lower() not in taken:
-            return candidate
-    raise SubLaneError("name_taken")
 
 
 def _text(value: object, limit: int) -> str | None:

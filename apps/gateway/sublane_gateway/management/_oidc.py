@@ -36,6 +36,7 @@ from sublane_gateway._proxy import external_host, external_scheme
 from sublane_gateway._sessions import start_session
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._audit import record_action
+from sublane_gateway.management._names import free_name
 
 router = APIRouter(tags=["sign-in"])
 _log = logging.getLogger("sublane.sso")
@@ -167,7 +168,8 @@ def _created(db: Session, state: GatewayState, issuer: str, subject: str, email:
     domain = email.rsplit("@", 1)[1].lower()
     if settings.oidc_allowed_domains and domain not in {d.lower() for d in settings.oidc_allowed_domains}:
         raise OidcError("sso_domain_not_allowed")
-    username = _free_username(db, email[:64])
+    taken = {name.lower() for name in db.exec(select(User.username)).all()}
+    username = free_name(email, taken, 64)
     user = create_user(
         db,
         state,
@@ -181,14 +183,3 @@ def _created(db: Session, state: GatewayState, issuer: str, subject: str, email:
         db, actor=user, action="user.create", object_id=user.id, summary={"username": username, "via": "sso"}
     )
     return user
-
-
-def _free_username(db: Session, wanted: str) -> str:
-    taken = {name.lower() for name in db.exec(select(User.username)).all()}
-    if wanted.lower() not in taken:
-        return wanted
-    for number in range(2, 10_000):
-        candidate = f"{wanted[:58]}-{number}"
-        if candidate.lower() not in taken:
-            return candidate
-    raise OidcError("sso_no_account", "no free username")

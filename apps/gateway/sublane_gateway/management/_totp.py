@@ -17,6 +17,7 @@ from sublane_gateway._passwords import verify_password
 from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway._totp import (
+    clear_totp,
     consume_code,
     matching_step,
     new_recovery_codes,
@@ -37,12 +38,6 @@ router = APIRouter(tags=["sign-in"])
 def _invalid() -> SubLaneError:
     """A wrong code on a signed-in route: 400, so the page does not read it as a lost session."""
     return SubLaneError("invalid_totp", status=400)
-
-
-def _clear(db: DbSession, user: User) -> None:
-    user.totp_enabled, user.totp_secret, user.totp_pending, user.totp_last_step = False, None, None, None
-    db.exec(delete(TotpRecoveryCode).where(col(TotpRecoveryCode.user_id) == user.id))
-    db.add(user)
 
 
 @router.post("/api/me/totp/setup")
@@ -98,7 +93,7 @@ def disable(body: TotpDisableBody, request: Request, user: CurrentUser, db: DbSe
     if consume_code(db, state.cipher, user.id, body.code, state.clock.time()) is None:
         raise _invalid()
     db.refresh(user)
-    _clear(db, user)
+    clear_totp(db, user)
     user.updated_at = state.clock.time()
     audit(db, request, user, "user.totp_disable", user.id)
     db.commit()
@@ -109,7 +104,7 @@ def reset(user_id: PathId, request: Request, admin: AdminUser, db: DbSession) ->
     """An admin turns a user's TOTP off (a lost phone: docs/security.md); they sign in with their
     password alone until they set it up again."""
     user: User = get_or_404(db, User, user_id, "user")
-    _clear(db, user)
+    clear_totp(db, user)
     user.updated_at = gateway_state(request).clock.time()
     audit(db, request, admin, "user.totp_reset", user_id, username=user.username)
     db.commit()
