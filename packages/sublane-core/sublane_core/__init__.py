@@ -63,6 +63,8 @@ from sublane_core._schema import (
     UsageDay,
     UsageHour,
     User,
+    Webhook,
+    WebhookDelivery,
     WebSession,
 )
 from sublane_core._settings import Settings, settings_help
@@ -107,6 +109,8 @@ __all__ = [
     "ResourceGroup",
     "User",
     "WebSession",
+    "Webhook",
+    "WebhookDelivery",
     # schema: team controls
     "BUDGET_PERIODS",
     "NO_GROUP",

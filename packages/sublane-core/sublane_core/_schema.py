@@ -333,6 +333,53 @@ class AuditEntry(SQLModel, table=True):
     summary: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
 
 
+# -- alerts (ALERT) --------------------------------------------------------------------------------
+
+
+class Webhook(SQLModel, table=True):
+    """Where alerts go (ALERT-1): a URL, the events it wants (``["*"]``: all), its format, and its
+    signing secret sealed with the credential key (shown once, when it is made)."""
+
+    __tablename__ = "webhooks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    url: str = Field(max_length=2048)
+    events: list[str] = Field(default_factory=list, sa_column=sa.Column(sa.JSON, nullable=False))
+    format: str = Field(default="json", max_length=8)
+    enabled: bool = True
+    secret: bytes = Field(sa_type=sa.LargeBinary)
+    created_at: float
+    updated_at: float
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """One event for one webhook in the durable outbox (ALERT-4), until delivered or given up.
+
+    ``event_id`` is the ``X-SubLane-Delivery`` header: the same on every retry, for de-duplication.
+    ``payload`` is the JSON body as sent; it never holds a credential, token, prompt or e-mail.
+    """
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        sa.Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    webhook_id: int = Field(
+        sa_column=sa.Column(sa.Integer, sa.ForeignKey("webhooks.id", ondelete="CASCADE"), index=True)
+    )
+    event_id: str = Field(max_length=40)
+    event: str = Field(max_length=64)
+    payload: str = Field(sa_type=sa.Text)
+    status: str = Field(default="pending", max_length=16)  # pending | delivered | failed
+    attempts: int = 0
+    last_status: int | None = None
+    last_error: str | None = Field(default=None, max_length=64)
+    next_attempt_at: float
+    created_at: float
+
+
 # -- team controls (TEAM) -------------------------------------------------------------------------
 
 BUDGET_PERIODS = ("day", "month")

@@ -161,6 +161,13 @@ class Settings(BaseSettings):
         description="Extra Origin values accepted on mutations (e.g. behind a TLS proxy).",
     )
 
+    alert_retry_s: float = Field(
+        10, gt=0, le=3600, description="ALERT-4 first retry of a webhook delivery; it doubles up to an hour."
+    )
+    workspace_name: str = Field(
+        "SubLane", min_length=1, max_length=64, description="ALERT-2 the workspace alerts name."
+    )
+
     # -- single sign-on with OpenID Connect (AUTH-2) -----------------------------------------------
     oidc_issuer: str | None = Field(
         None, description="AUTH-2 the OpenID provider's issuer URL (discovery from it); unset: no SSO."

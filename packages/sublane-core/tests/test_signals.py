@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import logging
 
 import pytest
@@ -103,11 +104,16 @@ def test_a_new_sender_never_gets_the_receivers_of_a_dead_one() -> None:
     signals.lease_released.connect(lambda p: seen.append(p.request_id), sender=dead)
     signals.lease_released.send(_released("before"), sender=dead)
     del dead  # blinker lets go of its receivers; its id may now be reused by the next object
+    gc.collect()
     reused = False
-    for _ in range(200):
+    keep: list[_Sender] = []  # objects that did not land on the freed address stay alive, so the
+    for _ in range(20_000):  # allocator moves on until one does (the free slot is reused sooner or later)
         stranger = _Sender()
-        reused = reused or id(stranger) == dead_id
+        reused = id(stranger) == dead_id
         signals.lease_released.send(_released("stranger"), sender=stranger)
-        del stranger
+        if reused:
+            break
+        keep.append(stranger)
+    del keep
     assert seen == ["before"]
     assert reused  # CPython hands the freed memory out again: the case this test is about

@@ -25,6 +25,7 @@ from sublane_gateway.management import (
     _totp,
     _usage,
     _users,
+    _webhooks,
 )
 
 router = APIRouter()
@@ -45,6 +46,7 @@ for _module in (
     _oauth,
     _providers,
     _audit,
+    _webhooks,
 ):
     router.include_router(_module.router)
 for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL

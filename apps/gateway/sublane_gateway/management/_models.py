@@ -96,6 +96,26 @@ class GroupAccounts(Body):
     account_ids: list[Id] = Field(max_length=10_000)
 
 
+WebhookUrl = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2048)]
+EventName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class WebhookCreate(Body):
+    """ALERT-1."""
+
+    url: WebhookUrl
+    events: list[EventName] = Field(default_factory=lambda: ["*"], max_length=32)
+    format: Literal["json", "slack"] = "json"
+    enabled: bool = True
+
+
+class WebhookUpdate(Body):
+    url: WebhookUrl | None = None
+    events: list[EventName] | None = Field(default=None, max_length=32)
+    format: Literal["json", "slack"] | None = None
+    enabled: bool | None = None
+
+
 class BundleExport(Body):
     """BULK-1: which accounts (``null``: all) and the passphrase (12–256 characters) of the bundle."""
 

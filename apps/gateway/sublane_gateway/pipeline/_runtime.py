@@ -16,10 +16,13 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.to_thread
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 from starlette.requests import HTTPConnection
 
 from sublane_core import Clock, CredentialCipher, Settings, signals
+from sublane_gateway.pipeline._alerts import Deliverer, enqueue
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
@@ -76,6 +79,9 @@ class ClientRuntime:
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
+    alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
+    engine: Engine | None = None  # for the alert outbox
+    _alerted_until: dict[tuple[int, str | None], float] = field(default_factory=dict)
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)
@@ -87,6 +93,38 @@ class ClientRuntime:
         if self.quota is not None:
             await self.quota.start()  # QUOTA-8: observations survive a restart
         self.connect_signals()
+        if self.alerts is not None:
+            self.alerts.start()
+
+    def _account_ref(self, account_id: int) -> dict[str, Any]:
+        """An account as alerts name it: id and name (never an e-mail, ALERT-2)."""
+        account = self.directory.get(account_id)
+        return {"id": account_id, "name": account.name if account is not None else None}
+
+    def _alert(self, event: str, data: dict[str, Any]) -> None:
+        """Queue an alert about in-memory state, right after it changed (ALERT-4), off the request's
+        path: the outbox row is written by a worker thread."""
+        alerts = self.alerts
+        if alerts is None or self._loop is None:
+            return
+        engine, workspace, now = self.engine, self.settings.workspace_name, self.clock.time()
+
+        def write() -> None:
+            with Session(engine) as db:
+                enqueue(db, workspace, event, data, now)
+                db.commit()
+
+        async def queue() -> None:
+            await anyio.to_thread.run_sync(write)
+            alerts.poke()
+
+        self._background(queue())
+
+    def poke_alerts(self) -> None:
+        """Events were queued (from any thread): deliver them now, not at the next poll."""
+        alerts = self.alerts
+        if alerts is not None:
+            self._on_loop(alerts.poke)
 
     def _on_loop(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` on the event loop: management routes send signals from worker threads."""
@@ -142,13 +180,30 @@ class ClientRuntime:
 
             self._on_loop(apply)
 
-        def on_rejected(_payload: signals.CredentialsRejected) -> None:
+        def on_rejected(payload: signals.CredentialsRejected) -> None:
             self._on_loop(self.directory.invalidate)  # its stored auth state changed
+            if payload.reauth_required:  # ALERT-2
+                data = {"account": self._account_ref(payload.account_id), "reason": payload.reason}
+                self._on_loop(lambda: self._alert("account.reauth_required", data))
+
+        def on_rate_limited(payload: signals.UpstreamRateLimited) -> None:
+            now = self.clock.time()
+            key = (payload.account_id, payload.model)
+            if self._alerted_until.get(key, 0.0) > now:
+                return  # this cooldown was told already
+            wait = payload.retry_after_s or self.settings.cooldown_fallback_s
+            self._alerted_until[key] = now + wait
+            data: dict[str, Any] = {"account": self._account_ref(payload.account_id), "retry_after_s": wait}
+            if payload.model is None:
+                self._alert("account.cooling", dict(data, reason=payload.reason))
+            else:
+                self._alert("model.limited", dict(data, model=payload.model))
 
         if self.quota is not None:  # response headers and stream events (QUOTA-2)
             self._disconnects.append(signals.quota_observed.connect(self.quota.observe, sender=self))
         self._disconnects += [
             signals.credentials_rejected.connect(on_rejected),
+            signals.upstream_rate_limited.connect(on_rate_limited, sender=self),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
@@ -190,6 +245,8 @@ class ClientRuntime:
             await self.quota.close()  # running reads end; queued writes finish
         if self.tracing is not None:
             self.tracing.shutdown()  # the last spans are exported
+        if self.alerts is not None:
+            await self.alerts.close()  # pending deliveries stay in the outbox for the next start
         await self.http.aclose()
 
 
@@ -289,6 +346,8 @@ def build_runtime(
         quota=quota,
         aliases=GroupAliases(engine, default_aliases(adapters.values())),
         tracing=tracing_from_environment(),
+        alerts=Deliverer(engine, cipher, clock, settings.alert_retry_s),
+        engine=engine,
     )
 
 

@@ -1,0 +1,167 @@
+"""Webhooks (ALERT-1, ALERT-4): admins register where alerts go, see their deliveries, send a test.
+
+The signing secret is made here, shown once (in the creation answer) and stored sealed with the
+credential key; no answer, log or audit entry carries it afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Request
+from sqlmodel import col, func, select
+
+from sublane_core import SubLaneError, Webhook, WebhookDelivery
+from sublane_gateway._sessions import AdminUser, DbSession
+from sublane_gateway._state import gateway_state
+from sublane_gateway.management._audit import audit
+from sublane_gateway.management._ids import get_or_404
+from sublane_gateway.management._models import PathId, WebhookCreate, WebhookUpdate
+from sublane_gateway.pipeline import client_runtime
+from sublane_gateway.pipeline._alerts import EVENTS, enqueue, new_secret
+
+router = APIRouter(tags=["alerts"])
+MAX_WEBHOOKS = 16
+PAGE = 50
+
+
+def _view(hook: Webhook) -> dict[str, Any]:
+    return {
+        "id": hook.id,
+        "url": hook.url,
+        "events": hook.events,
+        "format": hook.format,
+        "enabled": hook.enabled,
+        "created_at": hook.created_at,
+        "updated_at": hook.updated_at,
+    }
+
+
+def _checked_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SubLaneError("invalid_request", "A webhook URL is http:// or https://.")
+    return url
+
+
+def _checked_events(events: list[str]) -> list[str]:
+    if events == ["*"]:
+        return events
+    unknown = sorted(set(events) - set(EVENTS))
+    if unknown or not events:
+        raise SubLaneError("invalid_request", f"Unknown events: {', '.join(unknown) or 'none given'}.")
+    return sorted(set(events))
+
+
+@router.get("/api/webhooks")
+def list_webhooks(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Every webhook (never its secret)."""
+    return {"items": [_view(hook) for hook in db.exec(select(Webhook).order_by(col(Webhook.id))).all()]}
+
+
+@router.post("/api/webhooks", status_code=201)
+def add_webhook(body: WebhookCreate, request: Request, admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Register a webhook; the answer's ``secret`` signs its deliveries and is shown only now."""
+    if db.exec(select(func.count()).select_from(Webhook)).one() >= MAX_WEBHOOKS:
+        raise SubLaneError("webhook_limit_reached")
+    state = gateway_state(request)
+    now = state.clock.time()
+    secret = new_secret()
+    hook = Webhook(
+        url=_checked_url(body.url),
+        events=_checked_events(body.events),
+        format=body.format,
+        enabled=body.enabled,
+        secret=state.cipher.encrypt({"secret": secret}),
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(hook)
+    db.flush()
+    audit(db, request, admin, "webhook.create", hook.id, url=hook.url, events=hook.events, format=hook.format)
+    db.commit()
+    return {**_view(hook), "secret": secret}
+
+
+@router.patch("/api/webhooks/{webhook_id}")
+def update_webhook(
+    webhook_id: PathId, body: WebhookUpdate, request: Request, admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Change a webhook's URL, events, format or enabled flag."""
+    hook: Webhook = get_or_404(db, Webhook, webhook_id, "webhook")
+    fields = body.model_fields_set
+    if "url" in fields and body.url is not None:
+        hook.url = _checked_url(body.url)
+    if "events" in fields and body.events is not None:
+        hook.events = _checked_events(body.events)
+    if "format" in fields and body.format is not None:
+        hook.format = body.format
+    if "enabled" in fields and body.enabled is not None:
+        hook.enabled = body.enabled
+    hook.updated_at = gateway_state(request).clock.time()
+    db.add(hook)
+    audit(
+        db,
+        request,
+        admin,
+        "webhook.update",
+        webhook_id,
+        url=hook.url,
+        events=hook.events,
+        enabled=hook.enabled,
+    )
+    db.commit()
+    return _view(hook)
+
+
+@router.delete("/api/webhooks/{webhook_id}", status_code=204)
+def delete_webhook(webhook_id: PathId, request: Request, admin: AdminUser, db: DbSession) -> None:
+    """Remove a webhook and its deliveries."""
+    hook: Webhook = get_or_404(db, Webhook, webhook_id, "webhook")
+    db.delete(hook)
+    audit(db, request, admin, "webhook.delete", webhook_id)
+    db.commit()
+
+
+@router.get("/api/webhooks/{webhook_id}/deliveries")
+def deliveries(webhook_id: PathId, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """The webhook's deliveries, newest first, 50 a page; ``cursor`` is the previous ``next_cursor``."""
+    get_or_404(db, Webhook, webhook_id, "webhook")
+    query = select(WebhookDelivery).where(col(WebhookDelivery.webhook_id) == webhook_id)
+    cursor = request.query_params.get("cursor")
+    if cursor:
+        if not cursor.isdigit():
+            raise SubLaneError("invalid_request", "cursor is a number.")
+        query = query.where(col(WebhookDelivery.id) < int(cursor))
+    rows = db.exec(query.order_by(col(WebhookDelivery.id).desc()).limit(PAGE + 1)).all()
+    items = [
+        {
+            "id": row.event_id,
+            "event": row.event,
+            "status": row.status,
+            "attempts": row.attempts,
+            "last_status": row.last_status,
+            "last_error": row.last_error,
+            "next_attempt_at": row.next_attempt_at if row.status == "pending" else None,
+        }
+        for row in rows[:PAGE]
+    ]
+    more = len(rows) > PAGE and rows[PAGE - 1].id is not None
+    return {"items": items, "next_cursor": str(rows[PAGE - 1].id) if more else None}
+
+
+@router.post("/api/webhooks/{webhook_id}/test", status_code=202)
+def test_webhook(webhook_id: PathId, request: Request, admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Queue a ``webhook.test`` event for this webhook → ``{"event_id"}``."""
+    hook: Webhook = get_or_404(db, Webhook, webhook_id, "webhook")
+    if not hook.enabled:
+        raise SubLaneError("invalid_request", "The webhook is disabled.")
+    state = gateway_state(request)
+    data = {"webhook": {"id": webhook_id}}
+    now = state.clock.time()
+    event_id = enqueue(db, state.settings.workspace_name, "webhook.test", data, now, only=webhook_id)
+    audit(db, request, admin, "webhook.test", webhook_id)
+    db.commit()
+    client_runtime(request).poke_alerts()
+    return {"event_id": event_id}
