@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import gc
 import logging
 
 import pytest
@@ -104,15 +103,17 @@ def test_a_new_sender_never_gets_the_receivers_of_a_dead_one() -> None:
     signals.lease_released.connect(lambda p: seen.append(p.request_id), sender=dead)
     signals.lease_released.send(_released("before"), sender=dead)
     del dead  # blinker lets go of its receivers; its id may now be reused by the next object
-    gc.collect()
     reused = False
-    keep: list[_Sender] = []  # objects that did not land on the freed address stay alive, so the
-    for _ in range(20_000):  # allocator moves on until one does (the free slot is reused sooner or later)
+    for _ in range(200):  # freed at once: each stranger takes the slot the previous one left
+        stranger = _Sender()
+        reused = reused or id(stranger) == dead_id
+        signals.lease_released.send(_released("stranger"), sender=stranger)
+        del stranger
+    keep: list[_Sender] = []  # else keep them alive, so the allocator moves on to other free slots
+    while not reused and len(keep) < 20_000:
         stranger = _Sender()
         reused = id(stranger) == dead_id
         signals.lease_released.send(_released("stranger"), sender=stranger)
-        if reused:
-            break
         keep.append(stranger)
     del keep
     assert seen == ["before"]
