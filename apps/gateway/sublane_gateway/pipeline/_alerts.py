@@ -115,6 +115,19 @@ class Deliverer:
         """Something was queued: look now rather than at the next poll."""
         self._wake.set()
 
+    async def raise_event(self, workspace: str, event: str, data: dict[str, Any]) -> None:
+        """Queue an event about in-memory state right after it changed (ALERT-4): the outbox row is
+        written by a worker thread, off the event loop, then delivered at once."""
+        now = self._clock.time()
+
+        def write() -> None:
+            with Session(self._engine) as db:
+                enqueue(db, workspace, event, data, now)
+                db.commit()
+
+        await anyio.to_thread.run_sync(write)
+        self.poke()
+
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -16,13 +16,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio.to_thread
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 from starlette.requests import HTTPConnection
 
 from sublane_core import Clock, CredentialCipher, Settings, signals
-from sublane_gateway.pipeline._alerts import Deliverer, enqueue
+from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
@@ -80,7 +78,6 @@ class ClientRuntime:
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
-    engine: Engine | None = None  # for the alert outbox
     _alerted_until: dict[tuple[int, str | None], float] = field(default_factory=dict)
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
@@ -102,23 +99,9 @@ class ClientRuntime:
         return {"id": account_id, "name": account.name if account is not None else None}
 
     def _alert(self, event: str, data: dict[str, Any]) -> None:
-        """Queue an alert about in-memory state, right after it changed (ALERT-4), off the request's
-        path: the outbox row is written by a worker thread."""
-        alerts = self.alerts
-        if alerts is None or self._loop is None:
-            return
-        engine, workspace, now = self.engine, self.settings.workspace_name, self.clock.time()
-
-        def write() -> None:
-            with Session(engine) as db:
-                enqueue(db, workspace, event, data, now)
-                db.commit()
-
-        async def queue() -> None:
-            await anyio.to_thread.run_sync(write)
-            alerts.poke()
-
-        self._background(queue())
+        """Raise an alert about in-memory state (ALERT-2), off the request's path."""
+        if self.alerts is not None and self._loop is not None:
+            self._background(self.alerts.raise_event(self.settings.workspace_name, event, data))
 
     def poke_alerts(self) -> None:
         """Events were queued (from any thread): deliver them now, not at the next poll."""
@@ -347,7 +330,6 @@ def build_runtime(
         aliases=GroupAliases(engine, default_aliases(adapters.values())),
         tracing=tracing_from_environment(),
         alerts=Deliverer(engine, cipher, clock, settings.alert_retry_s),
-        engine=engine,
     )
 
 
