@@ -12,8 +12,9 @@ It speaks just enough of three protocols to be an upstream for the gateway and f
 
 No authentication, no JSON parsing on the hot path: the shape of an answer comes from a marker in
 the request body, ``bench:deltas=N,pacing=MS`` (plus ``bench:noquota``: no ``x-codex-*`` rate-limit
-headers, so the gateway has no quota signal to observe) (the driver puts it in ``instructions`` or the system
-message, which both proxies forward untouched). Without a marker: 4 deltas, no pacing.
+headers, so the gateway has no quota signal to observe; ``bench:ratelimit``: every other such call
+a 429 with ``Retry-After: 1``) (the driver puts it in ``instructions`` or the system message, which both
+proxies forward untouched). Without a marker: 4 deltas, no pacing.
 
 A client that leaves a paced stream is noticed at once (a task waits on ``http.disconnect``); the
 time (``time.monotonic()``, shared by all processes on Linux) is kept for ``GET /_mock/stats`` so
@@ -35,6 +36,8 @@ from typing import Any
 import uvicorn
 
 Scope = dict[str, Any]
+RATE_LIMITED = b'{"error":{"type":"rate_limit_exceeded","message":"Rate limit reached (bench)."}}'
+RATE_LIMITED_HEADERS = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
 MARKER = re.compile(rb"bench:deltas=(\d+),pacing=(\d+)")
 DEFAULT = (4, 0)
 CHUNK = {"type": "http.response.body", "body": b"", "more_body": True}
@@ -339,6 +342,11 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
     _stats["requests"] += 1
     match = MARKER.search(body)
     deltas, pacing = (int(match[1]), int(match[2])) if match else DEFAULT
+    if b"bench:ratelimit" in body:  # bench/alerts.py: every other call cools its account for 1 s
+        _stats["ratelimited"] = _stats.get("ratelimited", 0) + 1
+        if _stats["ratelimited"] % 2:
+            await _send_whole(send, RATE_LIMITED_HEADERS, RATE_LIMITED, status=429)
+            return
     if path.endswith("/responses"):
         if b'"stream":false' in body or b'"stream": false' in body:
             text = WORD * deltas

@@ -29,6 +29,7 @@ from playwright.sync_api import (
     expect,
     sync_playwright,
 )
+from webhook_receiver import free_port, received, receiver
 
 from sublane_core import Outcome, signals
 from sublane_gateway.testing import ADMIN_PASSWORD, ADMIN_USERNAME, MEMBER_PASSWORD
@@ -1149,3 +1150,50 @@ def test_bulk_1_2_export_and_import_buttons_on_the_accounts_page(
     expect(importer.locator(".bundle-result")).to_contain_text("Imported 1: codex-1")
     _shoot(page, "accounts-bundles")
     assert [account["name"] for account in pool.admin.get("/api/accounts").json()["items"]] == ["codex-1"]
+
+
+def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
+    make_pool: Callable[..., Pool], open_context: Any, tmp_path: Path
+) -> None:
+    pool = make_pool(alert_retry_s=0.2)
+    port, log = free_port(), tmp_path / "received.jsonl"
+    url = f"http://127.0.0.1:{port}/hook"
+    page = _admin_page(pool, open_context, "/admin/alerts")
+    expect(page.get_by_text("No webhooks yet")).to_be_visible()
+    add = page.get_by_role("form", name="Add a webhook")
+    add.get_by_label("URL").fill(url)
+    add.get_by_label("All events").uncheck()
+    add.get_by_label("account.cooling", exact=True).check()
+    add.get_by_label("account.reauth_required", exact=True).check()
+    add.get_by_role("button", name="Add webhook").click()
+    secret = page.get_by_role("region", name="New webhook secret").locator("code").inner_text()
+    assert secret.startswith("whsec_")
+    [hook] = pool.admin.get("/api/webhooks").json()["items"]
+    assert hook["url"] == url and hook["events"] == ["account.cooling", "account.reauth_required"]
+    assert "secret" not in hook
+    row = page.locator(f"tr[data-webhook='{hook['id']}']")
+    expect(row).to_contain_text("account.cooling, account.reauth_required")
+    with receiver(port, secret, log):
+        page.get_by_role("button", name=f"Test {url}").click()
+        got = received(log, 1)
+        assert got[0]["event"] == "webhook.test" and got[0]["valid"]  # signed with the secret shown
+        deadline = time.monotonic() + 10
+        while (
+            pool.admin.get(f"/api/webhooks/{hook['id']}/deliveries").json()["items"][0]["status"]
+            != "delivered"
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        page.get_by_role("button", name="Refresh").click()
+        expect(page.locator("tr[data-event='webhook.test']")).to_contain_text("delivered")
+        expect(page.locator("tr[data-event='webhook.test']")).to_contain_text(got[0]["delivery"])
+    _shoot(page, "alerts")
+    page.screenshot(path=DOC_IMAGES / "alerts.png", full_page=True)  # docs/alerts.md shows it
+    row.get_by_role("button", name="Disable").click()
+    expect(row).to_contain_text("off")
+    expect(row.get_by_role("button", name=f"Test {url}")).to_be_disabled()
+    assert pool.admin.get("/api/webhooks").json()["items"][0]["enabled"] is False
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name=f"Remove {url}").click()
+    expect(page.get_by_text("No webhooks yet")).to_be_visible()
+    assert pool.admin.get("/api/webhooks").json()["items"] == []

@@ -1,6 +1,8 @@
-"""A webhook receiver process for the alert tests (ALERT-3/4): it checks each delivery's signature
-with the secret it was given, answers 500 to the first ``--fail`` requests, and writes one JSON line
-per request it received to ``--log``."""
+"""A webhook receiver process for the alert tests (ALERT-3/4), and the helpers that run it.
+
+It checks each delivery's signature with the secret it was given, holds the first ``--silent``
+requests unanswered past the sender's timeout, answers 500 to the next ``--fail`` ones, and writes
+one JSON line per request it received to ``--log``."""
 
 from __future__ import annotations
 
@@ -8,7 +10,52 @@ import argparse
 import hashlib
 import hmac
 import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def receiver(port: int, secret: str, log: Path, fail: int = 0, silent: int = 0) -> Iterator[None]:
+    """Run a receiver on ``port`` until the block ends."""
+    options = ["--port", str(port), "--secret", secret, "--log", str(log), "--fail", str(fail)]
+    process = subprocess.Popen([sys.executable, str(Path(__file__)), *options, "--silent", str(silent)])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the receiver did not start"
+                time.sleep(0.05)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def received(log: Path, count: int, timeout_s: float = 15.0) -> list[dict[str, Any]]:
+    """What the receiver logged, once it holds ``count`` requests (or the time is up)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = log.read_text().splitlines() if log.exists() else []
+        if len(lines) >= count or time.monotonic() > deadline:
+            return [json.loads(line) for line in lines]
+        time.sleep(0.05)
 
 
 def main() -> None:
@@ -17,6 +64,7 @@ def main() -> None:
     parser.add_argument("--secret", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--fail", type=int, default=0)
+    parser.add_argument("--silent", type=int, default=0, help="hold the first N requests 12 s, unanswered")
     args = parser.parse_args()
     seen = {"requests": 0}
 
@@ -29,17 +77,22 @@ def main() -> None:
             ).hexdigest()
             valid = hmac.compare_digest(self.headers.get("x-sublane-signature", ""), f"sha256={expected}")
             seen["requests"] += 1
-            status = 500 if seen["requests"] <= args.fail else 200
+            held = seen["requests"] <= args.silent
+            status = 500 if seen["requests"] - args.silent <= args.fail else 200
             record = {
                 "delivery": self.headers.get("x-sublane-delivery"),
                 "event": self.headers.get("x-sublane-event"),
                 "content_type": self.headers.get("content-type"),
                 "valid": valid,
-                "answered": status,
+                "answered": None if held else status,
                 "body": json.loads(body),
             }
             with open(args.log, "a", encoding="utf-8") as log:
                 log.write(json.dumps(record) + "\n")
+            if held:
+                time.sleep(12)  # past the sender's 10 s timeout: it has given up by now
+                self.close_connection = True
+                return
             self.send_response(status)
             self.send_header("content-length", "0")
             self.end_headers()

@@ -135,6 +135,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
         records=settings.history_enabled,
         usage=usage,
         queue_size=settings.history_queue_max,
+        outbox=runtime.outbox,
     )
     recorder.start()
     # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.

@@ -32,6 +32,7 @@ from sublane_core._logging import (
     redact,
 )
 from sublane_core._migrations import current_revision, head_revision, known_revisions, upgrade_database
+from sublane_core._outbox import ALERT_EVENTS, AlertOutbox, account_ref, group_ref
 from sublane_core._schema import (
     ACCOUNT_WIDE,
     AFFINITY_SCOPE_AUTO,
@@ -127,6 +128,10 @@ __all__ = [
     "load_or_create_key",
     # events
     "signals",
+    "ALERT_EVENTS",
+    "AlertOutbox",
+    "account_ref",
+    "group_ref",
     # shared vocabulary
     "Outcome",
     "UpstreamOperation",

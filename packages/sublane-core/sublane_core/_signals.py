@@ -236,6 +236,16 @@ class CredentialsRejected:
     reason: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolUnavailable:
+    """A group had no account that could serve a model now (every one cooling, out of quota,
+    waiting to refresh, disabled or needing re-authorization); ``reason`` is the refusal's code."""
+
+    group_id: int | None
+    model: str
+    reason: str
+
+
 @immutable(kw_only=True)
 class RequestFinished:
     """A model attempt ended: the metadata of HIST-2, sent before its slot is handed on (WAIT-7).
@@ -279,6 +289,9 @@ upstream_rate_limited = TypedSignal(
 quota_observed = TypedSignal("quota-observed", QuotaObserved, "A provider reported quota.")
 credentials_refreshed = TypedSignal(
     "credentials-refreshed", CredentialsRefreshed, "An account's credentials were refreshed."
+)
+pool_unavailable = TypedSignal(
+    "pool-unavailable", PoolUnavailable, "A group had no eligible account for a model."
 )
 request_finished = TypedSignal("request-finished", RequestFinished, "A model attempt ended.")
 credentials_rejected = TypedSignal(

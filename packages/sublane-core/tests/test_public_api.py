@@ -15,7 +15,7 @@ EXPECTED = [
     "User", "WebSession", "Webhook", "WebhookDelivery",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "TotpRecoveryCode", "UsageDay", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "decode_key", "load_or_create_key",
-    "signals",
+    "signals", "ALERT_EVENTS", "AlertOutbox", "account_ref", "group_ref",
     "Outcome", "UpstreamOperation", "WireProtocol", "Dialect", "PLAIN_DIALECT",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "MovingDeadline", "TIMER_SLACK_S", "immutable",
     "new_hex_id", "new_request_id", "new_uuid", "new_secret_token", "sha256_hex",

@@ -22,7 +22,7 @@ from typing import Final, TypeAlias
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sublane_core import Clock, signals
+from sublane_core import AlertOutbox, Clock, signals
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._rows import INSERT_RECORDS, record_values
 from sublane_history._usage import UsageWriter
@@ -43,6 +43,8 @@ RETRY_INITIAL_S = 0.05
 RETRY_MAX_S = 2.0
 RETRY_ON_CLOSE = 5  # attempts once close() was asked for, so shutting down stays bounded
 _DROP_LOG_EVERY = 1000
+#: ALERT-2: ``history.dropped`` at most this often.
+LOSS_ALERT_EVERY_S = 600.0
 
 
 class _Stop:
@@ -75,7 +77,11 @@ class HistoryRecorder:
         batch_size: int = BATCH_SIZE,
         records: bool = True,
         usage: UsageWriter | None = None,
+        outbox: AlertOutbox | None = None,
     ) -> None:
+        self._outbox = outbox  # ALERT-2: history.dropped
+        self._told_lost = 0  # lost records an alert already told of
+        self._told_at: float | None = None
         self._engine = engine
         self._records = records
         self.usage = usage
@@ -171,6 +177,7 @@ class HistoryRecorder:
 
     def _write(self, connection: sa.Connection, payloads: Sequence[RequestFinished]) -> None:
         now = self._clock.time()
+        told: int | None = None
         try:
             with connection.begin():
                 if self._records:
@@ -179,10 +186,27 @@ class HistoryRecorder:
                     apply_retention(connection, self.retention, now)
                 if self.usage is not None and payloads:
                     self.usage.add(connection, payloads, now)
+                told = self._tell_losses(connection, now)
         except BaseException:
             if self.usage is not None:
                 self.usage.forget()  # what it remembered of this transaction was rolled back
             raise
+        if told is not None and self._outbox is not None:
+            self._told_lost, self._told_at = told, now
+            self._outbox.added()
+
+    def _tell_losses(self, connection: sa.Connection, now: float) -> int | None:
+        """ALERT-2 ``history.dropped``, in the next transaction that writes records after some were
+        lost (queue full or unwritable), at most once per ``LOSS_ALERT_EVERY_S``; the lost count
+        it told, or ``None``."""
+        lost = self.dropped + self.failed
+        if self._outbox is None or lost <= self._told_lost:
+            return None
+        if self._told_at is not None and now - self._told_at < LOSS_ALERT_EVERY_S:
+            return None
+        data = {"dropped": lost - self._told_lost, "dropped_total": lost}
+        self._outbox.add(connection, "history.dropped", data)
+        return lost
 
     def _run(self) -> None:
         pending = self._pending

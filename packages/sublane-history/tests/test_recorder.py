@@ -398,3 +398,51 @@ def test_ops_2_the_writer_thread_holds_one_connection_and_lets_it_go(
     assert pool.checkedout() == 1  # kept from batch to batch, idle between them
     recorder.close()
     assert pool.checkedout() == 0 and len(_rows(history_db)) == 36
+
+
+def _webhook(db: HistoryDb, events: list[str]) -> None:
+    from sqlmodel import Session
+
+    from sublane_core import Webhook
+
+    with Session(db.engine) as session:
+        session.add(
+            Webhook(url="http://hooks.test/a", events=events, secret=b"sealed", created_at=0, updated_at=0)
+        )
+        session.commit()
+
+
+def _outbox_rows(db: HistoryDb) -> list[dict[str, Any]]:
+    with db.engine.connect() as connection:
+        result = connection.execute(sa.text("SELECT event, payload FROM webhook_deliveries ORDER BY id"))
+        return [dict(row) for row in result.mappings()]
+
+
+def test_alert_2_dropped_records_are_told_with_the_next_written_ones_at_most_every_10_minutes(
+    history_db: HistoryDb, make_payload: Payload
+) -> None:
+    from sublane_core import AlertOutbox
+    from sublane_history._recorder import LOSS_ALERT_EVERY_S
+
+    _webhook(history_db, ["history.dropped"])
+    recorder = _recorder(history_db, queue_size=2, outbox=AlertOutbox("Team", history_db.clock))
+    for _ in range(5):
+        recorder.record(make_payload())
+    assert _outbox_rows(history_db) == []  # the request path only counts
+    recorder.start()
+    assert recorder.flush()
+    [told] = _outbox_rows(history_db)
+    document = json.loads(told["payload"])
+    assert told["event"] == "history.dropped" and document["workspace"] == "Team"
+    assert document["data"] == {"dropped": 3, "dropped_total": 3}
+    recorder.dropped += 2  # two more lost (as a full queue counts them) within the 10 minutes
+    recorder.record(make_payload())
+    assert recorder.flush()
+    assert len(_outbox_rows(history_db)) == 1  # not told yet
+    history_db.clock.advance(LOSS_ALERT_EVERY_S)
+    recorder.record(make_payload())
+    assert recorder.flush()
+    recorder.close()
+    rows = _outbox_rows(history_db)
+    assert len(rows) == 2  # told with the first write after the 10 minutes
+    assert json.loads(rows[1]["payload"])["data"] == {"dropped": 2, "dropped_total": 5}

@@ -37,9 +37,11 @@ from sublane_core import (
     AUTH_OK,
     AUTH_REAUTH_REQUIRED,
     Account,
+    AlertOutbox,
     Clock,
     CredentialCipher,
     SubLaneError,
+    account_ref,
     immutable,
     signals,
 )
@@ -51,6 +53,8 @@ _log = logging.getLogger("sublane.credentials")
 REFRESH_MARGIN_S = 120.0
 FALLBACK_MIN_REMAINING_S = 30.0
 BACKOFF_STEPS_S = (30.0, 60.0, 120.0, 240.0, 300.0)
+#: ALERT-2: ``account.refresh_failing`` is raised at this many failed refreshes in a row.
+REFRESH_FAILING_AFTER = 3
 
 
 class Refresher(Protocol):
@@ -102,7 +106,9 @@ class CredentialVault:
         refreshers: Mapping[str, Refresher],
         *,
         fallback_providers: frozenset[str] = frozenset(),
+        outbox: AlertOutbox | None = None,
     ) -> None:
+        self._outbox = outbox  # ALERT-2: reauth_required and refresh_failing
         self._engine = engine
         self._cipher = cipher
         self._clock = clock
@@ -277,6 +283,8 @@ class CredentialVault:
                 failure.code,
                 delay,
             )
+            if entry.failures == REFRESH_FAILING_AFTER:
+                await self._raise_refresh_failing(account_id, entry, failure.code)
             return False
         if entry.stale:  # re-authorized while the refresh ran (CRED-10): its result is discarded
             return False
@@ -353,15 +361,42 @@ class CredentialVault:
             signals.CredentialsRejected(account_id=account_id, reauth_required=True, reason=code)
         )
 
-    def _store_fenced(self, account_id: int, revision: int, **values: Any) -> bool:
-        """``UPDATE accounts SET … WHERE id = ? AND lifecycle_revision = ?``: whether it wrote."""
+    async def _raise_refresh_failing(self, account_id: int, entry: _Entry, code: str) -> None:
+        """ALERT-2 ``account.refresh_failing``: the third refresh failure in a row (in-memory state,
+        so the event is written right after it)."""
+        outbox = self._outbox
+        if outbox is None:
+            return
+
+        def write() -> bool:
+            with self._engine.begin() as connection:
+                data = {"account": account_ref(connection, account_id), "failures": entry.failures}
+                written = outbox.add(connection, "account.refresh_failing", dict(data, reason=code[:64]))
+            if written is not None:
+                outbox.added()
+            return True
+
+        await self._persist("a refresh alert", account_id, write)
+
+    def _store_fenced(
+        self, account_id: int, revision: int, alert: tuple[str, dict[str, Any]] | None = None, **values: Any
+    ) -> bool:
+        """``UPDATE accounts SET … WHERE id = ? AND lifecycle_revision = ?``: whether it wrote.
+
+        ``alert`` (event, data) is added to the outbox in the same transaction when it wrote."""
         statement = (
             sa.update(Account)
             .where(col(Account.id) == account_id, col(Account.lifecycle_revision) == revision)
             .values(**values)
         )
         with self._engine.begin() as connection:
-            return bool(connection.execute(statement).rowcount)
+            wrote = bool(connection.execute(statement).rowcount)
+            if wrote and alert is not None and self._outbox is not None:
+                event, data = alert
+                self._outbox.add(connection, event, dict(data, account=account_ref(connection, account_id)))
+        if wrote and alert is not None and self._outbox is not None:
+            self._outbox.added()
+        return wrote
 
     def _store_refresh(
         self, account_id: int, revision: int, bundle: dict[str, Any], expires_at: float | None
@@ -384,6 +419,7 @@ class CredentialVault:
         return self._store_fenced(
             account_id,
             revision,
+            ("account.reauth_required", {"reason": code[:64]}),
             auth_state=AUTH_REAUTH_REQUIRED,
             auth_error=code[:64],
             updated_at=self._clock.time(),

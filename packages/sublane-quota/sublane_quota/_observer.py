@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy.engine import Engine
 
-from sublane_core import Clock, signals
+from sublane_core import AlertOutbox, Clock, signals
 from sublane_quota._book import QuotaBook
 from sublane_quota._refresher import QuotaReader, QuotaRefresher
 from sublane_quota._store import QuotaStore
@@ -47,9 +47,10 @@ class QuotaObserver:
         *,
         concurrency: int = 2,
         rewrite_after_s: float = 30.0,
+        outbox: AlertOutbox | None = None,
     ) -> None:
         self._clock = clock
-        self.store = QuotaStore(engine)
+        self.store = QuotaStore(engine, outbox)  # ALERT-2: quota_exhausted / quota_recovered
         self.book = QuotaBook(clock)
         self.rewrite_after_s = rewrite_after_s
         self.refresher = (

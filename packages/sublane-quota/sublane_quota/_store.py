@@ -9,6 +9,10 @@ older answer win:
   running when a newer answer arrived is rejected).
 
 Rows of earlier lifecycles are deleted when a new one begins; readers also ignore them.
+
+ALERT-2: when an outbox is given, a write that makes the account (or one model of it) run out of
+quota adds ``account.quota_exhausted`` to the same transaction, and one that ends it adds
+``account.quota_recovered``: the alert exists exactly when the observation does.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from __future__ import annotations
 from typing import Final
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, delete, select
 
-from sublane_core import Account, QuotaObservation, signals
+from sublane_core import Account, AlertOutbox, QuotaObservation, account_ref, signals
 
 _UPSERT: Final = sa.text(
     'INSERT INTO quota_observations (account_id, "window", model, main, used_percent, window_seconds,'
@@ -38,16 +42,48 @@ _UPSERT: Final = sa.text(
 )
 
 
+_EVENTS: Final = ("account.quota_exhausted", "account.quota_recovered")
+
+
+def _exhausted(connection: Connection, account_id: int, revision: int) -> dict[str, tuple[str, float | None]]:
+    """The models ("": the whole account) a stored main window of this lifecycle says are out of
+    quota, with that window's name and reset."""
+    rows = connection.execute(
+        sa.select(
+            col(QuotaObservation.model),
+            col(QuotaObservation.window),
+            col(QuotaObservation.limit_reached),
+            col(QuotaObservation.used_percent),
+            col(QuotaObservation.resets_at),
+            col(QuotaObservation.observed_at),
+        ).where(
+            col(QuotaObservation.account_id) == account_id,
+            col(QuotaObservation.lifecycle_revision) == revision,
+            col(QuotaObservation.main).is_(True),
+        )
+    )
+    found: dict[str, tuple[str, float | None]] = {}
+    for model, window, limit_reached, used_percent, resets_at, observed_at in rows:
+        spent = limit_reached or (used_percent is not None and used_percent >= 100.0)
+        if spent and (resets_at is None or resets_at > observed_at):
+            found.setdefault(model, (window, resets_at))
+    return found
+
+
 class QuotaStore:
     """Reads and conditionally writes ``quota_observations`` (blocking: call from a worker thread)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, outbox: AlertOutbox | None = None) -> None:
         self._engine = engine
+        self._outbox = outbox
 
     def write(self, observation: signals.QuotaObserved) -> tuple[signals.QuotaWindow, ...]:
         """Save what is newer than what is stored; returns the windows that were written."""
         written = []
+        account_id, revision = observation.account_id, observation.lifecycle_revision
         with self._engine.begin() as connection:
+            telling = self._outbox is not None and self._outbox.wants(connection, *_EVENTS)
+            before = _exhausted(connection, account_id, revision) if telling else {}
             for window in observation.windows:
                 result = connection.execute(
                     _UPSERT,
@@ -67,7 +103,33 @@ class QuotaStore:
                 )
                 if result.rowcount:
                     written.append(window)
+            told = telling and self._tell(
+                connection, account_id, before, _exhausted(connection, account_id, revision)
+            )
+        if told and self._outbox is not None:
+            self._outbox.added()
         return tuple(written)
+
+    def _tell(
+        self,
+        connection: Connection,
+        account_id: int,
+        before: dict[str, tuple[str, float | None]],
+        after: dict[str, tuple[str, float | None]],
+    ) -> bool:
+        """Add the exhaustion changes between ``before`` and ``after`` to the outbox."""
+        outbox = self._outbox
+        if outbox is None or before.keys() == after.keys():
+            return False
+        account = account_ref(connection, account_id)
+        for model in sorted(after.keys() - before.keys()):
+            window, resets_at = after[model]
+            data = {"account": account, "model": model or None, "window": window, "resets_at": resets_at}
+            outbox.add(connection, "account.quota_exhausted", data)
+        for model in sorted(before.keys() - after.keys()):
+            data = {"account": account, "model": model or None, "window": before[model][0]}
+            outbox.add(connection, "account.quota_recovered", data)
+        return True
 
     def drop_before(self, account_id: int, revision: int) -> None:
         """Delete the account's rows of lifecycles before ``revision``."""

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError, immutable
+from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError, immutable, signals
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import MAX_RETRY_AFTER_HINT_S, Cooldown, CooldownBook
@@ -316,7 +316,10 @@ class Scheduler:
                     lease, pool = self._rotate(request, candidates, routing)
             else:
                 if not candidates.accounts:
-                    raise self._no_candidates(request, candidates)
+                    error = self._no_candidates(request, candidates)
+                    if error.code == "no_account_available":
+                        self._tell_unavailable(request, error.code)
+                    raise error
                 preferred = (
                     await self._parent_slot(request, candidates, routing)
                     if request.parent_key is not None
@@ -449,7 +452,9 @@ class Scheduler:
             self._count(routing, "refresh_backoff", len(backing_off))
         if not usable:
             routing["candidates"] = 0
-            raise self._nothing_usable(cooling, exhausted, backing_off)
+            error = self._nothing_usable(cooling, exhausted, backing_off)
+            self._tell_unavailable(request, error.code)
+            raise error
 
         def take(account: AccountInfo) -> Lease | None:
             return self.take(account, request.model, request.request_id)
@@ -524,6 +529,13 @@ class Scheduler:
         until = quota.exhausted_until(account_id, model) if quota is not None else None
         if until is not None:
             raise self._quota_error(until)
+
+    def _tell_unavailable(self, request: RouteRequest, reason: str) -> None:
+        """Observers (alerts) learn that the group's pool could not serve the model now."""
+        signals.pool_unavailable.send(
+            signals.PoolUnavailable(group_id=request.group_id, model=request.model, reason=reason),
+            sender=self,
+        )
 
     @staticmethod
     def _no_candidates(request: RouteRequest, candidates: Candidates) -> SubLaneError:

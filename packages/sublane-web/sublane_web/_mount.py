@@ -30,6 +30,7 @@ PAGES: tuple[str, ...] = (
     "/admin/usage",
     "/members",
     "/groups",
+    "/admin/alerts",
     "/admin/audit",
 )
 """The page paths that answer the app shell; the browser picks the view from the path."""

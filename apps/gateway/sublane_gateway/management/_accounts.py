@@ -15,7 +15,16 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from sublane_core import AUTH_OK, Account, GroupAccount, ResourceGroup, SubLaneError, User, signals
+from sublane_core import (
+    AUTH_OK,
+    AUTH_REAUTH_REQUIRED,
+    Account,
+    GroupAccount,
+    ResourceGroup,
+    SubLaneError,
+    User,
+    signals,
+)
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._audit import audit, change, changes, record_action
@@ -167,6 +176,8 @@ def replace_credentials(
     state = gateway_state(request)
     account: Account = get_or_404(db, Account, account_id, "account")
     imported = _parse(account.provider, body.credentials)
+    runtime = client_runtime(request)
+    was_reauth = account.auth_state == AUTH_REAUTH_REQUIRED or runtime.vault.needs_reauth(account_id)
     account.credentials = state.cipher.encrypt(imported.bundle)
     account.credentials_expires_at = imported.expires_at
     account.credentials_rejected_at = None
@@ -179,7 +190,14 @@ def replace_credentials(
     account.updated_at = state.clock.time()
     db.add(account)
     audit(db, request, admin, "account.reauthorize", account_id, provider=account.provider)
+    if was_reauth:  # ALERT-2, in the transaction that clears it
+        ref = {"id": account_id, "name": account.name}
+        runtime.outbox.add(
+            db.connection(), "account.recovered", {"account": ref, "cleared": "reauth_required"}
+        )
     db.commit()
+    if was_reauth:
+        runtime.outbox.added()
     _changed(account, signals.AccountChange.REAUTHORIZED)
     return _view(db, account)
 

@@ -12,14 +12,14 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Request
 from sqlmodel import col, func, select
 
-from sublane_core import SubLaneError, Webhook, WebhookDelivery
+from sublane_core import ALERT_EVENTS, SubLaneError, Webhook, WebhookDelivery
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import get_or_404
 from sublane_gateway.management._models import PathId, WebhookCreate, WebhookUpdate
 from sublane_gateway.pipeline import client_runtime
-from sublane_gateway.pipeline._alerts import EVENTS, enqueue, new_secret
+from sublane_gateway.pipeline._alerts import new_secret
 
 router = APIRouter(tags=["alerts"])
 MAX_WEBHOOKS = 16
@@ -48,7 +48,7 @@ def _checked_url(url: str) -> str:
 def _checked_events(events: list[str]) -> list[str]:
     if events == ["*"]:
         return events
-    unknown = sorted(set(events) - set(EVENTS))
+    unknown = sorted(set(events) - set(ALERT_EVENTS))
     if unknown or not events:
         raise SubLaneError("invalid_request", f"Unknown events: {', '.join(unknown) or 'none given'}.")
     return sorted(set(events))
@@ -56,8 +56,9 @@ def _checked_events(events: list[str]) -> list[str]:
 
 @router.get("/api/webhooks")
 def list_webhooks(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
-    """Every webhook (never its secret)."""
-    return {"items": [_view(hook) for hook in db.exec(select(Webhook).order_by(col(Webhook.id))).all()]}
+    """Every webhook (never its secret), and the events one may ask for."""
+    hooks = db.exec(select(Webhook).order_by(col(Webhook.id))).all()
+    return {"items": [_view(hook) for hook in hooks], "events_available": list(ALERT_EVENTS)}
 
 
 @router.post("/api/webhooks", status_code=201)
@@ -81,6 +82,7 @@ def add_webhook(body: WebhookCreate, request: Request, admin: AdminUser, db: DbS
     db.flush()
     audit(db, request, admin, "webhook.create", hook.id, url=hook.url, events=hook.events, format=hook.format)
     db.commit()
+    client_runtime(request).outbox.webhooks_changed()
     return {**_view(hook), "secret": secret}
 
 
@@ -112,6 +114,7 @@ def update_webhook(
         enabled=hook.enabled,
     )
     db.commit()
+    client_runtime(request).outbox.webhooks_changed()
     return _view(hook)
 
 
@@ -122,6 +125,7 @@ def delete_webhook(webhook_id: PathId, request: Request, admin: AdminUser, db: D
     db.delete(hook)
     audit(db, request, admin, "webhook.delete", webhook_id)
     db.commit()
+    client_runtime(request).outbox.webhooks_changed()
 
 
 @router.get("/api/webhooks/{webhook_id}/deliveries")
@@ -157,11 +161,9 @@ def test_webhook(webhook_id: PathId, request: Request, admin: AdminUser, db: DbS
     hook: Webhook = get_or_404(db, Webhook, webhook_id, "webhook")
     if not hook.enabled:
         raise SubLaneError("invalid_request", "The webhook is disabled.")
-    state = gateway_state(request)
-    data = {"webhook": {"id": webhook_id}}
-    now = state.clock.time()
-    event_id = enqueue(db, state.settings.workspace_name, "webhook.test", data, now, only=webhook_id)
+    outbox = client_runtime(request).outbox
+    event_id = outbox.add(db.connection(), "webhook.test", {"webhook": {"id": webhook_id}}, only=webhook_id)
     audit(db, request, admin, "webhook.test", webhook_id)
     db.commit()
-    client_runtime(request).poke_alerts()
+    outbox.added()
     return {"event_id": event_id}

@@ -1,47 +1,38 @@
-"""Alerts to webhooks (ALERT-2…4): events written to a durable outbox, delivered at least once.
+"""Alerts to webhooks (ALERT-3, ALERT-4): the durable outbox delivered at least once.
 
-:func:`enqueue` adds an event for every enabled webhook that wants it to the caller's database
-transaction (so it is written with the state change that caused it, or right after for in-memory
-state). :class:`Deliverer`, a task of the app's event loop, sends due deliveries: ``POST`` with
-``X-SubLane-Event``, ``X-SubLane-Delivery`` (the event id, the same on every retry),
-``X-SubLane-Timestamp`` and ``X-SubLane-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">``;
-a timeout (10 s), a connection error or a non-2xx answer is retried after 10 s, doubling up to an
-hour, for 24 hours, then marked failed. It never runs on a model request's path: a request only
-ever adds rows. Pending deliveries survive restarts (they are rows).
+Events are written by whoever changes the state (:class:`sublane_core.AlertOutbox`, in their own
+transaction, or right after for in-memory state). :class:`Deliverer`, a task of the app's event
+loop, sends due deliveries side by side: ``POST`` with ``X-SubLane-Event``, ``X-SubLane-Delivery``
+(the event id, the same on every retry), ``X-SubLane-Timestamp`` and
+``X-SubLane-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">``; a timeout (10 s), a
+connection error or a non-2xx answer is retried after 10 s, doubling up to an hour, for 24 hours,
+then marked failed. It never runs on a model request's path: a request only ever adds rows.
+Pending deliveries survive restarts (they are rows).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
 import logging
 import secrets
+from collections.abc import Callable
 from typing import Any, Final
 
 import anyio.to_thread
 import httpx
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from sublane_core import Clock, CredentialCipher, Webhook, WebhookDelivery
+from sublane_core import AlertOutbox, Clock, CredentialCipher, Webhook, WebhookDelivery
 
 _log = logging.getLogger("sublane.alerts")
 
-EVENTS: Final = (
-    "account.reauth_required",
-    "account.refresh_failing",
-    "account.cooling",
-    "account.recovered",
-    "account.quota_exhausted",
-    "account.quota_recovered",
-    "model.limited",
-    "pool.unavailable",
-    "history.dropped",
-    "webhook.test",
-)
 TIMEOUT_S: Final = 10.0
 FIRST_RETRY_S: Final = 10.0
 MAX_RETRY_S: Final = 3600.0
@@ -72,36 +63,23 @@ def slack_text(event: str, data: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def enqueue(
-    db: Session, workspace: str, event: str, data: dict[str, Any], now: float, *, only: int | None = None
-) -> str:
-    """Add ``event`` for every enabled webhook that wants it (``only``: that webhook alone) to
-    ``db``'s transaction (the caller commits); the event id."""
-    event_id = "evt_" + secrets.token_hex(12)
-    document = {"id": event_id, "event": event, "at": now, "workspace": workspace, "data": data}
-    payload = json.dumps(document, separators=(",", ":"))
-    query = select(Webhook).where(col(Webhook.enabled).is_(True))
-    if only is not None:
-        query = query.where(col(Webhook.id) == only)
-    for hook in db.exec(query).all():
-        if hook.id is None or not (only is not None or "*" in hook.events or event in hook.events):
-            continue
-        db.add(
-            WebhookDelivery(
-                webhook_id=hook.id, event_id=event_id, event=event, payload=payload,
-                next_attempt_at=now, created_at=now,
-            )
-        )  # fmt: skip
-    return event_id
+def _forget(in_flight: dict[int, asyncio.Task[None]], key: int, _task: asyncio.Task[None]) -> None:
+    in_flight.pop(key, None)
 
 
 class Deliverer:
     """Sends due deliveries, one batch at a time, on the app's event loop."""
 
     def __init__(
-        self, engine: Engine, cipher: CredentialCipher, clock: Clock, first_retry_s: float = FIRST_RETRY_S
+        self,
+        engine: Engine,
+        cipher: CredentialCipher,
+        clock: Clock,
+        outbox: AlertOutbox,
+        first_retry_s: float = FIRST_RETRY_S,
     ) -> None:
         self._first_retry_s = first_retry_s
+        self.outbox = outbox
         self._engine = engine
         self._cipher = cipher
         self._clock = clock
@@ -115,18 +93,24 @@ class Deliverer:
         """Something was queued: look now rather than at the next poll."""
         self._wake.set()
 
-    async def raise_event(self, workspace: str, event: str, data: dict[str, Any]) -> None:
-        """Queue an event about in-memory state right after it changed (ALERT-4): the outbox row is
-        written by a worker thread, off the event loop, then delivered at once."""
-        now = self._clock.time()
+    async def raise_event(self, event: str, describe: Callable[[Connection], dict[str, Any]]) -> str | None:
+        """Queue an event about in-memory state right after it changed (ALERT-4): the outbox row,
+        with the data ``describe`` reads, is written by a worker thread, off the event loop, then
+        delivered at once. A failing database is logged, never raised (the change stands). The
+        event id, or ``None`` when nothing was written."""
 
-        def write() -> None:
-            with Session(self._engine) as db:
-                enqueue(db, workspace, event, data, now)
-                db.commit()
+        def write() -> str | None:
+            with self._engine.begin() as connection:
+                return self.outbox.add(connection, event, describe(connection))
 
-        await anyio.to_thread.run_sync(write)
-        self.poke()
+        try:
+            event_id = await anyio.to_thread.run_sync(write)
+        except SQLAlchemyError as exc:
+            _log.error("could not queue the %s alert: %s", event, type(exc).__name__)
+            return None
+        if event_id is not None:
+            self.poke()
+        return event_id
 
     async def close(self) -> None:
         if self._task is not None:
@@ -135,35 +119,54 @@ class Deliverer:
                 await self._task
 
     async def _run(self) -> None:
+        """Start each due delivery as a task of its own (at most ``BATCH`` in flight), so a receiver
+        that stays silent until the timeout holds up nobody else."""
+        in_flight: dict[int, asyncio.Task[None]] = {}
         async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as http:
-            while True:
-                try:
-                    sent = await self.deliver_due(http)
-                except Exception:  # a broken database must not end deliveries for good
-                    _log.exception("alert delivery failed")
-                    sent = 0
-                if sent < BATCH:
+            try:
+                while True:
                     self._wake.clear()
+                    room = BATCH - len(in_flight)
+                    if room > 0:
+                        try:
+                            due = await anyio.to_thread.run_sync(self._due, frozenset(in_flight), room)
+                        except Exception:  # a broken database must not end deliveries for good
+                            _log.exception("alert delivery failed")
+                            due = []
+                        for row in due:
+                            task = asyncio.ensure_future(self._deliver(http, *row))
+                            in_flight[row[0]] = task
+                            task.add_done_callback(functools.partial(_forget, in_flight, row[0]))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), POLL_S)
+            finally:
+                for task in in_flight.values():
+                    task.cancel()
+                await asyncio.gather(*in_flight.values(), return_exceptions=True)
 
-    async def deliver_due(self, http: httpx.AsyncClient) -> int:
-        """Send the due deliveries (at most a batch); how many were tried."""
-        due = await anyio.to_thread.run_sync(self._due)
-        for delivery_id, url, fmt, secret, event, event_id, payload in due:
-            status, error = await self._send(http, url, fmt, secret, event, event_id, payload)
+    async def _deliver(self, http: httpx.AsyncClient, delivery_id: int, *sending: str) -> None:
+        try:
+            status, error = await self._send(http, *sending)
             await anyio.to_thread.run_sync(self._settle, delivery_id, status, error)
-        return len(due)
+        except Exception:
+            _log.exception("alert delivery failed")
+        finally:
+            self._wake.set()  # room for another
 
-    def _due(self) -> list[tuple[int, str, str, str, str, str, str]]:
+    def _due(self, busy: frozenset[int], room: int) -> list[tuple[int, str, str, str, str, str, str]]:
+        """Up to ``room`` due deliveries, none of those in flight (``busy``)."""
         now = self._clock.time()
         with Session(self._engine) as db:
             rows = db.exec(
                 select(WebhookDelivery, Webhook)
                 .join(Webhook, col(Webhook.id) == col(WebhookDelivery.webhook_id))
-                .where(col(WebhookDelivery.status) == "pending", col(WebhookDelivery.next_attempt_at) <= now)
+                .where(
+                    col(WebhookDelivery.status) == "pending",
+                    col(WebhookDelivery.next_attempt_at) <= now,
+                    col(WebhookDelivery.id).not_in(busy),
+                )
                 .order_by(col(WebhookDelivery.id))
-                .limit(BATCH)
+                .limit(room)
             ).all()
             due = []
             for delivery, hook in rows:

@@ -2,6 +2,11 @@
 
 Writes go to a small background thread queue so that a request never waits on the database for a
 cooldown; a write that fails is logged (sanitized) while the in-memory cooldown keeps blocking.
+
+ALERT-2: the alerts about cooldowns are added to the outbox in the transaction that writes the
+cooldown row: ``account.cooling`` when an account-wide cooldown starts (a re-cooling after a failed
+recovery probe is the same episode), ``account.recovered`` when it is cleared (a successful probe
+or Clear cooldown), ``model.limited`` when a provider's model limit (AGL) starts.
 """
 
 from __future__ import annotations
@@ -9,12 +14,13 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from typing import Any
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, select
 
-from sublane_core import AccountCooldown, Clock
+from sublane_core import ACCOUNT_WIDE, AccountCooldown, AlertOutbox, Clock, account_ref
 from sublane_scheduler import Cooldown, CooldownBook
 
 _log = logging.getLogger("sublane.cooldowns")
@@ -28,7 +34,8 @@ LEGACY_TRANSIENT_REASONS = frozenset(
 class CooldownStore:
     """Persists :class:`~sublane_scheduler.CooldownBook` changes."""
 
-    def __init__(self, engine: Engine, clock: Clock) -> None:
+    def __init__(self, engine: Engine, clock: Clock, outbox: AlertOutbox | None = None) -> None:
+        self._outbox = outbox
         self._engine = engine
         self._clock = clock
         self._queue: queue.SimpleQueue[tuple[Cooldown | None, int, str, int] | None] = queue.SimpleQueue()
@@ -56,15 +63,26 @@ class CooldownStore:
                 _log.error("could not store a cooldown of account %s: %s", item[1], type(exc).__name__)
 
     def _write(self, cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
+        alert: tuple[str, dict[str, Any]] | None = None
         with Session(self._engine) as db:
+            row = db.get(AccountCooldown, (account_id, model))
             if cooldown is None:
-                db.exec(
-                    delete(AccountCooldown).where(
-                        col(AccountCooldown.account_id) == account_id, col(AccountCooldown.model) == model
-                    )
-                )
+                if row is not None:
+                    db.delete(row)
+                    if model == ACCOUNT_WIDE and row.reason not in LEGACY_TRANSIENT_REASONS:
+                        alert = ("account.recovered", {"cleared": "cooldown"})
             else:
-                row = db.get(AccountCooldown, (account_id, model)) or AccountCooldown(
+                now = self._clock.time()
+                retry_after_s = max(0, round(cooldown.until - now))
+                if model == ACCOUNT_WIDE and row is None:
+                    alert = ("account.cooling", {"reason": cooldown.reason, "retry_after_s": retry_after_s})
+                elif cooldown.reason.startswith("provider:") and (row is None or row.until <= now):
+                    reason = cooldown.reason.removeprefix("provider:")  # AGL: a model's own limit
+                    alert = (
+                        "model.limited",
+                        {"model": model, "reason": reason, "retry_after_s": retry_after_s},
+                    )
+                row = row or AccountCooldown(
                     account_id=account_id, model=model, until=0, reason="", updated_at=0
                 )
                 row.until, row.reason, row.failure_streak = (
@@ -72,9 +90,16 @@ class CooldownStore:
                     cooldown.reason[:32],
                     cooldown.streak,
                 )
-                row.runtime_revision, row.updated_at = revision, self._clock.time()
+                row.runtime_revision, row.updated_at = revision, now
                 db.add(row)
+            if alert is not None and self._outbox is not None:
+                db.flush()
+                event, data = alert
+                connection = db.connection()
+                self._outbox.add(connection, event, dict(data, account=account_ref(connection, account_id)))
             db.commit()
+        if alert is not None and self._outbox is not None:
+            self._outbox.added()
 
     async def restore(self, book: CooldownBook) -> None:
         """Load stored cooldowns into ``book`` (start-up).

@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from starlette.requests import HTTPConnection
 
-from sublane_core import Clock, CredentialCipher, Settings, signals
+from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, group_ref, signals
 from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._catalog import ModelCatalog
@@ -51,6 +51,9 @@ from sublane_scheduler import (
 
 _log = logging.getLogger("sublane.gateway")
 
+#: ALERT-2: ``pool.unavailable`` at most once per group and model in this time.
+POOL_ALERT_EVERY_S = 600.0
+
 Change = signals.AccountChange
 
 
@@ -74,11 +77,12 @@ class ClientRuntime:
     #: Each provider's event unwrapper (``WrapsEvents``), or ``None``: asked once, not per call.
     unwrappers: dict[str, Callable[[dict[str, Any]], dict[str, Any]] | None]
     aliases: GroupAliases  # ALIAS-1: every group's model aliases
+    outbox: AlertOutbox  # ALERT-2: where state changes write their alerts
     budgets: TokenBudgets | None = None  # TEAM-4; None while usage summaries are off
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
-    _alerted_until: dict[tuple[int, str | None], float] = field(default_factory=dict)
+    _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)
@@ -91,17 +95,30 @@ class ClientRuntime:
             await self.quota.start()  # QUOTA-8: observations survive a restart
         self.connect_signals()
         if self.alerts is not None:
+            self.outbox.on_added = self.poke_alerts
             self.alerts.start()
 
-    def _account_ref(self, account_id: int) -> dict[str, Any]:
-        """An account as alerts name it: id and name (never an e-mail, ALERT-2)."""
-        account = self.directory.get(account_id)
-        return {"id": account_id, "name": account.name if account is not None else None}
+    def _pool_unavailable(self, payload: signals.PoolUnavailable) -> None:
+        """ALERT-2 ``pool.unavailable``: a group had no eligible account for a model — told at most
+        once per group and model in 10 minutes (in-memory state: written right after)."""
+        alerts = self.alerts
+        if alerts is None:
+            return
+        now = self.clock.time()
+        group_id, model = payload.group_id, payload.model
+        told = self._pool_told_at.get((group_id, model))
+        if told is not None and now - told < POOL_ALERT_EVERY_S:
+            return
+        self._pool_told_at[(group_id, model)] = now
 
-    def _alert(self, event: str, data: dict[str, Any]) -> None:
-        """Raise an alert about in-memory state (ALERT-2), off the request's path."""
-        if self.alerts is not None and self._loop is not None:
-            self._background(self.alerts.raise_event(self.settings.workspace_name, event, data))
+        def describe(connection: Connection) -> dict[str, Any]:
+            return {"group": group_ref(connection, group_id), "model": model, "reason": payload.reason}
+
+        async def tell() -> None:
+            if await alerts.raise_event("pool.unavailable", describe) is None:
+                self._pool_told_at.pop((group_id, model), None)  # no webhook wanted it: not told
+
+        self._background(tell())
 
     def poke_alerts(self) -> None:
         """Events were queued (from any thread): deliver them now, not at the next poll."""
@@ -163,30 +180,14 @@ class ClientRuntime:
 
             self._on_loop(apply)
 
-        def on_rejected(payload: signals.CredentialsRejected) -> None:
+        def on_rejected(_payload: signals.CredentialsRejected) -> None:
             self._on_loop(self.directory.invalidate)  # its stored auth state changed
-            if payload.reauth_required:  # ALERT-2
-                data = {"account": self._account_ref(payload.account_id), "reason": payload.reason}
-                self._on_loop(lambda: self._alert("account.reauth_required", data))
-
-        def on_rate_limited(payload: signals.UpstreamRateLimited) -> None:
-            now = self.clock.time()
-            key = (payload.account_id, payload.model)
-            if self._alerted_until.get(key, 0.0) > now:
-                return  # this cooldown was told already
-            wait = payload.retry_after_s or self.settings.cooldown_fallback_s
-            self._alerted_until[key] = now + wait
-            data: dict[str, Any] = {"account": self._account_ref(payload.account_id), "retry_after_s": wait}
-            if payload.model is None:
-                self._alert("account.cooling", dict(data, reason=payload.reason))
-            else:
-                self._alert("model.limited", dict(data, model=payload.model))
 
         if self.quota is not None:  # response headers and stream events (QUOTA-2)
             self._disconnects.append(signals.quota_observed.connect(self.quota.observe, sender=self))
         self._disconnects += [
             signals.credentials_rejected.connect(on_rejected),
-            signals.upstream_rate_limited.connect(on_rate_limited, sender=self),
+            signals.pool_unavailable.connect(self._pool_unavailable, sender=scheduler),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
@@ -240,15 +241,17 @@ def build_runtime(
     http = UpstreamClients(settings)
     adapters = build_adapters(settings, http, clock)
     leases = LeaseTable()
+    outbox = AlertOutbox(settings.workspace_name, clock)  # ALERT-2: state changes write their events
     vault = CredentialVault(
         engine,
         cipher,
         clock,
         adapters,
         fallback_providers=frozenset(name for name, adapter in adapters.items() if adapter.refresh_fallback),
+        outbox=outbox,
     )
     directory = AccountDirectory(engine)
-    cooldown_store = CooldownStore(engine, clock)
+    cooldown_store = CooldownStore(engine, clock, outbox)
     cooldowns = CooldownBook(
         clock,
         CooldownPolicy(
@@ -287,7 +290,7 @@ def build_runtime(
         finally:
             ticket.close()
 
-    quota = QuotaObserver(engine, clock, read_quota) if settings.quota_enabled else None
+    quota = QuotaObserver(engine, clock, read_quota, outbox=outbox) if settings.quota_enabled else None
     catalog = ModelCatalog(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
@@ -329,7 +332,8 @@ def build_runtime(
         quota=quota,
         aliases=GroupAliases(engine, default_aliases(adapters.values())),
         tracing=tracing_from_environment(),
-        alerts=Deliverer(engine, cipher, clock, settings.alert_retry_s),
+        outbox=outbox,
+        alerts=Deliverer(engine, cipher, clock, outbox, settings.alert_retry_s),
     )
 
 

@@ -8,6 +8,7 @@ import {auditView} from "./audit.js";
 import {teamUsageView, usageView} from "./usage.js";
 import {passwordView} from "./password.js";
 import {poolView} from "./pool.js";
+import {alertsView} from "./alerts.js";
 
 const NAV = [
   {heading: "General", links: [
@@ -23,6 +24,7 @@ const NAV = [
     {path: "/admin/usage", label: "Team usage", view: teamUsageView},
     {path: "/members", label: "Members", view: membersView},
     {path: "/groups", label: "Groups", view: groupsView},
+    {path: "/admin/alerts", label: "Alerts", view: alertsView},
     {path: "/admin/audit", label: "Audit log", view: auditView},
   ]},
 ];
