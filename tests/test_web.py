@@ -1197,3 +1197,30 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     row.get_by_role("button", name=f"Remove {url}").click()
     expect(page.get_by_text("No webhooks yet")).to_be_visible()
     assert pool.admin.get("/api/webhooks").json()["items"] == []
+
+
+def test_egress_3_the_accounts_page_sets_a_proxy_and_checks_through_it(
+    make_pool: Callable[..., Pool], open_context: Any, tmp_path: Path
+) -> None:
+    from proxy_servers import proxies_installed, start_socks_proxy
+
+    if not proxies_installed():
+        pytest.skip("microsocks is not installed")
+    socks = start_socks_proxy(tmp_path / "socks", "127.0.0.2", "egress", "web-pw-7731")
+    try:
+        pool = make_pool()
+        page = _admin_page(pool, open_context, "/accounts")
+        card = _card(page, "codex-1")
+        expect(card.locator("dd.egress")).to_have_text("direct")
+        card.get_by_label("Egress proxy (http, https, socks5, socks5h)").fill(socks.url())
+        card.get_by_role("button", name="Save proxy").click()
+        expect(card.locator("dd.egress")).to_have_text(f"socks5://egress:***@127.0.0.1:{socks.port}")
+        card.get_by_role("button", name="Check").click()
+        expect(card.locator(".check-result")).to_contain_text("OK through its proxy")
+        assert {record.peer for record in pool.sim.requests(endpoint="codex.usage")} >= {"127.0.0.2"}
+        assert "web-pw-7731" not in page.content()
+        card.get_by_role("button", name="Remove proxy").click()
+        expect(card.locator("dd.egress")).to_have_text("direct")
+        assert pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["proxy_url"] is None
+    finally:
+        socks.stop()

@@ -33,6 +33,7 @@ from sublane_core._logging import (
 )
 from sublane_core._migrations import current_revision, head_revision, known_revisions, upgrade_database
 from sublane_core._outbox import ALERT_EVENTS, AlertOutbox, account_ref, group_ref
+from sublane_core._proxy_url import checked_proxy_url, masked_proxy_url
 from sublane_core._schema import (
     ACCOUNT_WIDE,
     AFFINITY_SCOPE_AUTO,
@@ -128,6 +129,8 @@ __all__ = [
     "load_or_create_key",
     # events
     "signals",
+    "checked_proxy_url",
+    "masked_proxy_url",
     "ALERT_EVENTS",
     "AlertOutbox",
     "account_ref",

@@ -80,6 +80,9 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "upstream_forbidden": ErrorSpec(403, "The provider refused this account's request (HTTP 403)."),
     "upstream_rate_limited": ErrorSpec(429, "The provider rate-limited the account; try again later."),
     "upstream_error": ErrorSpec(502, "The provider failed to answer."),
+    "egress_proxy_failed": ErrorSpec(
+        502, "The account's egress proxy could not be reached or refused the tunnel."
+    ),
     "upstream_stream_error": ErrorSpec(502, "The provider's stream broke off."),
     "upstream_timeout": ErrorSpec(504, "The provider did not answer in time."),
     "request_timeout": ErrorSpec(504, "The request ran past its deadline."),

@@ -194,6 +194,12 @@ class Account(SQLModel, table=True):
     auth_state: str = Field(default=AUTH_OK, max_length=32)
     auth_error: str | None = Field(default=None, max_length=64, description="sanitized code only")
     lifecycle_revision: int = Field(default=1, description="advanced by enable/disable and re-auth")
+    proxy_url: bytes | None = Field(
+        default=None, sa_type=sa.LargeBinary, description="EGRESS-1: the sealed egress proxy URL"
+    )
+    proxy_shown: str | None = Field(
+        default=None, max_length=2048, description="EGRESS-1: that URL with its password as ***"
+    )
     created_at: float
     updated_at: float
 

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sublane_core._db import is_sqlite
+from sublane_core._proxy_url import checked_proxy_url
 
 
 def _list_of_strings(value: object) -> object:
@@ -44,6 +45,8 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
         frozen=True,
+        # A refused value is never echoed: some are secrets (a proxy URL's password, a key).
+        hide_input_in_errors=True,
     )
 
     # -- storage ---------------------------------------------------------------------------------
@@ -161,6 +164,14 @@ class Settings(BaseSettings):
         description="Extra Origin values accepted on mutations (e.g. behind a TLS proxy).",
     )
 
+    egress_proxy: SecretStr | None = Field(
+        None,
+        description=(
+            "EGRESS-1 the proxy of accounts without their own: http://, https://, socks5:// or socks5h://"
+            " [user:pass@]host:port; unset: the standard proxy variables, else direct."
+        ),
+    )
+
     alert_retry_s: float = Field(
         10, gt=0, le=3600, description="ALERT-4 first retry of a webhook delivery; it doubles up to an hour."
     )
@@ -184,6 +195,13 @@ class Settings(BaseSettings):
     oidc_admin_value: str | None = Field(
         None, description="AUTH-2 the value of that claim that makes an admin; unset: SSO makes none."
     )
+
+    @field_validator("egress_proxy")
+    @classmethod
+    def _proxy_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        return SecretStr(checked_proxy_url(value.get_secret_value().strip()))
 
     @field_validator("trusted_proxies", "allowed_origins", "oidc_allowed_domains", mode="before")
     @classmethod

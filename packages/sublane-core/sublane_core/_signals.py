@@ -116,6 +116,7 @@ class AccountChange(StrEnum):
     LIMITS = "limits"
     REAUTHORIZED = "reauthorized"
     RESUMED = "resumed"  # Clear cooldown (COOL-6)
+    EGRESS = "egress"  # its egress proxy changed (EGRESS-1)
 
 
 class AccessKind(StrEnum):

@@ -25,6 +25,7 @@ from sublane_providers._capabilities import (
     WrapsEvents,
 )
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
+from sublane_providers._egress import EgressFailed, current_egress, use_egress
 from sublane_providers._http import parse_retry_after
 from sublane_providers._jwt import expiry_of, unverified_claims
 from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
@@ -39,8 +40,14 @@ from sublane_providers._registry import (
     provider_plugin,
     provider_plugins,
 )
-from sublane_providers._session import SessionClosed, SessionRefused, UpstreamSession, UpstreamUnreachable
-from sublane_providers._transport import UpstreamClients
+from sublane_providers._session import (
+    SessionClosed,
+    SessionEgressFailed,
+    SessionRefused,
+    UpstreamSession,
+    UpstreamUnreachable,
+)
+from sublane_providers._transport import MetadataClients, MetadataHttp, UpstreamClients
 from sublane_providers._types import (
     DeltaKind,
     FailureKind,
@@ -99,6 +106,12 @@ __all__ = [
     "SessionClosed",
     "SessionRefused",
     "UpstreamClients",
+    "MetadataClients",
+    "MetadataHttp",
+    "EgressFailed",
+    "SessionEgressFailed",
+    "current_egress",
+    "use_egress",
     "UpstreamRequest",
     "UpstreamResponse",
     "UpstreamSender",

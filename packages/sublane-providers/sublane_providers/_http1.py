@@ -31,6 +31,8 @@ from collections.abc import Callable
 from typing import Final, cast
 
 import httptools
+from python_socks import ProxyError, ProxyType
+from python_socks.async_.asyncio import Proxy as SocksProxy
 
 from sublane_core import MovingDeadline
 from sublane_providers._upstream import (
@@ -48,7 +50,9 @@ DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _TIMED_OUT: Final = "timed out"
 
 Origin = tuple[str, str, int]  # (scheme, IDNA host, port): where the pool connects
-PoolKey = tuple[str, str, int, str | None]  # an origin and the proxy to it
+#: An origin, the proxy to it, and whether every connection tunnels through the proxy (an account's
+#: egress, EGRESS-1) or only https ones do (the environment's proxy; http goes in absolute form).
+PoolKey = tuple[str, str, int, str | None, bool]
 _MAX_TARGETS = 256  # parsed request targets kept by a pool
 
 
@@ -346,8 +350,12 @@ class Http1Pool:
 
     # -- sending ---------------------------------------------------------------------------------
 
-    async def send(self, request: UpstreamRequest) -> PoolResponse:
-        """Send ``request``; the answer's body is read from the response."""
+    async def send(self, request: UpstreamRequest, egress: str | None = None) -> PoolResponse:
+        """Send ``request``; the answer's body is read from the response.
+
+        ``egress``: the proxy an account's calls leave through (EGRESS-1: ``http``, ``https``,
+        ``socks5``, ``socks5h``); every connection to it is a tunnel. ``None``: the environment's
+        proxy, else direct."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._close_all()  # what is left of the loop the pool leaves
@@ -357,9 +365,13 @@ class Http1Pool:
         target = self._targets.get(request.url)
         if target is None:
             target = self._target(request.url)
-        proxy = self._proxy(target) if self._proxies else None
-        key: PoolKey = (*target.origin, proxy)
-        head = _head(request, target, proxy)
+        if egress is not None:
+            key: PoolKey = (*target.origin, egress, True)
+            head = _head(request, target, None)
+        else:
+            proxy = self._proxy(target) if self._proxies else None
+            key = (*target.origin, proxy, False)
+            head = _head(request, target, proxy)
         body = request.content
         await self._acquire_slot()
         connection: _Connection | None = None
@@ -413,6 +425,15 @@ class Http1Pool:
 
     async def aclose(self) -> None:
         self._close_all()
+
+    def close_proxy(self, proxy: str) -> None:
+        """Close every connection through ``proxy`` (a changed egress, EGRESS-1)."""
+        for key in [key for key in self._idle if key[3] == proxy]:
+            for connection in self._idle.pop(key):
+                connection.close()
+        for connection in list(self._open):
+            if connection.key[3] == proxy and connection.loop is self._loop:
+                connection.close()
 
     def _close_all(self) -> None:
         """Close every connection (on the running loop): its own loop's now, another running
@@ -470,7 +491,7 @@ class Http1Pool:
         connection.close()
 
     async def _connect(self, key: PoolKey, loop: asyncio.AbstractEventLoop) -> _Connection:
-        scheme, host, port, proxy = key
+        scheme, host, port, proxy, _tunnel = key
         factory: Callable[[], _Connection] = lambda: _Connection(key, loop)  # noqa: E731
         try:
             async with asyncio.timeout(self._connect_timeout):
@@ -479,6 +500,8 @@ class Http1Pool:
                     _, connection = await loop.create_connection(
                         factory, host, port, ssl=tls, server_hostname=host if tls else None
                     )
+                elif proxy.startswith("socks"):
+                    connection = await self._through_socks(key, loop, factory)
                 else:
                     connection = await self._through_proxy(key, loop, factory)
                 connection.on_idle_expired = self._expire
@@ -488,23 +511,61 @@ class Http1Pool:
             raise UpstreamTimeout(f"connecting to {host}:{port} timed out") from None
         except UpstreamProxyError:
             raise
+        except ProxyError as exc:  # the SOCKS proxy refused (python-socks)
+            raise UpstreamProxyError(f"the proxy refused: {type(exc).__name__}") from None
         except (OSError, ssl.SSLError, ValueError) as exc:  # ValueError: a host asyncio refuses
             if proxy is not None:
                 raise UpstreamProxyError(f"proxy: {type(exc).__name__}") from None
             raise UpstreamConnectError(f"{type(exc).__name__}: {exc}") from None
 
+    async def _through_socks(
+        self, key: PoolKey, loop: asyncio.AbstractEventLoop, factory: Callable[[], _Connection]
+    ) -> _Connection:
+        """A connection through a SOCKS5 proxy (python-socks opens it; ``socks5h``: the proxy
+        resolves the host), then TLS to the upstream for https."""
+        scheme, host, port, proxy, _tunnel = key
+        assert proxy is not None
+        parsed = urllib.parse.urlsplit(proxy)
+        socks = SocksProxy(
+            ProxyType.SOCKS5,
+            parsed.hostname or "",
+            parsed.port or 1080,
+            urllib.parse.unquote(parsed.username) if parsed.username is not None else None,
+            urllib.parse.unquote(parsed.password or "") if parsed.username is not None else None,
+            rdns=parsed.scheme == "socks5h",
+        )
+        sock = await socks.connect(host, port)
+        tls = self._tls if scheme == "https" else None
+        _, connection = await loop.create_connection(
+            factory, sock=sock, ssl=tls, server_hostname=host if tls else None
+        )
+        return connection
+
     async def _through_proxy(
         self, key: PoolKey, loop: asyncio.AbstractEventLoop, factory: Callable[[], _Connection]
     ) -> _Connection:
-        scheme, host, port, proxy = key
+        scheme, host, port, proxy, tunnel_always = key
         assert proxy is not None
         parsed = urllib.parse.urlsplit(proxy)
         proxy_port = parsed.port or DEFAULT_PORTS.get(parsed.scheme, 80)
         proxy_host = parsed.hostname or ""
-        if scheme == "http":  # absolute-form requests straight to the proxy
-            _, connection = await loop.create_connection(factory, proxy_host, proxy_port)
+        proxy_tls = self._tls if parsed.scheme == "https" else None  # TLS to the proxy itself
+        if scheme == "http" and not tunnel_always:  # absolute-form requests straight to the proxy
+            _, connection = await loop.create_connection(
+                factory,
+                proxy_host,
+                proxy_port,
+                ssl=proxy_tls,
+                server_hostname=proxy_host if proxy_tls else None,
+            )
             return connection
-        transport, tunnel = await loop.create_connection(lambda: _Tunnel(loop), proxy_host, proxy_port)
+        transport, tunnel = await loop.create_connection(
+            lambda: _Tunnel(loop),
+            proxy_host,
+            proxy_port,
+            ssl=proxy_tls,
+            server_hostname=proxy_host if proxy_tls else None,
+        )
         connect = f"CONNECT {host}:{port} HTTP/1.1\r\nhost: {host}:{port}\r\n"
         authorization = _proxy_authorization(proxy)
         if authorization:
@@ -518,7 +579,13 @@ class Http1Pool:
         status_line = answer.split(b"\r\n", 1)[0].split()
         if len(status_line) < 2 or not status_line[1].startswith(b"2"):
             transport.close()
-            raise UpstreamProxyError(f"the proxy refused the tunnel: {answer[:64]!r}")
+            status = status_line[1].decode("latin-1", "replace")[:3] if len(status_line) > 1 else "?"
+            raise UpstreamProxyError(f"the proxy refused the tunnel (HTTP {status})")
+        if scheme == "http":  # a plain tunnel: the connection speaks HTTP through it as it is
+            connection = factory()
+            transport.set_protocol(connection)
+            connection.connection_made(transport)
+            return connection
         connection = factory()
         tls_transport = await loop.start_tls(transport, connection, self._tls, server_hostname=host)
         if tls_transport is None:

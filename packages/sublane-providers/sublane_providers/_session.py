@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
+from sublane_providers._egress import EgressFailed
 from sublane_providers._types import UpstreamFailure
 
 
@@ -19,6 +20,10 @@ class SessionRefused(Exception):
 
 class UpstreamUnreachable(Exception):
     """The upstream could not be reached (connection, TLS, handshake time-out)."""
+
+
+class SessionEgressFailed(UpstreamUnreachable, EgressFailed):
+    """The account's egress proxy could not be reached or refused the tunnel (EGRESS-2)."""
 
 
 class SessionClosed(Exception):

@@ -11,22 +11,45 @@ unreachable host is ``UpstreamConnectError`` (the pipeline may move to the provi
 GEM-4), a silent one ``UpstreamTimeout``, and an answer cut mid-way is delivered up to the cut,
 then ``UpstreamCut``. Metadata calls (token refresh, quota, model lists) are rare and use httpx's
 ``AsyncClient`` through its public API.
+
+EGRESS-1: every call leaves through the egress of the account it is for
+(:func:`~sublane_providers.current_egress`): the model pool keys its connections by proxy, the
+WebSocket is opened through it (websockets' own proxy support, python-socks for SOCKS), and
+metadata calls go through one httpx client per proxy (httpx's ``proxy=``; httpx-socks's transport
+for SOCKS).
+Pools are never shared between proxies; :meth:`UpstreamClients.close_egress` closes a proxy's.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
+import urllib.parse
 from collections.abc import Mapping
+from typing import Any, Protocol
 
 import httpx
 import websockets
+from httpx_socks import AsyncProxyTransport
+from python_socks import ProxyConnectionError as SocksConnectionError
+from python_socks import ProxyError as SocksProxyError
+from python_socks import ProxyTimeoutError as SocksTimeoutError
+from python_socks import ProxyType
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidProxy,
+    InvalidProxyMessage,
+    InvalidProxyStatus,
+    InvalidStatus,
+    ProxyError,
+    WebSocketException,
+)
 
 from sublane_core import Settings
+from sublane_providers._egress import current_egress
 from sublane_providers._http1 import Http1Pool
-from sublane_providers._session import SessionClosed, UpstreamUnreachable
+from sublane_providers._session import SessionClosed, SessionEgressFailed, UpstreamUnreachable
 from sublane_providers._upstream import UpstreamRequest, UpstreamResponse
 
 _log = logging.getLogger("sublane.transport")
@@ -34,28 +57,129 @@ _log = logging.getLogger("sublane.transport")
 MODEL_CONNECTIONS = 1024
 METADATA_CONNECTIONS = 64
 KEEPALIVE_S = 30.0  # how long an idle upstream connection is kept for the next request
+_SOCKS_ERRORS = (SocksProxyError, SocksConnectionError, SocksTimeoutError)  # python-socks' failures
 
 
 def _timeout(settings: Settings) -> httpx.Timeout:
     return httpx.Timeout(settings.header_timeout_s, connect=min(30.0, settings.header_timeout_s))
 
 
-def _metadata_client(settings: Settings, tls: ssl.SSLContext) -> httpx.AsyncClient:
+def _metadata_client(settings: Settings, tls: ssl.SSLContext, proxy: str | None = None) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=METADATA_CONNECTIONS, max_keepalive_connections=None)
+    timeout = _timeout(settings)
+    if proxy is not None and proxy.startswith("socks"):
+        # httpx-socks (python-socks, as the model pool uses): httpx's own SOCKS path leaves a socket
+        # open when the proxy refuses the password (httpcore 1.0.9).
+        parsed = urllib.parse.urlsplit(proxy)
+        user = urllib.parse.unquote(parsed.username) if parsed.username is not None else None
+        transport = AsyncProxyTransport(
+            proxy_type=ProxyType.SOCKS5,
+            proxy_host=parsed.hostname or "",
+            proxy_port=parsed.port or 1080,
+            username=user,
+            password=urllib.parse.unquote(parsed.password or "") if user is not None else None,
+            rdns=parsed.scheme == "socks5h",
+            verify=tls,
+            limits=limits,
+        )
+        return httpx.AsyncClient(
+            transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
+        )
     return httpx.AsyncClient(
         verify=tls,
-        limits=httpx.Limits(max_connections=METADATA_CONNECTIONS, max_keepalive_connections=None),
-        timeout=_timeout(settings),
+        limits=limits,
+        timeout=timeout,
         follow_redirects=False,
-        trust_env=True,  # honour HTTPS_PROXY for a corporate egress proxy
+        proxy=proxy,
+        trust_env=proxy is None,  # without an egress: honour HTTPS_PROXY for a corporate proxy
     )
 
 
+class MetadataHttp(Protocol):
+    """What an adapter's metadata calls need: httpx's ``get`` and ``post`` (an ``AsyncClient``
+    fits, as does :class:`MetadataClients`, which routes each call through its account's egress)."""
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: Any = ...,
+        headers: Any = ...,
+        timeout: Any = ...,  # noqa: ASYNC109  (httpx's own per-call timeout)
+        follow_redirects: Any = ...,
+    ) -> httpx.Response: ...
+
+    async def post(
+        self,
+        url: str,
+        *,
+        json: Any = ...,
+        data: Any = ...,
+        headers: Any = ...,
+        timeout: Any = ...,  # noqa: ASYNC109
+    ) -> httpx.Response: ...
+
+
+def _not_refused_by_proxy(response: httpx.Response) -> httpx.Response:
+    """A plain-http call goes through an HTTP proxy in absolute form, so the proxy's refusal comes
+    back as an answer: 407 is the proxy's, never the upstream's (EGRESS-2), and raised as httpx's
+    ``ProxyError`` like a refused tunnel."""
+    if response.status_code == 407 and current_egress() is not None:
+        raise httpx.ProxyError("the egress proxy refused the request (407)", request=response.request)
+    return response
+
+
+class MetadataClients:
+    """Metadata calls (token refresh, quota reads, model lists, sign-in exchanges) through the
+    egress of the account they are for: one httpx ``AsyncClient`` per proxy, made on first use.
+    The adapters call :meth:`get` and :meth:`post` with httpx's keyword arguments and get httpx's
+    ``Response``; which client carries the call is this class's business."""
+
+    def __init__(self, settings: Settings, tls: ssl.SSLContext) -> None:
+        self._settings = settings
+        self._tls = tls
+        self._environment = _metadata_client(settings, tls)
+        self._by_proxy: dict[str, httpx.AsyncClient] = {}
+
+    def client(self) -> httpx.AsyncClient:
+        """The client of the current egress."""
+        proxy = current_egress()
+        if proxy is None:
+            return self._environment
+        client = self._by_proxy.get(proxy)
+        if client is None:
+            client = self._by_proxy[proxy] = _metadata_client(self._settings, self._tls, proxy)
+        return client
+
+    async def get(self, url: str, **options: Any) -> httpx.Response:
+        try:
+            return _not_refused_by_proxy(await self.client().get(url, **options))
+        except _SOCKS_ERRORS as exc:  # httpx-socks raises python-socks' errors
+            raise httpx.ProxyError(f"the egress proxy failed: {type(exc).__name__}") from None
+
+    async def post(self, url: str, **options: Any) -> httpx.Response:
+        try:
+            return _not_refused_by_proxy(await self.client().post(url, **options))
+        except _SOCKS_ERRORS as exc:
+            raise httpx.ProxyError(f"the egress proxy failed: {type(exc).__name__}") from None
+
+    async def close_proxy(self, proxy: str) -> None:
+        client = self._by_proxy.pop(proxy, None)
+        if client is not None:
+            await client.aclose()
+
+    async def aclose(self) -> None:
+        clients, self._by_proxy = [self._environment, *self._by_proxy.values()], {}
+        for client in clients:
+            await client.aclose()
+
+
 class UpstreamClients:
-    """A metadata client (token refresh, quota, model lists) and the client for model requests."""
+    """The metadata clients (token refresh, quota, model lists) and the pool for model requests."""
 
     def __init__(self, settings: Settings) -> None:
         tls = ssl.create_default_context()  # one TLS context for all pools (each costs megabytes)
-        self.metadata = _metadata_client(settings, tls)
+        self.metadata = MetadataClients(settings, tls)
         timeout = _timeout(settings)
         self._models = Http1Pool(
             tls,
@@ -66,8 +190,13 @@ class UpstreamClients:
         )
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
-        """Send a model request (response body not read yet)."""
-        return await self._models.send(request)
+        """Send a model request (response body not read yet) through the current egress."""
+        return await self._models.send(request, current_egress())
+
+    async def close_egress(self, proxy: str) -> None:
+        """A proxy no account uses any more: close its connections (EGRESS-1)."""
+        await self.metadata.close_proxy(proxy)
+        self._models.close_proxy(proxy)
 
     async def aclose(self) -> None:
         await self.metadata.aclose()
@@ -113,7 +242,9 @@ class WebSocket:
 async def connect_websocket(
     url: str, headers: Mapping[str, str], *, open_timeout: float, max_frame_bytes: int
 ) -> WebSocket:
-    """Open an upstream WebSocket; raises :class:`WebSocketRefused` or :class:`UpstreamUnreachable`."""
+    """Open an upstream WebSocket through the current egress; raises :class:`WebSocketRefused` or
+    :class:`UpstreamUnreachable` (:class:`SessionEgressFailed` when the proxy failed)."""
+    egress = current_egress()
     try:
         connection = await websockets.connect(
             url,
@@ -122,12 +253,28 @@ async def connect_websocket(
             open_timeout=open_timeout,
             ping_interval=None,
             user_agent_header=None,
+            proxy=egress if egress is not None else True,  # True: the environment's proxy
         )
+    except (
+        InvalidProxy,
+        InvalidProxyMessage,
+        InvalidProxyStatus,
+        ProxyError,
+        SocksProxyError,
+        SocksTimeoutError,
+    ) as exc:
+        raise SessionEgressFailed(type(exc).__name__) from None
+    except TimeoutError:
+        raise UpstreamUnreachable("TimeoutError") from None
+    except OSError as exc:
+        if egress is not None:  # the proxy itself could not be reached
+            raise SessionEgressFailed(type(exc).__name__) from None
+        raise UpstreamUnreachable(type(exc).__name__) from None
     except InvalidStatus as refused:
         response = refused.response
         raise WebSocketRefused(
             response.status_code, dict(response.headers.raw_items()), bytes(response.body or b"")
         ) from None
-    except (OSError, TimeoutError, WebSocketException) as exc:
+    except WebSocketException as exc:
         raise UpstreamUnreachable(type(exc).__name__) from None
     return WebSocket(connection)

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
+from sublane_providers._egress import EgressFailed
+
 MAX_ERROR_BODY = 64 * 1024
 
 
@@ -45,7 +47,7 @@ class UpstreamConnectError(UpstreamError):
     """No connection: nothing of the request reached the upstream (another host may serve it)."""
 
 
-class UpstreamProxyError(UpstreamConnectError):
+class UpstreamProxyError(UpstreamConnectError, EgressFailed):
     """The egress proxy could not be reached or refused the tunnel."""
 
 

@@ -46,6 +46,7 @@ from sublane_core import (
     signals,
 )
 from sublane_providers._capabilities import CompletesBundles
+from sublane_providers._egress import use_egress
 from sublane_providers._refresh import MAX_OAUTH_RETRY_AFTER_S, RefreshedCredentials, RefreshFailed
 
 _log = logging.getLogger("sublane.credentials")
@@ -84,6 +85,8 @@ class _Entry:
     #: A newer lifecycle replaced this entry's credentials in the database (CRED-10): nothing of
     #: it may be written or used any more.
     stale: bool = False
+    #: The account's egress proxy, else the workspace's (EGRESS-1); ``None``: the environment's.
+    egress: str | None = None
 
 
 @immutable
@@ -93,6 +96,12 @@ class Credentials:
     account_id: int
     bundle: Mapping[str, Any]
     lifecycle_revision: int
+    #: The proxy the account's upstream calls leave through (EGRESS-1), ``None``: the environment's.
+    egress: str | None = None
+
+
+def _handed(account_id: int, entry: _Entry) -> Credentials:
+    return Credentials(account_id, entry.bundle, entry.lifecycle_revision, entry.egress)
 
 
 class CredentialVault:
@@ -107,7 +116,9 @@ class CredentialVault:
         *,
         fallback_providers: frozenset[str] = frozenset(),
         outbox: AlertOutbox | None = None,
+        default_egress: str | None = None,
     ) -> None:
+        self._default_egress = default_egress  # SUBLANE_EGRESS_PROXY (EGRESS-1)
         self._outbox = outbox  # ALERT-2: reauth_required and refresh_failing
         self._engine = engine
         self._cipher = cipher
@@ -147,7 +158,38 @@ class CredentialVault:
                 rejected=account.credentials_rejected_at is not None,
                 reauth_required=account.auth_state == AUTH_REAUTH_REQUIRED,
                 complete=self._completeness(account.provider),
+                egress=self._egress_of(account),
             )
+
+    def _egress_of(self, account: Account) -> str | None:
+        if account.proxy_url is None:
+            return self._default_egress
+        return str(self._cipher.decrypt(account.proxy_url)["url"])
+
+    async def egress_changed(self, account_id: int) -> str | None:
+        """The account's proxy changed (EGRESS-1): its next calls use the new one; the one it had
+        before is returned (its pools may be closed). Its credentials stay as they are."""
+        entry = self._entries.get(account_id)
+        if entry is None:
+            return None
+        previous = entry.egress
+
+        def load() -> str | None:
+            with Session(self._engine) as db:
+                account = db.get(Account, account_id)
+                return self._egress_of(account) if account is not None else None
+
+        entry.egress = await anyio.to_thread.run_sync(load)
+        return previous
+
+    def egress_of(self, account_id: int) -> str | None:
+        """The egress the account's calls use, as far as this process has loaded it."""
+        entry = self._entries.get(account_id)
+        return entry.egress if entry is not None else self._default_egress
+
+    def egresses(self) -> set[str]:
+        """The proxies the accounts loaded here use now."""
+        return {entry.egress for entry in self._entries.values() if entry.egress is not None}
 
     def _completeness(self, provider: str) -> Callable[[Mapping[str, Any]], bool]:
         refresher = self._refreshers.get(provider)
@@ -183,25 +225,25 @@ class CredentialVault:
             return await self.get(account_id, provider, margin=margin)
         now = self._clock.time()
         if self._usable_without_refresh(entry, now, margin):
-            return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            return _handed(account_id, entry)
         seen = entry.bundle.get("access_token")
         async with entry.lock:  # single flight: the second caller sees the first one's result
             if entry.reauth_required:  # the refresh this caller waited for killed the credentials
                 raise SubLaneError("reauth_required")
             now = self._clock.time()
             if self._usable_without_refresh(entry, now, margin):
-                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+                return _handed(account_id, entry)
             if entry.bundle.get("access_token") != seen and self._usable_without_refresh(entry, now, 0):
                 # Refreshed while this caller waited: use that token, even one issued with less than
                 # the margin left, rather than burning the refresh token once per waiter.
-                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+                return _handed(account_id, entry)
             if entry.retry_at <= now:
                 refreshed = await self._refresh(account_id, provider, entry)
                 if entry.stale:  # re-authorized meanwhile (CRED-10): the new credentials decide
                     return await self.get(account_id, provider, margin=margin)
                 now = self._clock.time()  # the attempt took time: re-check expiry (CRED-2)
                 if refreshed and self._usable_without_refresh(entry, now, 0):
-                    return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+                    return _handed(account_id, entry)
             if entry.reauth_required:
                 raise SubLaneError("reauth_required")
             # CRED-2: the old token, while it has more than 30 s, only for providers that allow the
@@ -210,7 +252,7 @@ class CredentialVault:
             if provider in self._fallback and self._usable_without_refresh(
                 entry, now, FALLBACK_MIN_REMAINING_S
             ):
-                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+                return _handed(account_id, entry)
             raise SubLaneError("account_refresh_failed", retry_after=max(1.0, entry.retry_at - now))
 
     async def rejected(
@@ -227,7 +269,9 @@ class CredentialVault:
             if entry.reauth_required:
                 raise SubLaneError("reauth_required")
             if entry.bundle.get("access_token") != used.bundle.get("access_token"):
-                return Credentials(account_id, entry.bundle, entry.lifecycle_revision)  # refreshed meanwhile
+                return Credentials(
+                    account_id, entry.bundle, entry.lifecycle_revision, entry.egress
+                )  # refreshed meanwhile
             stored = await self._persist(
                 "rejection",
                 account_id,
@@ -257,7 +301,7 @@ class CredentialVault:
                 raise SubLaneError(
                     "account_refresh_failed", retry_after=max(1.0, entry.retry_at - self._clock.time())
                 )
-            return Credentials(account_id, entry.bundle, entry.lifecycle_revision)
+            return _handed(account_id, entry)
 
     async def _refresh(self, account_id: int, provider: str, entry: _Entry) -> bool:
         """Refresh ``entry`` (lock held); ``True`` when it now holds fresh, stored credentials."""
@@ -265,7 +309,8 @@ class CredentialVault:
         if refresher is None:
             raise SubLaneError("account_refresh_failed")
         try:
-            result = await refresher.refresh(entry.bundle)
+            with use_egress(entry.egress):  # EGRESS-1: the refresh leaves through the account's egress
+                result = await refresher.refresh(entry.bundle)
         except RefreshFailed as failure:
             if entry.stale:
                 return False

@@ -25,6 +25,7 @@ from sublane_providers import (
     chunks_of,
     read_all,
 )
+from sublane_providers._egress import use_egress
 from sublane_providers._transport import UpstreamClients
 from sublane_providers.testing import close_quietly, read_http_request
 
@@ -251,3 +252,71 @@ async def test_the_head_carries_host_length_and_identity_encoding_and_the_reques
 
 def _post(url: str, content: bytes = b"{}") -> UpstreamRequest:
     return UpstreamRequest("POST", url, {"content-type": "application/json"}, content)
+
+
+async def test_egress_1_an_accounts_egress_tunnels_even_plain_http_and_a_changed_proxy_closes_its_pool() -> (
+    None
+):
+    """Model requests inside ``use_egress`` go through that proxy by ``CONNECT`` (so its refusal is
+    never mistaken for the upstream's answer); ``close_egress`` closes the connections through it."""
+    connects: list[bytes] = []
+    tunnels: list[asyncio.StreamWriter] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await read_http_request(reader):
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            await writer.drain()
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await read_http_request(reader)
+        connects.append(head.split(b"\r\n", 1)[0])
+        target = head.split(b" ")[1].decode()
+        host, port = target.rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        tunnels.append(writer)
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+            await close_quietly(sink)
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    upstream_server, upstream_url = await _serve(upstream)
+    proxy_server, proxy_url = await _serve(proxy)
+    async with upstream_server, proxy_server:
+        clients = UpstreamClients(Settings(header_timeout_s=2.0))
+        try:
+            with use_egress(proxy_url):
+                for _ in range(2):  # the second on the kept tunnel
+                    response = await clients.send(_post(f"{upstream_url}/v1/thing"))
+                    assert await read_all(response) == b"ok"
+            assert connects == [f"CONNECT {upstream_url.removeprefix('http://')} HTTP/1.1".encode()]
+            await clients.close_egress(proxy_url)
+            await asyncio.sleep(0.05)
+            assert all(tunnel.transport.is_closing() for tunnel in tunnels)
+        finally:
+            await clients.aclose()
+
+
+async def test_egress_2_a_proxys_407_to_a_metadata_call_is_a_proxy_error_not_the_upstreams_answer() -> None:
+    import httpx
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_http_request(reader)
+        writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+        await writer.drain()
+        await close_quietly(writer)
+
+    server, url = await _serve(proxy)
+    async with server:
+        clients = UpstreamClients(Settings(header_timeout_s=2.0))
+        try:
+            with use_egress(url), pytest.raises(httpx.ProxyError):
+                await clients.metadata.get("http://upstream.invalid/usage")
+            with use_egress(url.replace("http://", "socks5://")), pytest.raises(httpx.ProxyError):
+                await clients.metadata.get("http://upstream.invalid/usage")  # not a SOCKS server
+        finally:
+            await clients.aclose()

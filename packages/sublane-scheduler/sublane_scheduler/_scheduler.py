@@ -316,10 +316,7 @@ class Scheduler:
                     lease, pool = self._rotate(request, candidates, routing)
             else:
                 if not candidates.accounts:
-                    error = self._no_candidates(request, candidates)
-                    if error.code == "no_account_available":
-                        self._tell_unavailable(request, error.code)
-                    raise error
+                    raise self._told_unavailable(request, self._no_candidates(request, candidates))
                 preferred = (
                     await self._parent_slot(request, candidates, routing)
                     if request.parent_key is not None
@@ -452,9 +449,7 @@ class Scheduler:
             self._count(routing, "refresh_backoff", len(backing_off))
         if not usable:
             routing["candidates"] = 0
-            error = self._nothing_usable(cooling, exhausted, backing_off)
-            self._tell_unavailable(request, error.code)
-            raise error
+            raise self._told_unavailable(request, self._nothing_usable(cooling, exhausted, backing_off))
 
         def take(account: AccountInfo) -> Lease | None:
             return self.take(account, request.model, request.request_id)
@@ -530,12 +525,16 @@ class Scheduler:
         if until is not None:
             raise self._quota_error(until)
 
-    def _tell_unavailable(self, request: RouteRequest, reason: str) -> None:
-        """Observers (alerts) learn that the group's pool could not serve the model now."""
-        signals.pool_unavailable.send(
-            signals.PoolUnavailable(group_id=request.group_id, model=request.model, reason=reason),
-            sender=self,
-        )
+    def _told_unavailable(self, request: RouteRequest, error: SubLaneError) -> SubLaneError:
+        """``error``, once observers (alerts) learned that the group's pool could not serve the
+        model now. (Returned, not kept in a local: a raised error held by its own frame is a
+        reference cycle.)"""
+        if error.code != "model_not_found" and signals.pool_unavailable.has_receivers:
+            signals.pool_unavailable.send(
+                signals.PoolUnavailable(group_id=request.group_id, model=request.model, reason=error.code),
+                sender=self,
+            )
+        return error
 
     @staticmethod
     def _no_candidates(request: RouteRequest, candidates: Candidates) -> SubLaneError:

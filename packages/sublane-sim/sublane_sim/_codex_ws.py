@@ -16,7 +16,7 @@ from ._codex_errors import auth_error, codex_error, rate_limit_headers, rate_lim
 from ._codex_events import build_codex_plan, codex_ws_encoder
 from ._codex_rules import codex_cache_key, validate_codex_body
 from ._content import estimate_tokens
-from ._http import bearer_token, header_dict, sim_of
+from ._http import bearer_token, header_dict, peer_of, sim_of
 from ._records import RequestRecord
 from ._script import Behaviour
 from ._stream import Event, Outcome, play
@@ -107,6 +107,7 @@ async def codex_websocket(websocket: WebSocket) -> None:
         headers=headers,
         raw_body=b"",
         transport="ws",
+        peer=peer_of(websocket),
     )
     account, kind, problem = sim.authenticate(record, bearer_token(websocket), "codex")
     denial: tuple[int, dict[str, Any]] | None = None
@@ -203,6 +204,7 @@ def _log_message(connection: _Connection, message: dict[str, Any], endpoint: str
         raw_body=raw,
         transport="ws",
         body=message,
+        peer=peer_of(connection.websocket),
     )
     sim.attribute(record, connection.account, bearer_token(connection.websocket), "access")
     return record

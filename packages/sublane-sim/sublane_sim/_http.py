@@ -46,8 +46,14 @@ async def record_request(request: Request, provider: str, endpoint: str) -> tupl
         query=request.url.query,
         headers=header_dict(request),
         raw_body=raw,
+        peer=peer_of(request),
     )
     return record, raw
+
+
+def peer_of(connection: HTTPConnection) -> str | None:
+    """The host the connection came from."""
+    return connection.client.host if connection.client is not None else None
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any] | None:

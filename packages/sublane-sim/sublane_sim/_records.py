@@ -44,6 +44,7 @@ class RequestRecord:
     response_id: str | None = None
     events: int = 0
     tool_call_ids: list[str] = field(default_factory=list)
+    peer: str | None = None  # the address the request came from (a proxy's outgoing one, EGRESS-1)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -68,6 +69,7 @@ class RequestLog:
         headers: dict[str, str],
         body: Any,
         transport: str = "http",
+        peer: str | None = None,
     ) -> RequestRecord:
         self._seq += 1
         record = RequestRecord(
@@ -81,6 +83,7 @@ class RequestLog:
             headers=headers,
             body=body,
             transport=transport,
+            peer=peer,
         )
         self._records.append(record)
         return record

@@ -410,6 +410,7 @@ class Simulator:
         raw_body: bytes,
         transport: str = "http",
         body: Any = None,
+        peer: str | None = None,
     ) -> RequestRecord:
         if body is None and raw_body:
             body = _loggable(raw_body)
@@ -424,6 +425,7 @@ class Simulator:
                 headers=headers,
                 body=body,
                 transport=transport,
+                peer=peer,
             )
 
     def authenticate(

@@ -12,6 +12,7 @@ from sublane_gateway.management import (
     _budgets,
     _bundles,
     _catalogue,
+    _check,
     _groups,
     _history,
     _keys,
@@ -32,6 +33,7 @@ router = APIRouter()
 # The runtime view first: /api/accounts/runtime must win over /api/accounts/{account_id}.
 for _module in (
     _runtime_view,
+    _check,
     _catalogue,
     _history,
     _auth,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import anyio.from_thread
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -19,17 +18,20 @@ from sublane_core import (
     AUTH_OK,
     AUTH_REAUTH_REQUIRED,
     Account,
+    CredentialCipher,
     GroupAccount,
     ResourceGroup,
     SubLaneError,
     User,
+    checked_proxy_url,
+    masked_proxy_url,
     signals,
 )
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._audit import audit, change, changes, record_action
 from sublane_gateway.management._ids import get_or_404, require_existing
-from sublane_gateway.management._metadata import metadata_read
+from sublane_gateway.management._metadata import metadata_read, through_workspace_egress
 from sublane_gateway.management._models import (
     AccountCredentials,
     AccountImport,
@@ -165,7 +167,7 @@ def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCr
     if adapter is None or not isinstance(adapter, CompletesImports):
         return imported
     with metadata_read(request):  # ADM-2: a verification read
-        return anyio.from_thread.run(adapter.complete_import, imported)
+        return through_workspace_egress(request, lambda: adapter.complete_import(imported))
 
 
 @router.post("/api/accounts/{account_id}/credentials")
@@ -206,10 +208,14 @@ def replace_credentials(
 def update_account(
     account_id: PathId, body: AccountUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
-    """Rename, enable or disable an account. Enabling or disabling advances its lifecycle revision."""
+    """Rename, enable or disable an account, or set its egress proxy (EGRESS-1). Enabling or
+    disabling advances its lifecycle revision."""
     account: Account = get_or_404(db, Account, account_id, "account")
     fields = body.model_fields_set
-    before = {"name": account.name, "enabled": account.enabled}
+    before = {"name": account.name, "enabled": account.enabled, "proxy_url": account.proxy_shown}
+    egress_changed = False
+    if "proxy_url" in fields:
+        egress_changed = set_proxy(account, body.proxy_url or None, gateway_state(request).cipher)
     changed = signals.AccountChange.UPDATED
     if "name" in fields:
         if body.name is None:
@@ -224,7 +230,7 @@ def update_account(
             changed = signals.AccountChange.ENABLED if body.enabled else signals.AccountChange.DISABLED
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)
-    after = {"name": account.name, "enabled": account.enabled}
+    after = {"name": account.name, "enabled": account.enabled, "proxy_url": account.proxy_shown}
     audit(db, request, admin, "account.update", account_id, **changes(before, after))
     try:
         db.commit()
@@ -232,7 +238,25 @@ def update_account(
         db.rollback()
         raise SubLaneError("name_taken", f"An account named {body.name!r} exists.") from None
     _changed(account, changed)
+    if egress_changed:
+        _changed(account, signals.AccountChange.EGRESS)
     return _view(db, account)
+
+
+def set_proxy(account: Account, url: str | None, cipher: CredentialCipher) -> bool:
+    """Seal ``url`` as the account's egress proxy (``None``: none); whether it changed. A URL that
+    is not a proxy address is a 400 that never repeats it (it may hold a password)."""
+    if url is not None:
+        try:
+            url = checked_proxy_url(url)
+        except ValueError as exc:
+            raise SubLaneError("invalid_request", f"proxy_url: {exc}.") from None
+    current = cipher.decrypt(account.proxy_url)["url"] if account.proxy_url is not None else None
+    if url == current:
+        return False
+    account.proxy_url = cipher.encrypt({"url": url}) if url is not None else None
+    account.proxy_shown = masked_proxy_url(url) if url is not None else None
+    return True
 
 
 @router.delete("/api/accounts/{account_id}", status_code=204)

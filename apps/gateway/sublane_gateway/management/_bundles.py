@@ -31,6 +31,7 @@ from sublane_core import (
 from sublane_gateway._bundles import MAX_BUNDLE_BYTES, VERSION, BadBundle, open_bundle, seal_bundle
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
+from sublane_gateway.management._accounts import set_proxy
 from sublane_gateway.management._audit import record_action
 from sublane_gateway.management._models import BundleExport
 from sublane_gateway.management._names import free_name
@@ -53,7 +54,7 @@ def _entry(state: GatewayState, account: Account, groups: list[str]) -> dict[str
             "plan": account.identity_plan,
             "subject": account.identity_subject,
         },
-        "proxy_url": None,  # no per-account egress yet (EGRESS-1); kept in the format
+        "proxy_url": state.cipher.decrypt(account.proxy_url)["url"] if account.proxy_url else None,
         "groups": groups,
     }
 
@@ -195,6 +196,14 @@ def _import(
                 created_at=now,
                 updated_at=now,
             )
+            proxy = entry.get("proxy_url")
+            if isinstance(proxy, str) and proxy:
+                try:
+                    set_proxy(account, proxy, state.cipher)  # EGRESS-1: the account keeps its egress
+                except SubLaneError:
+                    skipped.append({"name": name, "reason": "invalid_proxy_url"})
+                    taken.discard(final.lower())
+                    continue
             db.add(account)
             db.flush()
             assert account.id is not None

@@ -184,6 +184,8 @@ class AccountCredentials(Body):
 class AccountUpdate(Body):
     name: Name | None = None
     enabled: bool | None = None
+    #: EGRESS-1: ``http``, ``https``, ``socks5`` or ``socks5h`` URL; ``null`` removes it.
+    proxy_url: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048)] | None = None
 
 
 class AccountLimits(Body):

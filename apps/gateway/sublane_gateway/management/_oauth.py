@@ -14,7 +14,6 @@ import itertools
 import logging
 from typing import Any
 
-import anyio.from_thread
 from fastapi import APIRouter, Request
 from sqlmodel import Session, col, select
 
@@ -24,7 +23,7 @@ from sublane_gateway._state import GatewayState, PendingLogin, gateway_state
 from sublane_gateway.management._accounts import create_account
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._ids import require_existing
-from sublane_gateway.management._metadata import metadata_read
+from sublane_gateway.management._metadata import metadata_read, through_workspace_egress
 from sublane_gateway.management._models import OAuthComplete, OAuthStart
 from sublane_gateway.management._views import account_view, groups_of_accounts
 from sublane_gateway.pipeline import client_runtime
@@ -160,7 +159,9 @@ def complete_oauth_login(
         if state.logins.take(body.state, admin.id, now) is None:  # another request completed it meanwhile
             raise SubLaneError("oauth_state_unknown")
         try:
-            imported = anyio.from_thread.run(adapter.complete_login, code, body.state, login.pkce)
+            imported = through_workspace_egress(
+                request, lambda: adapter.complete_login(code, body.state, login.pkce)
+            )
         except RefreshFailed as failure:
             if failure.permanent:
                 message = f"The provider did not accept the authorization code ({failure.code}); start again."

@@ -135,7 +135,15 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
         "quota": quota,
         "quota_recheck_at": recheck_at,  # QUOTA-7: when an exhausted account is looked at again
         "quota_retry_at": quota_retry_at(runtime, account.id),  # a failing quota read's next try
+        "proxy_url": account.proxy_shown,  # EGRESS-1 (the password as ***)
+        "egress_error": _egress_error(runtime, account.id),  # EGRESS-2
     }
+
+
+def _egress_error(runtime: ClientRuntime, account_id: int) -> dict[str, Any] | None:
+    """The last failure of the account's egress proxy, until it works again."""
+    failed = runtime.egress_errors.get(account_id)
+    return {"at": failed[0], "message": failed[1]} if failed is not None else None
 
 
 def runtime_accounts(

@@ -84,6 +84,7 @@ def account_view(account: Account, group_ids: list[int]) -> dict[str, Any]:
         "auth_error": account.auth_error,
         "credentials_expires_at": account.credentials_expires_at,
         "max_concurrency": account.max_concurrency,
+        "proxy_url": account.proxy_shown,  # EGRESS-1: the password as ***
         "group_ids": group_ids,
         "lifecycle_revision": account.lifecycle_revision,
         "created_at": account.created_at,

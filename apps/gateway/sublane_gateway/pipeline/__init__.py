@@ -23,7 +23,7 @@ from sublane_gateway.pipeline._reply import (
     sublane_error_reply,
 )
 from sublane_gateway.pipeline._review import review_link
-from sublane_gateway.pipeline._runtime import ClientRuntime, build_runtime, client_runtime
+from sublane_gateway.pipeline._runtime import ClientRuntime, build_runtime, client_runtime, default_egress
 from sublane_gateway.pipeline._schedule import check_policy, schedule, serving_providers, split_model
 from sublane_gateway.pipeline._send import report_refusal
 
@@ -37,6 +37,7 @@ __all__ = [
     "Reply",
     "StreamReply",
     "build_runtime",
+    "default_egress",
     "check_policy",
     "effective_aliases",
     "client_runtime",

@@ -35,6 +35,7 @@ from sublane_providers import (
     UpstreamClients,
     WrapsEvents,
     build_adapters,
+    use_egress,
 )
 from sublane_quota import QuotaObserver
 from sublane_scheduler import (
@@ -83,6 +84,8 @@ class ClientRuntime:
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
+    #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
+    egress_errors: dict[int, tuple[float, str]] = field(default_factory=dict)
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _tasks: set[asyncio.Future[None]] = field(default_factory=set)
@@ -97,6 +100,18 @@ class ClientRuntime:
         if self.alerts is not None:
             self.outbox.on_added = self.poke_alerts
             self.alerts.start()
+
+    def egress_failed(self, account_id: int, what: str) -> None:
+        """EGRESS-2: the account's proxy failed (shown in its runtime view; no cooldown)."""
+        self.egress_errors[account_id] = (self.clock.time(), what[:200])
+
+    async def _egress_changed(self, account_id: int) -> None:
+        """EGRESS-1: the account's next calls use its new proxy; the old proxy's pools close when
+        no other account uses it."""
+        previous = await self.vault.egress_changed(account_id)
+        self.egress_errors.pop(account_id, None)
+        if previous is not None and previous not in self.vault.egresses():
+            await self.http.close_egress(previous)  # only accounts loaded here can have its pools
 
     def _pool_unavailable(self, payload: signals.PoolUnavailable) -> None:
         """ALERT-2 ``pool.unavailable``: a group had no eligible account for a model — told at most
@@ -165,6 +180,8 @@ class ClientRuntime:
                         self.quota.forget(payload.account_id)
                 if change is Change.LIMITS:
                     self._background(self._limits_changed(payload.account_id))
+                if change is Change.EGRESS:
+                    self._background(self._egress_changed(payload.account_id))
                 if change in (Change.CREATED, Change.REAUTHORIZED, Change.ENABLED):
                     # CAT-1: the catalogue is discovered right away, in the background, under the
                     # metadata rules (workspace capacity, two at a time), not on the first call
@@ -234,6 +251,11 @@ class ClientRuntime:
         await self.http.aclose()
 
 
+def default_egress(settings: Settings) -> str | None:
+    """``SUBLANE_EGRESS_PROXY``: the proxy of accounts without their own (EGRESS-1)."""
+    return settings.egress_proxy.get_secret_value() if settings.egress_proxy is not None else None
+
+
 def build_runtime(
     settings: Settings, engine: Engine, cipher: CredentialCipher, clock: Clock
 ) -> ClientRuntime:
@@ -249,6 +271,7 @@ def build_runtime(
         adapters,
         fallback_providers=frozenset(name for name, adapter in adapters.items() if adapter.refresh_fallback),
         outbox=outbox,
+        default_egress=default_egress(settings),
     )
     directory = AccountDirectory(engine)
     cooldown_store = CooldownStore(engine, clock, outbox)
@@ -273,7 +296,8 @@ def build_runtime(
             ticket = admission.enter_metadata()
             try:
                 credentials = await vault.get(account_id, adapter.name, margin=metadata_margin)
-                return await adapter.list_models(credentials.bundle)
+                with use_egress(credentials.egress):  # EGRESS-1: through the account's egress
+                    return await adapter.list_models(credentials.bundle)
             finally:
                 ticket.close()
 
@@ -286,7 +310,8 @@ def build_runtime(
         ticket = admission.enter_metadata()
         try:
             credentials = await vault.get(account_id, provider, margin=metadata_margin)
-            return await adapters[provider].read_quota(credentials.bundle, clock.time())
+            with use_egress(credentials.egress):  # EGRESS-1: through the account's egress
+                return await adapters[provider].read_quota(credentials.bundle, clock.time())
         finally:
             ticket.close()
 

@@ -19,6 +19,7 @@ from sublane_gateway.pipeline._quota import record_exhaustion
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_providers import (
     Credentials,
+    EgressFailed,
     FailureKind,
     HasOtherHosts,
     UpstreamConnectError,
@@ -28,6 +29,7 @@ from sublane_providers import (
     UpstreamResponse,
     UpstreamTimeout,
     read_error_body,
+    use_egress,
 )
 from sublane_scheduler import Grant
 
@@ -45,6 +47,14 @@ class Unreached(SubLaneError):
 
     def __init__(self) -> None:
         super().__init__("upstream_error", "The provider could not be reached.")
+
+
+class EgressUnreached(Unreached):
+    """The account's egress proxy could not be reached or refused the tunnel (EGRESS-2): nothing was
+    sent, the account is not to blame (no cooldown), another account may serve it (FAIL-1)."""
+
+    def __init__(self) -> None:
+        SubLaneError.__init__(self, "egress_proxy_failed")
 
 
 class UpstreamRefused(Exception):
@@ -73,9 +83,17 @@ async def send_with_recovery(
         request = moved if moved is not None else build(credentials)
         moved = None
         try:
-            response = await runtime.http.send(request)
+            if credentials.egress is None:  # no proxy: the call pays nothing for egress (EGRESS-1)
+                response = await runtime.http.send(request)
+            else:
+                with use_egress(credentials.egress):
+                    response = await runtime.http.send(request)
         except UpstreamTimeout:
             raise SubLaneError("upstream_timeout") from None
+        except EgressFailed as exc:
+            runtime.egress_failed(account.id, str(exc))
+            _log.warning("egress proxy of account %s failed: %s", account.id, type(exc).__name__)
+            raise EgressUnreached from None
         except UpstreamError as exc:
             moved = (
                 adapter.next_host(request, None)
@@ -92,6 +110,8 @@ async def send_with_recovery(
                 raise Unreached from None
             raise SubLaneError("upstream_error", "The provider could not be reached.") from None
         if response.status_code < 300:
+            if runtime.egress_errors:
+                runtime.egress_errors.pop(account.id, None)  # its egress works again
             return response, credentials
         body = await read_error_body(response, MAX_ERROR_BODY)
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())

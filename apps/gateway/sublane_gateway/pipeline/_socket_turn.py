@@ -44,7 +44,7 @@ from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import check_policy, schedule, selection_recheck, split_model
-from sublane_gateway.pipeline._send import report_refusal
+from sublane_gateway.pipeline._send import EgressUnreached, report_refusal
 from sublane_protocols import body_field_problem, read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
@@ -54,11 +54,13 @@ from sublane_providers import (
     ProviderAdapter,
     ReportsQuotaInStream,
     SessionClosed,
+    SessionEgressFailed,
     SessionRefused,
     StreamObserver,
     UpstreamFailure,
     UpstreamSession,
     UpstreamUnreachable,
+    use_egress,
 )
 from sublane_scheduler import AccountInfo, Grant
 
@@ -373,9 +375,10 @@ class SocketTurns:
         refreshed = False
         while True:
             try:
-                session = await adapter.open_session(
-                    credentials.bundle, self.headers, open_timeout=runtime.settings.header_timeout_s
-                )
+                with use_egress(credentials.egress):
+                    session = await adapter.open_session(
+                        credentials.bundle, self.headers, open_timeout=runtime.settings.header_timeout_s
+                    )
             except SessionRefused as refused:
                 failure = refused.failure
                 if failure.kind is FailureKind.UNAUTHORIZED:
@@ -394,6 +397,11 @@ class SocketTurns:
                     failure.retry_after,
                     moves_on=moves_on_failure(failure),
                 ) from None
+            except SessionEgressFailed as exc:  # EGRESS-2: nothing was sent, no cooldown
+                runtime.egress_failed(account.id, str(exc))
+                _log.warning("egress proxy of account %s failed: %s", account.id, exc)
+                error = EgressUnreached()
+                raise TurnError(502, error.code, error.message, moves_on=True) from None
             except UpstreamUnreachable as exc:  # nothing was sent: another account may serve it
                 _log.warning("upstream websocket unreachable: %s", exc)
                 raise TurnError(

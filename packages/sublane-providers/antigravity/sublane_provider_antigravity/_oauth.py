@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from sublane_providers import RefreshedCredentials, RefreshFailed
+from sublane_providers import MetadataHttp, RefreshedCredentials, RefreshFailed
 from sublane_providers.kit import oauth_retry_after
 
 PERMANENT_CODES = frozenset({"invalid_grant"})
@@ -40,7 +40,7 @@ class GoogleOAuth:
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: MetadataHttp,
         *,
         token_url: str,
         userinfo_url: str,

@@ -10,9 +10,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from sublane_provider_antigravity._request import upstream_headers
+from sublane_providers import MetadataHttp
 
 ONBOARD_POLLS = 5
 ONBOARD_POLL_S = 2.0
@@ -42,7 +41,7 @@ def _default_tier(payload: Mapping[str, Any]) -> str:
     return "free-tier"
 
 
-async def _post(http: httpx.AsyncClient, url: str, token: str, body: dict[str, Any], timeout_s: float) -> Any:
+async def _post(http: MetadataHttp, url: str, token: str, body: dict[str, Any], timeout_s: float) -> Any:
     response = await http.post(
         url, json=body, headers=upstream_headers(token, accept="application/json"), timeout=timeout_s
     )
@@ -51,7 +50,7 @@ async def _post(http: httpx.AsyncClient, url: str, token: str, body: dict[str, A
 
 
 async def discover_project(
-    http: httpx.AsyncClient, host: str, token: str, *, timeout_s: float, poll_s: float = ONBOARD_POLL_S
+    http: MetadataHttp, host: str, token: str, *, timeout_s: float, poll_s: float = ONBOARD_POLL_S
 ) -> tuple[str, str | None]:
     """``(project id, tier)`` of the account, onboarding it when it has none."""
     loaded = await _post(http, f"{host}/v1internal:loadCodeAssist", token, {"metadata": _METADATA}, timeout_s)

@@ -25,6 +25,7 @@ from sublane_provider_codex._stream import CodexStreamObserver
 from sublane_providers import (
     ImportedCredentials,
     LoginFlow,
+    MetadataHttp,
     OpensSessions,
     ProviderAdapter,
     Quota,
@@ -79,9 +80,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
     quota_events = frozenset({"codex.rate_limits"})
     fallback_models = KNOWN_MODELS
 
-    def __init__(
-        self, *, base_url: str, auth_url: str, http: httpx.AsyncClient, metadata_timeout: float
-    ) -> None:
+    def __init__(self, *, base_url: str, auth_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.base_url = base_url.rstrip("/")
         self.auth_url = auth_url.rstrip("/")
         self._http = http

@@ -11,6 +11,7 @@ from sublane_provider_codex._errors import error_code
 from sublane_providers import (
     CredentialFormatError,
     ImportedCredentials,
+    MetadataHttp,
     PkcePair,
     RefreshFailed,
     new_pkce_pair,
@@ -25,7 +26,7 @@ SCOPES = "openid profile email offline_access"
 class CodexLogin:
     """The OpenAI OAuth login of the Codex CLI, with its public client."""
 
-    def __init__(self, *, auth_url: str, http: httpx.AsyncClient, timeout: float) -> None:
+    def __init__(self, *, auth_url: str, http: MetadataHttp, timeout: float) -> None:
         self._auth_url = auth_url.rstrip("/")
         self._http = http
         self._timeout = timeout

@@ -75,6 +75,9 @@ function liveDetails(run) {
       h("dt", {}, "Limited models"), h("dd", {}, limited),
       h("dt", {}, "Credentials"), h("dd", {}, run.auth_state === "reauth_required" ? "re-auth required"
         : run.refresh_retry_at ? `refresh retry at ${formatTime(run.refresh_retry_at)}` : (run.auth_state || DASH)),
+      h("dt", {}, "Egress"), h("dd", {class: "egress"}, run.proxy_url || "direct"),
+      run.egress_error ? [h("dt", {}, "Egress error"),
+        h("dd", {class: "egress-error state-reauth_required"}, `${run.egress_error.message} at ${formatTime(run.egress_error.at)}`)] : null,
     ),
     h("h4", {}, "Quota"),
     ...[quotaRows(run)].flat(),
@@ -242,8 +245,52 @@ async function addAccount(onAdded) {
   return section("Add an account", h("div", {class: "two"}, importForm, h("div", {}, oauthForm, step2)));
 }
 
+/** EGRESS-1/3: the account's own proxy (set, remove) and a connectivity check through it. */
+function egressControls(run, refresh) {
+  const url = h("input", {name: "proxy_url", maxlength: 2048, autocomplete: "off", spellcheck: "false",
+    placeholder: "socks5://user:pass@host:1080"});
+  const result = h("p", {class: "check-result", role: "status"});
+  const proxyForm = form({class: "inline", "aria-label": `Egress proxy of ${run.name}`}, [
+    field("Egress proxy (http, https, socks5, socks5h)", url, "Every upstream call of this account leaves through it."),
+    h("button", {type: "submit"}, "Save proxy"),
+  ], async () => {
+    const value = url.value.trim();
+    await api("PATCH", `/api/accounts/${run.id}`, {proxy_url: value || null});
+    url.value = "";
+    announce(value ? `Egress proxy of ${run.name} saved.` : `${run.name} goes direct now.`);
+    await refresh(true);
+  });
+  const remove = h("button", {type: "button", class: "secondary"}, "Remove proxy");
+  remove.addEventListener("click", async () => {
+    await api("PATCH", `/api/accounts/${run.id}`, {proxy_url: null});
+    announce(`${run.name} goes direct now.`);
+    await refresh(true);
+  });
+  const check = h("button", {type: "button", class: "secondary"}, "Check");
+  check.addEventListener("click", async () => {
+    check.disabled = true;
+    result.textContent = "Checking…";
+    try {
+      const answer = await api("POST", `/api/accounts/${run.id}/check`);
+      result.textContent = answer.ok
+        ? `OK through ${answer.egress === "proxy" ? "its proxy" : "a direct connection"} in ${answer.latency_ms} ms.`
+        : `Failed (${answer.error.code}): ${answer.error.message}`;
+      result.dataset.ok = String(answer.ok);
+      await refresh();
+    } catch (failure) {
+      result.textContent = failure.message;
+    } finally {
+      check.disabled = false;
+    }
+  });
+  const controls = h("div", {class: "controls"}, proxyForm, h("div", {class: "row"}, check, remove), result);
+  controls.update = (latest) => { remove.hidden = !latest.proxy_url; };
+  controls.update(run);
+  return controls;
+}
+
 export async function accountsView() {
-  const cards = liveCards(null);
+  const cards = liveCards(egressControls);
   render("Accounts", cards.element, await addAccount(() => cards.refresh(true)),
     bundlesSection(() => cards.refresh(true)));
   await cards.refresh(true);

@@ -117,8 +117,7 @@ export async function alertsView() {
   }
 
   await reload();
-  const url = h("input", {name: "url", type: "url", required: true, maxlength: 2048, autocomplete: "off",
-    placeholder: "https://hooks.example.com/sublane"});
+  const url = h("input", {name: "url", type: "url", required: true, maxlength: 2048, autocomplete: "off"});
   const format = h("select", {name: "format"}, option("json", "JSON (signed)"), option("slack", "Slack / Mattermost / Discord text"));
   const events = h("div", {}, eventChoices(available, ["*"]));
   const add = form({class: "stack", "aria-label": "Add a webhook"}, [

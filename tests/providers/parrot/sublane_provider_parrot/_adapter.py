@@ -20,6 +20,7 @@ from sublane_provider_parrot._failures import classify_failure, error_code
 from sublane_provider_parrot._settings import ParrotSettings
 from sublane_providers import (
     ImportedCredentials,
+    MetadataHttp,
     ProviderAdapter,
     Quota,
     RefreshedCredentials,
@@ -60,7 +61,7 @@ class ParrotAdapter(ProviderAdapter):
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
     fallback_models = KNOWN_MODELS
 
-    def __init__(self, *, base_url: str, http: httpx.AsyncClient, metadata_timeout: float) -> None:
+    def __init__(self, *, base_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.base_url = base_url.rstrip("/")
         self._http = http
         self._timeout = metadata_timeout

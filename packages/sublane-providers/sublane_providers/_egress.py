@@ -1,0 +1,40 @@
+"""Which egress an account's upstream calls leave through (EGRESS-1).
+
+Every upstream call is made on behalf of one account (or, for a sign-in, of the workspace), and the
+proxy it must leave through belongs to that account. The gateway runs the account's work inside
+:func:`use_egress` with the account's proxy URL (its own, else ``SUBLANE_EGRESS_PROXY``); the
+transport reads :func:`current_egress` when it opens a connection — model requests, WebSockets and
+metadata calls alike — so an adapter never handles proxies and a provider package never knows of
+them. ``None`` means the process's environment decides (``HTTPS_PROXY``/``NO_PROXY``, else direct).
+
+A context variable rather than a parameter: it follows the awaits of one request or one background
+read and no further, and the adapters' calls (refresh, quota, model lists, sessions) keep their
+signatures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_current: ContextVar[str | None] = ContextVar("sublane_egress", default=None)
+
+
+@contextmanager
+def use_egress(proxy_url: str | None) -> Iterator[None]:
+    """Upstream calls inside the block leave through ``proxy_url`` (``None``: the environment's)."""
+    token = _current.set(proxy_url)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def current_egress() -> str | None:
+    """The proxy the current upstream call must use, or ``None`` (the environment decides)."""
+    return _current.get()
+
+
+class EgressFailed(Exception):
+    """The egress proxy could not be reached or refused the tunnel (EGRESS-2): nothing was sent."""
