@@ -88,6 +88,9 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "request_timeout": ErrorSpec(504, "The request ran past its deadline."),
     "turn_in_progress": ErrorSpec(409, "A response is still running on this connection; wait for it."),
     "shutting_down": ErrorSpec(503, "SubLane is shutting down."),
+    "coordination_unavailable": ErrorSpec(
+        503, "The replicas' shared limits cannot be reached; try again shortly."
+    ),
     "internal_error": ErrorSpec(500, "Something went wrong inside SubLane."),
 }
 
