@@ -6,7 +6,6 @@ through its ``PUT /users/{sub}``.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,15 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from ports import free_port as _free_port
 
 START_TIMEOUT_S = 20.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)

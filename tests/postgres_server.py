@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ports import free_port as _free_port
 
 ROLE = "sublane"
 START_TIMEOUT_S = 30.0
@@ -35,13 +36,6 @@ def postgres_bin() -> Path | None:
         return Path(found).resolve().parent
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     return Path(versions[-1]).parent if versions else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class PostgresServer:

@@ -15,19 +15,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ports import free_port
+
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 MICROSOCKS = shutil.which("microsocks") or "/usr/bin/microsocks"
 
 
 def proxies_installed() -> bool:
     return Path(TINYPROXY).exists() and Path(MICROSOCKS).exists()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

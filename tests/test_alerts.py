@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 from gateway_pool import Pool, settings_for
-from webhook_receiver import free_port as _free_port
+from ports import free_port as _free_port
 from webhook_receiver import received as _received
 from webhook_receiver import receiver
 

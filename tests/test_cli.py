@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from ports import free_port as _free_port
 
 SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sublane"
 
@@ -24,13 +25,6 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("SUBLANE_")}
     env.update({"SUBLANE_DATA_DIR": str(data_dir), "SUBLANE_LOG_FORMAT": "json"}, **extra)
     return env
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import websockets
 from gateway_pool import Pool
-from proxy_servers import ProxyServer, free_port, proxies_installed, start_http_proxy, start_socks_proxy
+from ports import free_port
+from proxy_servers import ProxyServer, proxies_installed, start_http_proxy, start_socks_proxy
 
 pytestmark = pytest.mark.skipif(not proxies_installed(), reason="tinyproxy and microsocks are not installed")
 

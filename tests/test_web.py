@@ -29,7 +29,8 @@ from playwright.sync_api import (
     expect,
     sync_playwright,
 )
-from webhook_receiver import free_port, received, receiver
+from ports import free_port
+from webhook_receiver import received, receiver
 
 from sublane_core import Outcome, signals
 from sublane_gateway.testing import ADMIN_PASSWORD, ADMIN_USERNAME, MEMBER_PASSWORD

@@ -21,13 +21,6 @@ from pathlib import Path
 from typing import Any
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def receiver(port: int, secret: str, log: Path, fail: int = 0, silent: int = 0) -> Iterator[None]:
     """Run a receiver on ``port`` until the block ends."""

@@ -14,9 +14,11 @@ signatures.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 _current: ContextVar[str | None] = ContextVar("sublane_egress", default=None)
 
@@ -38,3 +40,27 @@ def current_egress() -> str | None:
 
 class EgressFailed(Exception):
     """The egress proxy could not be reached or refused the tunnel (EGRESS-2): nothing was sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class SocksAddress:
+    """A ``socks5://`` or ``socks5h://`` egress as python-socks takes it (``rdns``: the proxy
+    resolves the upstream's name, ``socks5h``)."""
+
+    host: str
+    port: int
+    username: str | None
+    password: str | None
+    rdns: bool
+
+    @classmethod
+    def of(cls, url: str) -> SocksAddress:
+        parsed = urllib.parse.urlsplit(url)
+        user = urllib.parse.unquote(parsed.username) if parsed.username is not None else None
+        return cls(
+            host=parsed.hostname or "",
+            port=parsed.port or 1080,
+            username=user,
+            password=urllib.parse.unquote(parsed.password or "") if user is not None else None,
+            rdns=parsed.scheme == "socks5h",
+        )

@@ -35,6 +35,7 @@ from python_socks import ProxyError, ProxyType
 from python_socks.async_.asyncio import Proxy as SocksProxy
 
 from sublane_core import MovingDeadline
+from sublane_providers._egress import SocksAddress
 from sublane_providers._upstream import (
     ResponseHeaders,
     UpstreamConnectError,
@@ -525,14 +526,14 @@ class Http1Pool:
         resolves the host), then TLS to the upstream for https."""
         scheme, host, port, proxy, _tunnel = key
         assert proxy is not None
-        parsed = urllib.parse.urlsplit(proxy)
+        address = SocksAddress.of(proxy)
         socks = SocksProxy(
             ProxyType.SOCKS5,
-            parsed.hostname or "",
-            parsed.port or 1080,
-            urllib.parse.unquote(parsed.username) if parsed.username is not None else None,
-            urllib.parse.unquote(parsed.password or "") if parsed.username is not None else None,
-            rdns=parsed.scheme == "socks5h",
+            address.host,
+            address.port,
+            address.username,
+            address.password,
+            rdns=address.rdns,
         )
         sock = await socks.connect(host, port)
         tls = self._tls if scheme == "https" else None

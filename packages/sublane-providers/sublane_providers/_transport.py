@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import ssl
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -47,7 +46,7 @@ from websockets.exceptions import (
 )
 
 from sublane_core import Settings
-from sublane_providers._egress import current_egress
+from sublane_providers._egress import SocksAddress, current_egress
 from sublane_providers._http1 import Http1Pool
 from sublane_providers._session import SessionClosed, SessionEgressFailed, UpstreamUnreachable
 from sublane_providers._upstream import UpstreamRequest, UpstreamResponse
@@ -70,15 +69,14 @@ def _metadata_client(settings: Settings, tls: ssl.SSLContext, proxy: str | None 
     if proxy is not None and proxy.startswith("socks"):
         # httpx-socks (python-socks, as the model pool uses): httpx's own SOCKS path leaves a socket
         # open when the proxy refuses the password (httpcore 1.0.9).
-        parsed = urllib.parse.urlsplit(proxy)
-        user = urllib.parse.unquote(parsed.username) if parsed.username is not None else None
+        address = SocksAddress.of(proxy)
         transport = AsyncProxyTransport(
             proxy_type=ProxyType.SOCKS5,
-            proxy_host=parsed.hostname or "",
-            proxy_port=parsed.port or 1080,
-            username=user,
-            password=urllib.parse.unquote(parsed.password or "") if user is not None else None,
-            rdns=parsed.scheme == "socks5h",
+            proxy_host=address.host,
+            proxy_port=address.port,
+            username=address.username,
+            password=address.password,
+            rdns=address.rdns,
             verify=tls,
             limits=limits,
         )
@@ -152,15 +150,15 @@ class MetadataClients:
         return client
 
     async def get(self, url: str, **options: Any) -> httpx.Response:
-        try:
-            return _not_refused_by_proxy(await self.client().get(url, **options))
-        except _SOCKS_ERRORS as exc:  # httpx-socks raises python-socks' errors
-            raise httpx.ProxyError(f"the egress proxy failed: {type(exc).__name__}") from None
+        return await self._request("GET", url, options)
 
     async def post(self, url: str, **options: Any) -> httpx.Response:
+        return await self._request("POST", url, options)
+
+    async def _request(self, method: str, url: str, options: dict[str, Any]) -> httpx.Response:
         try:
-            return _not_refused_by_proxy(await self.client().post(url, **options))
-        except _SOCKS_ERRORS as exc:
+            return _not_refused_by_proxy(await self.client().request(method, url, **options))
+        except _SOCKS_ERRORS as exc:  # httpx-socks raises python-socks' errors
             raise httpx.ProxyError(f"the egress proxy failed: {type(exc).__name__}") from None
 
     async def close_proxy(self, proxy: str) -> None:

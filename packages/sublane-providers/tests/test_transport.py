@@ -263,9 +263,14 @@ async def test_egress_1_an_accounts_egress_tunnels_even_plain_http_and_a_changed
     tunnels: list[asyncio.StreamWriter] = []
 
     async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while await read_http_request(reader):
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
-            await writer.drain()
+        try:
+            while await read_http_request(reader):
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the tunnel closed
+        finally:
+            await close_quietly(writer)
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await read_http_request(reader)
@@ -305,10 +310,14 @@ async def test_egress_2_a_proxys_407_to_a_metadata_call_is_a_proxy_error_not_the
     import httpx
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_http_request(reader)
-        writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
-        await writer.drain()
-        await close_quietly(writer)
+        try:  # a SOCKS client's greeting is no HTTP request: it gives up, and this ends here too
+            await read_http_request(reader)
+            writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            await close_quietly(writer)
 
     server, url = await _serve(proxy)
     async with server:
