@@ -255,3 +255,57 @@ def test_alias_1_gemini_cli_model_names_work_out_of_the_box(
     assert records and all(r.outcome == "success" and r.served_model == served for r in records)
     upstream = [r.body["model"] for r in pool.sim.requests(endpoint="antigravity.streamGenerateContent")]
     assert served in upstream and sent not in upstream
+
+
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
+def test_egress_1_codex_cli_through_an_account_behind_a_socks5_proxy(
+    make_pool: Callable[..., Pool], tmp_path: Path, websocket: bool
+) -> None:
+    """The Codex CLI as a user runs it; its account leaves through microsocks, which the simulator
+    sees as 127.0.0.2 (the proxy's outgoing address) for every upstream call of the run."""
+    from proxy_servers import proxies_installed, start_socks_proxy
+
+    _client("codex")
+    if not proxies_installed():
+        pytest.skip("microsocks is not installed")
+    socks = start_socks_proxy(tmp_path / "socks", "127.0.0.2", "egress", "e2e-pw")
+    try:
+        pool = make_pool()
+        account = pool.sim_accounts[0]
+        pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+        proxied = {"proxy_url": socks.url("socks5h")}
+        assert pool.admin.patch(f"/api/accounts/{pool.account_ids[0]}", json=proxied).status_code == 200
+        pool.sim.clear_requests()
+        home = tmp_path / "home"
+        home.mkdir()
+        result = _codex(pool, home, websocket=websocket)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert ANSWER in result.stdout
+        records = pool.sim.requests(account_id=account.id)
+        assert records and {record.peer for record in records} == {"127.0.0.2"}
+        endpoint = "codex.ws.turn" if websocket else "codex.responses"
+        assert endpoint in [record.endpoint for record in records]
+        assert socks.connections()
+    finally:
+        socks.stop()
+
+
+def test_egress_2_claude_code_is_served_by_the_second_account_when_the_firsts_proxy_is_down(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    from ports import free_port
+
+    _client("claude")
+    pool = make_pool(provider="claude", accounts=2)
+    for account in pool.sim_accounts:
+        pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    assert (
+        pool.admin.patch(f"/api/accounts/{pool.account_ids[0]}", json={"proxy_url": dead}).status_code == 200
+    )
+    result = _claude(pool, tmp_path, "-p", "say hi")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ANSWER in result.stdout
+    assert not pool.sim.requests(account_id=pool.sim_accounts[0].id, endpoint="claude.messages")
+    assert pool.sim.requests(account_id=pool.sim_accounts[1].id, endpoint="claude.messages")
+    assert pool.runtime.scheduler.cooldowns.active(pool.account_ids[0]) is None  # no cooldown
