@@ -11,6 +11,9 @@ Each step is one Lua script, so no check-then-act spans two round trips:
 - **release** removes the lease and answers whether it was there: ``True`` exactly once, however
   many times a request releases, and also after the lease expired (then ``False``). A release
   publishes the account on a channel, so waiters on every replica look again at once.
+- **enqueue** numbers a waiter's arrival across replicas and queues it on each account it may use;
+  **acquire** never gives an account's slot to anyone but its oldest live waiter (WAIT-3's first
+  come, first served, across replicas), and a waiter whose replica stopped renewing it is dropped.
 - **admit** counts the member's concurrent tickets (expiring like leases) and the member's calls in
   the current UTC minute (TEAM-1's fixed windows, by Redis's clock), refusing with ``member_busy``
   or ``member_rate_limited`` and the seconds to the next minute.
@@ -37,23 +40,61 @@ RETRY_AFTER_S: Final = 2.0
 
 _NOW = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) "
 
+# KEYS: per candidate its leases, its waiters (score: arrival), its waiters' expiries; ARGV: the
+# TTL, the request id, then each candidate's limit. A waiter whose replica stopped renewing it is
+# dropped; an account with an older live waiter than this request is skipped (FIFO, no barging).
 _ACQUIRE = (
     _NOW
     + """
 local ttl = tonumber(ARGV[1])
 local rid = ARGV[2]
-for i = 1, #KEYS do
-  local key = KEYS[i]
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  if redis.call('ZCARD', key) < tonumber(ARGV[2 + i]) then
-    redis.call('ZADD', key, now + ttl, rid)
-    redis.call('PEXPIRE', key, ttl * 2)
+local n = #KEYS / 3
+for i = 1, n do
+  local leases, waiters, alive = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
+  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  for _, gone in ipairs(redis.call('ZRANGEBYSCORE', alive, '-inf', now)) do
+    redis.call('ZREM', waiters, gone)
+    redis.call('ZREM', alive, gone)
+  end
+  local head = redis.call('ZRANGE', waiters, 0, 0)[1]
+  if (head == nil or head == rid) and redis.call('ZCARD', leases) < tonumber(ARGV[2 + i]) then
+    redis.call('ZADD', leases, now + ttl, rid)
+    redis.call('PEXPIRE', leases, ttl * 2)
+    for j = 1, n do
+      redis.call('ZREM', KEYS[n + j], rid)
+      redis.call('ZREM', KEYS[2 * n + j], rid)
+    end
     return i
   end
 end
 return 0
 """
 )
+
+# KEYS: the arrival counter, then per account its waiters and their expiries; ARGV: TTL, request id.
+_ENQUEUE = (
+    _NOW
+    + """
+local n = (#KEYS - 1) / 2
+local arrival = redis.call('INCR', KEYS[1])
+for i = 1, n do
+  redis.call('ZADD', KEYS[1 + i], 'NX', arrival, ARGV[2])
+  redis.call('ZADD', KEYS[1 + n + i], now + tonumber(ARGV[1]), ARGV[2])
+  redis.call('PEXPIRE', KEYS[1 + i], tonumber(ARGV[1]) * 4)
+  redis.call('PEXPIRE', KEYS[1 + n + i], tonumber(ARGV[1]) * 4)
+end
+return arrival
+"""
+)
+
+_LEAVE_QUEUE = """
+local n = #KEYS / 2
+for i = 1, n do
+  redis.call('ZREM', KEYS[i], ARGV[1])
+  redis.call('ZREM', KEYS[n + i], ARGV[1])
+end
+return 1
+"""
 
 _RENEW = (
     _NOW
@@ -125,6 +166,8 @@ class SharedLimits:
         self._release = redis.register_script(_RELEASE)
         self._count = redis.register_script(_COUNT)
         self._leave = redis.register_script(_LEAVE)
+        self._enqueue = redis.register_script(_ENQUEUE)
+        self._leave_queue = redis.register_script(_LEAVE_QUEUE)
         self._admit = redis.register_script(_ADMIT)
 
     def _lease_key(self, account_id: int) -> str:
@@ -138,12 +181,18 @@ class SharedLimits:
 
     # -- account leases ----------------------------------------------------------------------------
 
+    def _wait_keys(self, account_ids: Sequence[int]) -> list[str]:
+        waiters = [f"{self._prefix}:waiters:{account_id}" for account_id in account_ids]
+        return waiters + [f"{self._prefix}:waiting:{account_id}" for account_id in account_ids]
+
     async def acquire(self, candidates: Sequence[tuple[int, int]], request_id: str) -> int | None:
         """Take a slot on the first of ``candidates`` — ``(account_id, max_concurrency)`` in the
-        order to try — with room; its id, or ``None`` when all are full."""
+        order to try — with room and no older waiter; its id, or ``None``. A waiter that gets a slot
+        leaves every queue it was in."""
         if not candidates:
             return None
-        keys = [self._lease_key(account_id) for account_id, _ in candidates]
+        accounts = [account_id for account_id, _ in candidates]
+        keys = [self._lease_key(account_id) for account_id in accounts] + self._wait_keys(accounts)
         args = [self.ttl_ms, request_id, *(limit for _, limit in candidates)]
         index = int(await self._call(self._acquire, keys, args))
         return candidates[index - 1][0] if index else None
@@ -160,6 +209,23 @@ class SharedLimits:
     async def in_flight(self, account_id: int) -> int:
         """Live leases of the account, across replicas."""
         return int(await self._call(self._count, [self._lease_key(account_id)], []))
+
+    # -- waiting (WAIT-3 across replicas) ------------------------------------------------------------
+
+    async def enqueue(self, account_ids: Sequence[int], request_id: str) -> int:
+        """Queue ``request_id`` on every account it may be served by; its place (arrivals are
+        numbered across replicas). The replica renews it while it waits (:meth:`renew_waiting`); a
+        waiter not renewed for a TTL is dropped (its replica died)."""
+        keys = [f"{self._prefix}:arrivals", *self._wait_keys(account_ids)]
+        return int(await self._call(self._enqueue, keys, [self.ttl_ms, request_id]))
+
+    async def renew_waiting(self, account_ids: Sequence[int], request_id: str) -> None:
+        keys = [f"{self._prefix}:arrivals", *self._wait_keys(account_ids)]
+        await self._call(self._enqueue, keys, [self.ttl_ms, request_id])  # NX: the place is kept
+
+    async def leave_queue(self, account_ids: Sequence[int], request_id: str) -> None:
+        """The waiter gave up (timeout, cancellation): out of every queue."""
+        await self._call(self._leave_queue, self._wait_keys(account_ids), [request_id])
 
     async def released_accounts(self) -> AsyncIterator[int]:
         """The accounts whose slots are released, on any replica, as they are (pub/sub)."""

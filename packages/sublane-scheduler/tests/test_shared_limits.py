@@ -123,6 +123,37 @@ async def test_scale_2_a_release_on_one_replica_reaches_the_other_within_100_ms(
         await second.aclose()
 
 
+async def test_scale_2_waiters_are_served_first_come_first_served_across_replicas(
+    redis_server: RedisServer,
+) -> None:
+    """WAIT-3 across replicas: a freed slot goes to the oldest waiter whichever replica holds it;
+    a newcomer does not barge past the queue; a waiter whose replica stopped renewing it is dropped."""
+    namespace = f"w-{uuid.uuid4().hex[:8]}"
+    first, second = Redis.from_url(redis_server.url), Redis.from_url(redis_server.url)
+    a = SharedLimits(first, namespace=namespace)
+    b = SharedLimits(second, namespace=namespace, ttl_s=0.3)  # replica B's waiters expire soon
+    one = [(4, 1)]
+    try:
+        assert await a.acquire(one, "holder") == 4
+        for replica, waiter in ((a, "w1"), (b, "w2"), (a, "w3")):
+            assert await replica.acquire(one, waiter) is None
+            await replica.enqueue([4], waiter)
+        assert await a.release(4, "holder")
+        # everyone tries at once after the release; only the oldest gets it
+        got = [await replica.acquire(one, waiter) for replica, waiter in ((a, "w3"), (b, "w2"), (a, "w1"))]
+        assert got == [None, None, 4]
+        assert await a.acquire(one, "newcomer") is None  # full, and would not barge anyway
+        assert await a.release(4, "w1")
+        assert await a.acquire(one, "newcomer") is None  # w2 and w3 wait: no barging
+        await asyncio.sleep(0.4)  # replica B died: w2 was not renewed
+        assert await a.acquire(one, "w3") == 4  # w2 dropped, w3 is the oldest now
+        assert await a.release(4, "w3")
+        assert await a.acquire(one, "newcomer") == 4  # the queue is empty
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
 async def test_scale_2_member_concurrency_and_rpm_are_counted_across_replicas(
     redis_server: RedisServer,
 ) -> None:
