@@ -322,3 +322,23 @@ def test_alert_2_a_providers_model_limit_is_told_as_model_limited(
     assert data["model"] == "gemini-3-flash" and data["reason"] == "rate_limit_exceeded"
     assert 100 <= data["retry_after_s"] <= 120
     _no_secret_of(account, got)
+
+
+def test_alert_2_a_successful_recovery_probe_tells_account_recovered(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    from sublane_sim import Behaviour
+
+    pool = make_pool(alert_retry_s=0.2, failover_attempts=0)
+    port, log = _free_port(), tmp_path / "received.jsonl"
+    made = _hook(pool, port, ["account.cooling", "account.recovered"])
+    account, account_id = pool.sim_accounts[0], pool.account_ids[0]
+    pool.sim.script(account.id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="2"))
+    body = {"model": "gpt-5-codex", "input": "hi"}
+    with receiver(port, made["secret"], log):
+        assert pool.client().post("/v1/responses", json=body).status_code == 429
+        pool.gateway.clock.advance(3)  # the cooldown is over: the next call is the recovery probe
+        assert pool.client().post("/v1/responses", json=body).status_code == 200
+        got = _received(log, 2)
+    assert _events(got) == ["account.cooling", "account.recovered"]
+    assert got[1]["body"]["data"] == {"account": {"id": account_id, "name": "codex-1"}, "cleared": "cooldown"}
