@@ -177,7 +177,7 @@ class HistoryRecorder:
 
     def _write(self, connection: sa.Connection, payloads: Sequence[RequestFinished]) -> None:
         now = self._clock.time()
-        told: int | None = None
+        told: tuple[int, str | None] | None = None
         try:
             with connection.begin():
                 if self._records:
@@ -192,21 +192,21 @@ class HistoryRecorder:
                 self.usage.forget()  # what it remembered of this transaction was rolled back
             raise
         if told is not None and self._outbox is not None:
-            self._told_lost, self._told_at = told, now
-            self._outbox.added()
+            self._told_lost, self._told_at = told[0], now
+            if told[1] is not None:  # an event was written: deliver it now
+                self._outbox.added()
 
-    def _tell_losses(self, connection: sa.Connection, now: float) -> int | None:
+    def _tell_losses(self, connection: sa.Connection, now: float) -> tuple[int, str | None] | None:
         """ALERT-2 ``history.dropped``, in the next transaction that writes records after some were
         lost (queue full or unwritable), at most once per ``LOSS_ALERT_EVERY_S``; the lost count
-        it told, or ``None``."""
+        it told and the event's id (``None``: no webhook wanted it), or ``None``."""
         lost = self.dropped + self.failed
         if self._outbox is None or lost <= self._told_lost:
             return None
         if self._told_at is not None and now - self._told_at < LOSS_ALERT_EVERY_S:
             return None
         data = {"dropped": lost - self._told_lost, "dropped_total": lost}
-        self._outbox.add(connection, "history.dropped", data)
-        return lost
+        return lost, self._outbox.add(connection, "history.dropped", data)
 
     def _run(self) -> None:
         pending = self._pending

@@ -434,12 +434,14 @@ class CredentialVault:
             .where(col(Account.id) == account_id, col(Account.lifecycle_revision) == revision)
             .values(**values)
         )
+        told = None
         with self._engine.begin() as connection:
             wrote = bool(connection.execute(statement).rowcount)
             if wrote and alert is not None and self._outbox is not None:
                 event, data = alert
-                self._outbox.add(connection, event, dict(data, account=account_ref(connection, account_id)))
-        if wrote and alert is not None and self._outbox is not None:
+                data = dict(data, account=account_ref(connection, account_id))
+                told = self._outbox.add(connection, event, data)
+        if told is not None and self._outbox is not None:
             self._outbox.added()
         return wrote
 

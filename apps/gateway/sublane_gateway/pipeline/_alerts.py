@@ -137,8 +137,11 @@ class Deliverer:
                             task = asyncio.ensure_future(self._deliver(http, *row))
                             in_flight[row[0]] = task
                             task.add_done_callback(functools.partial(_forget, in_flight, row[0]))
+                    # asyncio.timeout, not wait_for: on Python 3.11 a wait_for cancelled in the
+                    # same turn as the event it waits on is set can wait forever (close() hung).
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), POLL_S)
+                        async with asyncio.timeout(POLL_S):
+                            await self._wake.wait()
             finally:
                 for task in in_flight.values():
                     task.cancel()

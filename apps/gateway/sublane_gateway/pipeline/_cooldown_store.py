@@ -92,13 +92,15 @@ class CooldownStore:
                 )
                 row.runtime_revision, row.updated_at = revision, now
                 db.add(row)
+            written = None
             if alert is not None and self._outbox is not None:
                 db.flush()
                 event, data = alert
                 connection = db.connection()
-                self._outbox.add(connection, event, dict(data, account=account_ref(connection, account_id)))
+                data = dict(data, account=account_ref(connection, account_id))
+                written = self._outbox.add(connection, event, data)
             db.commit()
-        if alert is not None and self._outbox is not None:
+        if written is not None and self._outbox is not None:
             self._outbox.added()
 
     async def restore(self, book: CooldownBook) -> None:
