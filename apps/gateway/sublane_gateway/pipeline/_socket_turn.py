@@ -470,7 +470,10 @@ class SocketTurns:
         idle = settings.stream_idle_timeout_s
         limit = min(remaining, idle) if idle > 0 else remaining
         try:
-            return await asyncio.wait_for(upstream.session.recv(), timeout=max(0.0, limit))
+            # asyncio.timeout rather than wait_for: no task per frame, and none of Python 3.11's
+            # wait_for races between a cancellation and a frame arriving in the same turn
+            async with asyncio.timeout(max(0.0, limit)):
+                return await upstream.session.recv()
         except TimeoutError:
             self.upstream = None  # mid-response: this upstream socket cannot carry another turn
             with contextlib.suppress(Exception):
