@@ -9,8 +9,10 @@ that goes silent is ``UpstreamTimeout``, and one that closes mid-body is ``Upstr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
@@ -329,3 +331,66 @@ async def test_egress_2_a_proxys_407_to_a_metadata_call_is_a_proxy_error_not_the
                 await clients.metadata.get("http://upstream.invalid/usage")  # not a SOCKS server
         finally:
             await clients.aclose()
+
+
+async def test_egress_1_an_https_proxy_carries_https_calls_tls_inside_tls(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An ``https://`` egress: TLS to the proxy, then the upstream's own TLS through the tunnel —
+    for model calls (the pool) and metadata calls (httpx) alike, under the loop the gateway runs."""
+    import ssl
+
+    import trustme
+
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1")
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))  # the clients' default context trusts the test CA
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    certificate.configure_cert(served)
+    connects: list[bytes] = []
+    writers: list[asyncio.StreamWriter] = []  # every stream the two servers open, closed at the end
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            await read_http_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            await writer.drain()
+
+    async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            head = await reader.readuntil(b"\r\n\r\n")
+            connects.append(head.split(b"\r\n", 1)[0])
+            host, port = head.split(b" ")[1].decode().rsplit(":", 1)
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+            writers.append(up_writer)
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    upstream_server = await asyncio.start_server(upstream, "127.0.0.1", 0, ssl=served)
+    proxy_server = await asyncio.start_server(proxy, "127.0.0.1", 0, ssl=served)
+    upstream_port = upstream_server.sockets[0].getsockname()[1]
+    proxy_port = proxy_server.sockets[0].getsockname()[1]
+    async with upstream_server, proxy_server:
+        clients = UpstreamClients(Settings(header_timeout_s=3.0))
+        try:
+            with use_egress(f"https://127.0.0.1:{proxy_port}"):
+                response = await clients.send(_post(f"https://127.0.0.1:{upstream_port}/v1/thing"))
+                assert response.status_code == 200 and await read_all(response) == b"ok"
+                answer = await clients.metadata.get(f"https://127.0.0.1:{upstream_port}/usage")
+                assert answer.status_code == 200 and answer.text == "ok"
+        finally:
+            await clients.aclose()
+            for writer in writers:
+                await close_quietly(writer)
+    assert connects == [f"CONNECT 127.0.0.1:{upstream_port} HTTP/1.1".encode()] * 2
