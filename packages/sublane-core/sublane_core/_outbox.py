@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col
 
 from sublane_core._clock import Clock
@@ -101,6 +101,18 @@ class AlertOutbox:
                 for hook_id in wanted
             ],
         )  # fmt: skip
+        return event_id
+
+    def raise_event(
+        self, engine: Engine, event: str, describe: Callable[[Connection], dict[str, Any]]
+    ) -> str | None:
+        """Write one event about in-memory state right after it changed, in a transaction of its
+        own, with the data ``describe`` reads (blocking: a worker thread's call); the event id, or
+        ``None`` when no webhook wants it."""
+        with engine.begin() as connection:
+            event_id = self.add(connection, event, describe(connection))
+        if event_id is not None:
+            self.added()
         return event_id
 
     def added(self) -> None:

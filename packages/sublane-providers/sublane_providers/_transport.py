@@ -150,12 +150,13 @@ class MetadataClients:
         return client
 
     async def get(self, url: str, **options: Any) -> httpx.Response:
-        return await self._request("GET", url, options)
+        return await self.request("GET", url, **options)
 
     async def post(self, url: str, **options: Any) -> httpx.Response:
-        return await self._request("POST", url, options)
+        return await self.request("POST", url, **options)
 
-    async def _request(self, method: str, url: str, options: dict[str, Any]) -> httpx.Response:
+    async def request(self, method: str, url: str, **options: Any) -> httpx.Response:
+        """httpx's ``request`` through the current egress (a proxy's refusal is a ``ProxyError``)."""
         try:
             return _not_refused_by_proxy(await self.client().request(method, url, **options))
         except _SOCKS_ERRORS as exc:  # httpx-socks raises python-socks' errors

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col
 
@@ -413,12 +413,12 @@ class CredentialVault:
         if outbox is None:
             return
 
+        def describe(connection: Connection) -> dict[str, Any]:
+            account = account_ref(connection, account_id)
+            return {"account": account, "failures": entry.failures, "reason": code[:64]}
+
         def write() -> bool:
-            with self._engine.begin() as connection:
-                data = {"account": account_ref(connection, account_id), "failures": entry.failures}
-                written = outbox.add(connection, "account.refresh_failing", dict(data, reason=code[:64]))
-            if written is not None:
-                outbox.added()
+            outbox.raise_event(self._engine, "account.refresh_failing", describe)
             return True
 
         await self._persist("a refresh alert", account_id, write)

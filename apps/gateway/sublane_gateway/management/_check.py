@@ -64,7 +64,7 @@ async def _read(runtime: ClientRuntime, account: Account) -> tuple[str | None, d
             "upstream_error", f"The provider's answer was not usable ({type(exc).__name__})."
         )
     if runtime.egress_errors:
-        runtime.egress_errors.pop(account.id, None)  # its egress works
+        runtime.egress_worked(account.id)
     return egress, None
 
 

@@ -99,18 +99,11 @@ class Deliverer:
         delivered at once. A failing database is logged, never raised (the change stands). The
         event id, or ``None`` when nothing was written."""
 
-        def write() -> str | None:
-            with self._engine.begin() as connection:
-                return self.outbox.add(connection, event, describe(connection))
-
         try:
-            event_id = await anyio.to_thread.run_sync(write)
+            return await anyio.to_thread.run_sync(self.outbox.raise_event, self._engine, event, describe)
         except SQLAlchemyError as exc:
             _log.error("could not queue the %s alert: %s", event, type(exc).__name__)
             return None
-        if event_id is not None:
-            self.poke()
-        return event_id
 
     async def close(self) -> None:
         if self._task is not None:

@@ -105,6 +105,10 @@ class ClientRuntime:
         """EGRESS-2: the account's proxy failed (shown in its runtime view; no cooldown)."""
         self.egress_errors[account_id] = (self.clock.time(), what[:200])
 
+    def egress_worked(self, account_id: int) -> None:
+        """A call through the account's proxy went through: its last failure is history."""
+        self.egress_errors.pop(account_id, None)
+
     async def _egress_changed(self, account_id: int) -> None:
         """EGRESS-1: the account's next calls use its new proxy; the old proxy's pools close when
         no other account uses it."""

@@ -111,7 +111,7 @@ async def send_with_recovery(
             raise SubLaneError("upstream_error", "The provider could not be reached.") from None
         if response.status_code < 300:
             if runtime.egress_errors:
-                runtime.egress_errors.pop(account.id, None)  # its egress works again
+                runtime.egress_worked(account.id)
             return response, credentials
         body = await read_error_body(response, MAX_ERROR_BODY)
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
