@@ -78,8 +78,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        folder = DataFolderLock(settings.data_dir)
-        folder.acquire()  # one gateway per data folder; `sublane restore` checks it (OPS-9)
+        # One gateway per data folder, or replicas sharing Redis (SCALE-7); `sublane restore` checks
+        # it (OPS-9).
+        folder = DataFolderLock(settings.data_dir, shared=settings.redis_url is not None)
+        folder.acquire()
         try:
             async with _serving(app, state):
                 if when_started is not None:

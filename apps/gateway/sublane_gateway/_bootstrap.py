@@ -68,8 +68,11 @@ def bootstrap(state: GatewayState) -> None:
     """
     settings = state.settings
     with Session(state.engine) as db:
-        default_group(db, state.clock.time())
-        db.commit()
+        try:
+            default_group(db, state.clock.time())
+            db.commit()
+        except IntegrityError:  # another replica made it at the same moment (SCALE-6)
+            db.rollback()
         if db.exec(select(func.count()).select_from(User)).one() > 0:
             return
         if settings.admin_username and settings.admin_password:

@@ -160,8 +160,12 @@ def _serve(settings: Settings) -> None:
     from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
 
     configure_logging(settings.log_level, settings.log_format)
+    if settings.workers > 1 and settings.redis_url is None:
+        raise SystemExit(
+            "sublane: SUBLANE_WORKERS above 1 needs SUBLANE_REDIS_URL (the workers share their limits there)"
+        )
     try:  # a clear message before migrating; the app holds the lock while it serves
-        DataFolderLock(settings.data_dir).acquire_and_release()
+        DataFolderLock(settings.data_dir, shared=settings.redis_url is not None).acquire_and_release()
     except DataFolderBusy as exc:
         raise SystemExit(f"sublane: {exc}") from None
     _ready_schema(settings)
@@ -169,23 +173,51 @@ def _serve(settings: Settings) -> None:
         app = create_app(settings, when_started=freeze_startup_objects)  # and again once started
     except CredentialKeyError as exc:
         raise SystemExit(f"sublane: {exc}") from None
+    common: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "loop": "uvloop",
+        "timeout_keep_alive": max(1, round(settings.keep_alive_timeout_s)),
+        "log_config": None,
+        # Below INFO's threshold the access line is never printed, but uvicorn still quotes the
+        # path and calls the logger for each answer (issue #19).
+        "access_log": logging.getLogger("uvicorn.access").isEnabledFor(logging.INFO),
+        "proxy_headers": False,
+        "server_header": False,
+        # Shutdown ends running requests (ADM-9) instead of waiting for 30-minute streams.
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+    }
+    if settings.workers > 1:
+        _serve_workers(settings, app, common)
+        return
     freeze_startup_objects()
     rarer_full_collections()
     uvicorn.run(
         asgi_app(app),
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http=guarded_http(settings.client_header_timeout_s),  # OPS-4: slow clients
-        timeout_keep_alive=max(1, round(settings.keep_alive_timeout_s)),
-        log_config=None,
-        # Below INFO's threshold the access line is never printed, but uvicorn still quotes the
-        # path and calls the logger for each answer (issue #19).
-        access_log=logging.getLogger("uvicorn.access").isEnabledFor(logging.INFO),
-        proxy_headers=False,
-        server_header=False,
-        # Shutdown ends running requests (ADM-9) instead of waiting for 30-minute streams.
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        http=guarded_http(settings.client_header_timeout_s),
+        **common,  # OPS-4: slow clients
+    )
+
+
+def _serve_workers(settings: Settings, app: Any, common: dict[str, Any]) -> None:
+    """SCALE-7: ``SUBLANE_WORKERS`` processes on one port. This process made the key and the first
+    admin (once, not raced by the workers), then supervises: uvicorn restarts a worker that dies."""
+    import os
+
+    import uvicorn
+
+    from sublane_gateway._bootstrap import bootstrap
+
+    state = app.state.gateway
+    bootstrap(state)
+    state.engine.dispose()
+    os.environ["SUBLANE_HOST"], os.environ["SUBLANE_PORT"] = settings.host, str(settings.port)
+    uvicorn.run(
+        "sublane_gateway._workers:worker_app",
+        factory=True,
+        workers=settings.workers,
+        http="sublane_gateway._workers:WorkerHttp",
+        **common,
     )
 
 

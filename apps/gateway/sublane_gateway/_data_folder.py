@@ -5,6 +5,10 @@ gateways on one database would each believe they own every account. The serving 
 advisory ``flock`` on ``sublane.lock`` in the data folder for as long as it runs; a second gateway
 refuses to start, and ``sublane restore`` (OPS-9) refuses a folder that is being served. The kernel
 drops the lock when the process ends, however it ends, so a crash never leaves a stale lock.
+
+Replicas that share their limits through Redis (SCALE-2, SCALE-7) may serve one folder together:
+each holds the lock *shared*, so they coexist while ``sublane restore`` and a gateway without Redis
+(both exclusive) still refuse a folder in use.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ class DataFolderBusy(RuntimeError):
 class DataFolderLock:
     """An exclusive, non-blocking lock on a data folder. Use as a context manager or acquire/release."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, shared: bool = False) -> None:
         self.path = data_dir / LOCK_NAME
+        self.shared = shared
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -35,7 +40,7 @@ class DataFolderLock:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise DataFolderBusy(

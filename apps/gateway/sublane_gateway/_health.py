@@ -2,7 +2,8 @@
 
 Both are unauthenticated, cheap and never reach an upstream. ``/healthz`` answers while the process
 serves at all; ``/readyz`` also reads the schema revision from the database, so it fails (503) when
-the database cannot be read or was not migrated to the revision this code expects.
+the database cannot be read or was not migrated to the revision this code expects, and — on a
+replica with ``SUBLANE_REDIS_URL`` — when Redis does not answer (SCALE-4).
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ async def readyz(request: Request) -> JSONResponse:
             if revision == state.schema_head
             else f"at {revision or 'none'}, expected {state.schema_head}"
         )
-    checks["runtime"] = "ok" if getattr(request.app.state, "client", None) is not None else "starting"
+    runtime = getattr(request.app.state, "client", None)
+    checks["runtime"] = "ok" if runtime is not None else "starting"
+    coordination = runtime.coordination if runtime is not None else None
+    if coordination is not None:  # SCALE-4: without Redis no model request is admitted
+        checks["coordination"] = "ok" if await coordination.ready() else "unreachable"
     ready = all(value == "ok" for value in checks.values())
     return JSONResponse(
         {"status": "ready" if ready else "not_ready", "schema_revision": state.schema_head, "checks": checks},

@@ -194,6 +194,12 @@ class Account(SQLModel, table=True):
     auth_state: str = Field(default=AUTH_OK, max_length=32)
     auth_error: str | None = Field(default=None, max_length=64, description="sanitized code only")
     lifecycle_revision: int = Field(default=1, description="advanced by enable/disable and re-auth")
+    credentials_fence: int = Field(
+        default=0,
+        sa_type=sa.BigInteger,
+        sa_column_kwargs={"server_default": "0"},
+        description="SCALE-2: the fencing token of the last refresh stored; older ones are refused",
+    )
     proxy_url: bytes | None = Field(
         default=None, sa_type=sa.LargeBinary, description="EGRESS-1: the sealed egress proxy URL"
     )

@@ -65,6 +65,19 @@ class Settings(BaseSettings):
         description="Upgrade an old schema at start-up; default true for SQLite, false otherwise (SCALE-1).",
     )
 
+    # -- several replicas (SCALE-2, SCALE-7) ------------------------------------------------------
+    redis_url: SecretStr | None = Field(
+        None,
+        description="redis://[user:pass@]host:port/db shared by every replica: leases, waiting, member "
+        "limits, cooldowns and changes hold across replicas (SCALE-2); unset: one process.",
+    )
+    lease_ttl: float = Field(
+        30.0, ge=1.0, le=600.0, description="SCALE-3 seconds a dead replica's leases and waiters live on."
+    )
+    workers: int = Field(
+        1, ge=1, le=64, description="SCALE-7 processes serving one port on this machine (needs Redis)."
+    )
+
     # -- listening -------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address to listen on.")
     port: int = Field(8080, ge=0, le=65535, description="Port to listen on.")
@@ -195,6 +208,16 @@ class Settings(BaseSettings):
     oidc_admin_value: str | None = Field(
         None, description="AUTH-2 the value of that claim that makes an admin; unset: SSO makes none."
     )
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        url = value.get_secret_value().strip()
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return SecretStr(url)
 
     @field_validator("egress_proxy")
     @classmethod

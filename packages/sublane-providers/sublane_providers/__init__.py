@@ -70,7 +70,7 @@ from sublane_providers._upstream import (
     read_all,
     read_error_body,
 )
-from sublane_providers._vault import Credentials, CredentialVault
+from sublane_providers._vault import Credentials, CredentialVault, RefreshFence, RefreshGate
 
 __version__ = "0.1.0"
 
@@ -131,6 +131,8 @@ __all__ = [
     "CredentialFormatError",
     "ImportedCredentials",
     "CredentialVault",
+    "RefreshFence",
+    "RefreshGate",
     "Credentials",
     "RefreshedCredentials",
     "RefreshFailed",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,6 +65,24 @@ class Refresher(Protocol):
     async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials: ...
 
 
+class RefreshFence(Protocol):
+    """The right to spend an account's refresh token, held across processes (SCALE-2)."""
+
+    #: Larger for every later holder: a write carrying an older token than the stored one is refused.
+    token: int
+
+    async def valid(self) -> bool:
+        """Still the holder (asked right before the refresh token is spent)."""
+        ...
+
+
+class RefreshGate(Protocol):
+    """One credential refresh per account at a time across replicas (SCALE-2, CRED-1). Without one
+    (a single process) the vault's own lock is enough."""
+
+    def hold(self, account_id: int) -> AbstractAsyncContextManager[RefreshFence]: ...
+
+
 def _always_complete(_bundle: Mapping[str, Any]) -> bool:
     return True
 
@@ -87,6 +106,11 @@ class _Entry:
     stale: bool = False
     #: The account's egress proxy, else the workspace's (EGRESS-1); ``None``: the environment's.
     egress: str | None = None
+    #: The fencing token the entry's bundle was refreshed under (SCALE-2), until it is stored.
+    fence: int | None = None
+    #: The fencing token stored with the bundle this entry holds (SCALE-2): a rejection is stored
+    #: only while the stored credentials are still these.
+    stored_fence: int = 0
 
 
 @immutable
@@ -117,7 +141,9 @@ class CredentialVault:
         fallback_providers: frozenset[str] = frozenset(),
         outbox: AlertOutbox | None = None,
         default_egress: str | None = None,
+        gate: RefreshGate | None = None,
     ) -> None:
+        self._gate = gate  # SCALE-2: one refresh per account across replicas
         self._default_egress = default_egress  # SUBLANE_EGRESS_PROXY (EGRESS-1)
         self._outbox = outbox  # ALERT-2: reauth_required and refresh_failing
         self._engine = engine
@@ -126,6 +152,10 @@ class CredentialVault:
         self._refreshers = refreshers
         self._fallback = fallback_providers
         self._entries: dict[int, _Entry] = {}
+
+    def loaded(self) -> list[int]:
+        """The accounts whose credentials this process holds in memory."""
+        return list(self._entries)
 
     def forget(self, account_id: int) -> None:
         """Drop what is cached of an account (it changed, was re-authorized or deleted)."""
@@ -159,6 +189,7 @@ class CredentialVault:
                 reauth_required=account.auth_state == AUTH_REAUTH_REQUIRED,
                 complete=self._completeness(account.provider),
                 egress=self._egress_of(account),
+                stored_fence=account.credentials_fence,
             )
 
     def _egress_of(self, account: Account) -> str | None:
@@ -238,7 +269,7 @@ class CredentialVault:
                 # the margin left, rather than burning the refresh token once per waiter.
                 return _handed(account_id, entry)
             if entry.retry_at <= now:
-                refreshed = await self._refresh(account_id, provider, entry)
+                refreshed = await self._refresh_once(account_id, provider, entry, margin)
                 if entry.stale:  # re-authorized meanwhile (CRED-10): the new credentials decide
                     return await self.get(account_id, provider, margin=margin)
                 now = self._clock.time()  # the attempt took time: re-check expiry (CRED-2)
@@ -279,8 +310,10 @@ class CredentialVault:
                 account_id,
                 entry.lifecycle_revision,
                 self._clock.time(),
+                entry.stored_fence if self._gate is not None else None,
             )
-            if stored is False:  # a newer lifecycle (CRED-10): its credentials were not rejected
+            if stored is False:  # a newer lifecycle (CRED-10), or another replica's refresh (SCALE-2):
+                # the credentials stored now were not the ones rejected
                 self._discard(account_id, entry)
                 return await self.get(account_id, provider)
             entry.rejected = True
@@ -292,7 +325,7 @@ class CredentialVault:
             now = self._clock.time()
             if entry.retry_at > now:  # CRED-3: a 401 during the backoff does not retry early
                 raise SubLaneError("account_refresh_failed", retry_after=max(1.0, entry.retry_at - now))
-            await self._refresh(account_id, provider, entry)
+            await self._refresh_once(account_id, provider, entry, REFRESH_MARGIN_S)
             if entry.stale:
                 return await self.get(account_id, provider)
             if entry.reauth_required:
@@ -303,11 +336,39 @@ class CredentialVault:
                 )
             return _handed(account_id, entry)
 
-    async def _refresh(self, account_id: int, provider: str, entry: _Entry) -> bool:
+    async def _refresh_once(self, account_id: int, provider: str, entry: _Entry, margin: float) -> bool:
+        """:meth:`_refresh`, with the gate across replicas held when there is one: under it the stored
+        credentials are read again first — another replica may have refreshed them meanwhile, and
+        then those are used and this replica's refresh token (spent there) is not."""
+        gate = self._gate
+        if gate is None:
+            return await self._refresh(account_id, provider, entry)
+        async with gate.hold(account_id) as fence:
+            stored = await anyio.to_thread.run_sync(self._load, account_id)
+            if stored.lifecycle_revision != entry.lifecycle_revision:
+                self._discard(account_id, entry)  # re-authorized: the new credentials decide
+                return False
+            if stored.bundle != entry.bundle:  # refreshed (or rejected) by another replica
+                entry.bundle, entry.expires_at = stored.bundle, stored.expires_at
+                entry.stored_fence = stored.stored_fence
+                entry.rejected, entry.reauth_required = stored.rejected, stored.reauth_required
+                entry.failures, entry.retry_at = 0, 0.0
+                if entry.reauth_required or self._usable_without_refresh(entry, self._clock.time(), margin):
+                    return not entry.reauth_required
+            return await self._refresh(account_id, provider, entry, fence)
+
+    async def _refresh(
+        self, account_id: int, provider: str, entry: _Entry, fence: RefreshFence | None = None
+    ) -> bool:
         """Refresh ``entry`` (lock held); ``True`` when it now holds fresh, stored credentials."""
         refresher = self._refreshers.get(provider)
         if refresher is None:
             raise SubLaneError("account_refresh_failed")
+        if fence is not None and not await fence.valid():  # lost the gate: never spend the token
+            _log.warning(
+                "the refresh lock of account %s expired before its refresh; not refreshing", account_id
+            )
+            return False
         try:
             with use_egress(entry.egress):  # EGRESS-1: the refresh leaves through the account's egress
                 result = await refresher.refresh(entry.bundle)
@@ -336,6 +397,7 @@ class CredentialVault:
         # The rotated tokens go into memory first: the old refresh token is dead upstream now, so a
         # failed store must never throw the new one away (OPS-2, STORE-4). It is stored again later.
         entry.bundle, entry.expires_at = dict(result.bundle), result.expires_at
+        entry.fence = fence.token if fence is not None else None
         entry.rejected = False
         entry.failures, entry.retry_at = 0, 0.0
         entry.unsaved = True
@@ -358,12 +420,15 @@ class CredentialVault:
             entry.lifecycle_revision,
             bundle,
             expires_at,
+            entry.fence,
         )
         if stored is False:
             self._discard(account_id, entry)
             return False
         if stored:
             entry.unsaved = entry.bundle is not bundle  # a newer refresh meanwhile is still to store
+            if entry.fence is not None:
+                entry.stored_fence = entry.fence
         return True
 
     def _discard(self, account_id: int, entry: _Entry) -> None:
@@ -374,7 +439,9 @@ class CredentialVault:
         if self._entries.get(account_id) is entry:
             del self._entries[account_id]
         _log.info(
-            "account %s was re-authorized during a credential write; its result is discarded", account_id
+            "account %s was re-authorized (or refreshed by another replica) during a credential write; its"
+            " result is discarded",
+            account_id,
         )
 
     async def _persist(
@@ -424,16 +491,26 @@ class CredentialVault:
         await self._persist("a refresh alert", account_id, write)
 
     def _store_fenced(
-        self, account_id: int, revision: int, alert: tuple[str, dict[str, Any]] | None = None, **values: Any
+        self,
+        account_id: int,
+        revision: int,
+        alert: tuple[str, dict[str, Any]] | None = None,
+        fence: int | None = None,
+        expect_fence: int | None = None,
+        **values: Any,
     ) -> bool:
         """``UPDATE accounts SET … WHERE id = ? AND lifecycle_revision = ?``: whether it wrote.
 
-        ``alert`` (event, data) is added to the outbox in the same transaction when it wrote."""
-        statement = (
-            sa.update(Account)
-            .where(col(Account.id) == account_id, col(Account.lifecycle_revision) == revision)
-            .values(**values)
-        )
+        ``alert`` (event, data) is added to the outbox in the same transaction when it wrote. With a
+        ``fence`` (a refresh under the replicas' gate) it writes only over an older one, and with
+        ``expect_fence`` only while the stored credentials are those of that refresh (SCALE-2)."""
+        conditions = [col(Account.id) == account_id, col(Account.lifecycle_revision) == revision]
+        if fence is not None:
+            conditions.append(col(Account.credentials_fence) < fence)
+            values["credentials_fence"] = fence
+        if expect_fence is not None:
+            conditions.append(col(Account.credentials_fence) == expect_fence)
+        statement = sa.update(Account).where(*conditions).values(**values)
         told = None
         with self._engine.begin() as connection:
             wrote = bool(connection.execute(statement).rowcount)
@@ -446,11 +523,17 @@ class CredentialVault:
         return wrote
 
     def _store_refresh(
-        self, account_id: int, revision: int, bundle: dict[str, Any], expires_at: float | None
+        self,
+        account_id: int,
+        revision: int,
+        bundle: dict[str, Any],
+        expires_at: float | None,
+        fence: int | None,
     ) -> bool:
         return self._store_fenced(
             account_id,
             revision,
+            fence=fence,
             credentials=self._cipher.encrypt(bundle),
             credentials_expires_at=expires_at,
             credentials_rejected_at=None,
@@ -459,8 +542,10 @@ class CredentialVault:
             updated_at=self._clock.time(),
         )
 
-    def _store_rejection(self, account_id: int, revision: int, now: float) -> bool:
-        return self._store_fenced(account_id, revision, credentials_rejected_at=now)
+    def _store_rejection(self, account_id: int, revision: int, now: float, expect_fence: int | None) -> bool:
+        return self._store_fenced(
+            account_id, revision, expect_fence=expect_fence, credentials_rejected_at=now
+        )
 
     def _store_reauth(self, account_id: int, revision: int, code: str) -> bool:
         return self._store_fenced(

@@ -19,7 +19,7 @@ EXPECTED = [
     "UpstreamTimeout", "UpstreamCut", "chunks_of", "read_all", "read_error_body", "UpstreamSession",
     "UpstreamUnreachable",
     "AccountIdentity", "CredentialFormatError", "ImportedCredentials",
-    "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed",
+    "CredentialVault", "Credentials", "RefreshedCredentials", "RefreshFailed", "RefreshFence", "RefreshGate",
     "PastedCallbackError", "PkcePair", "code_from_pasted", "new_pkce_pair",
     "expiry_of", "unverified_claims",
     "DeltaKind", "FailureKind", "Outcome", "StreamState", "TokenUsage", "UpstreamFailure",

@@ -14,6 +14,7 @@ from sublane_scheduler._eligibility import (
 from sublane_scheduler._leases import Lease, LeaseTable
 from sublane_scheduler._rotation import RoundRobin
 from sublane_scheduler._scheduler import Grant, Recheck, RouteRequest, Scheduler
+from sublane_scheduler._shared_slots import SharedSlots
 from sublane_scheduler._waiting import Waiter, WaitRoom, wait_for_lease
 
 __version__ = "0.1.0"
@@ -25,6 +26,7 @@ __all__ = [
     "Recheck",
     "RouteRequest",
     "Scheduler",
+    "SharedSlots",
     # eligibility
     "CredentialHealth",
     "Eligibility",

@@ -10,6 +10,7 @@ every full minute of the wall clock, so a member can tell when without knowing w
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from sublane_core import Clock, SubLaneError
 
@@ -19,18 +20,22 @@ RPM_WINDOW_S = 60.0
 class Ticket:
     """One admitted operation. :meth:`close` gives its place back, once."""
 
-    __slots__ = ("_admission", "_closed", "user_id")
+    __slots__ = ("_admission", "_closed", "then", "user_id")
 
     def __init__(self, admission: Admission, user_id: int | None) -> None:
         self._admission = admission
         self.user_id = user_id
         self._closed = False
+        #: Run once at close: a replica gives the member's shared place back (SCALE-2).
+        self.then: Callable[[], None] | None = None
 
     def close(self) -> bool:
         if self._closed:
             return False
         self._closed = True
         self._admission._leave(self.user_id)
+        if self.then is not None:
+            self.then()
         return True
 
 

@@ -82,6 +82,15 @@ class CooldownBook:
         self._cooldowns[(cooldown.account_id, cooldown.model)] = cooldown
         self._revisions[cooldown.account_id] = max(revision, self._revisions.get(cooldown.account_id, 0))
 
+    def apply(self, cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
+        """Take over what another replica decided (SCALE-2): its cooldown of ``(account, model)``,
+        or ``None`` when it ended one; its revision, when newer. Never persisted again here."""
+        if cooldown is None:
+            self._cooldowns.pop((account_id, model), None)
+        else:
+            self._cooldowns[(account_id, model)] = cooldown
+        self._revisions[account_id] = max(revision, self._revisions.get(account_id, 0))
+
     def active(self, account_id: int, model: str = ACCOUNT_WIDE) -> Cooldown | None:
         """The cooldown blocking ``(account, model)`` now, if any (expired ones are not returned)."""
         cooldown = self._cooldowns.get((account_id, model))

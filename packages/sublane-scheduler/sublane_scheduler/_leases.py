@@ -44,6 +44,7 @@ class LeaseTable:
         self._in_flight: dict[int, int] = {}
         self._by_model: dict[tuple[int, str], int] = {}
         self._on_release: list[Callable[[int], None]] = []
+        self._on_give_back: list[Callable[[Lease], None]] = []
         self.acquired_total = 0
         self.released_total = 0
 
@@ -59,6 +60,10 @@ class LeaseTable:
     def on_release(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(account_id)`` after each release (waiters are woken this way)."""
         self._on_release.append(callback)
+
+    def on_give_back(self, callback: Callable[[Lease], None]) -> None:
+        """Call ``callback(lease)`` after each release (a replica's shared slot is given back so)."""
+        self._on_give_back.append(callback)
 
     def try_acquire(self, account_id: int, limit: int, request_id: str, model: str) -> Lease | None:
         """A lease when the account has a free slot under ``limit``, else ``None``. Never awaits."""
@@ -98,5 +103,7 @@ class LeaseTable:
                     outcome=outcome,
                 )
             )
+        for give_back in self._on_give_back:
+            give_back(lease)
         for callback in self._on_release:
             callback(lease.account_id)

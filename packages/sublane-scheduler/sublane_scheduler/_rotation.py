@@ -1,6 +1,7 @@
 """New selections rotate per group among eligible accounts (AFF-5), uniformly or by quota (QW-1).
 
-Cursors are process-local and start empty after a restart.
+Cursors are process-local and start empty after a restart; with shared limits (SCALE-2) the uniform
+cursor is Redis's, one per group for every replica.
 
 Quota-weighted rotation is a smooth weighted round-robin (the one nginx uses): each account's
 credit grows by its weight on every selection and the chosen one pays back the total, so over
@@ -52,20 +53,39 @@ class RoundRobin:
         """A lease chosen in proportion to ``weights`` (the candidates' remaining quota, QW-1)."""
         if not candidates:
             return None
+        for index in self.weighted_order(group_id, candidates, weights):
+            lease = take(candidates[index])
+            if lease is not None:
+                self.weighted_settle(group_id, candidates, weights, index)
+                return lease
+        self.weighted_settle(group_id, candidates, weights, None)
+        return None
+
+    def weighted_order(
+        self, group_id: int, candidates: Sequence[AccountInfo], weights: Sequence[float]
+    ) -> list[int]:
+        """The candidates' indexes in the order to try for this selection (its credits granted)."""
         credits = self._credits.get(group_id)
         ids = {account.id for account in candidates}
         if credits is None or set(credits) != ids:
             credits = self._credits[group_id] = dict.fromkeys(ids, 0.0)
-        shares = [max(weight, MIN_WEIGHT) for weight in weights]
-        total = sum(shares)
-        for account, share in zip(candidates, shares, strict=True):
+        for account, share in zip(candidates, _shares(weights), strict=True):
             credits[account.id] += share
-        order = sorted(range(len(candidates)), key=lambda index: (-credits[candidates[index].id], index))
-        for index in order:
-            lease = take(candidates[index])
-            if lease is not None:
-                credits[candidates[index].id] -= total
-                return lease
-        for account, share in zip(candidates, shares, strict=True):  # nothing taken: undo the round
+        return sorted(range(len(candidates)), key=lambda index: (-credits[candidates[index].id], index))
+
+    def weighted_settle(
+        self, group_id: int, candidates: Sequence[AccountInfo], weights: Sequence[float], taken: int | None
+    ) -> None:
+        """After :meth:`weighted_order`: the taken candidate pays the round back; none taken, the
+        round is undone."""
+        credits = self._credits[group_id]
+        shares = _shares(weights)
+        if taken is not None:
+            credits[candidates[taken].id] -= sum(shares)
+            return
+        for account, share in zip(candidates, shares, strict=True):
             credits[account.id] -= share
-        return None
+
+
+def _shares(weights: Sequence[float]) -> list[float]:
+    return [max(weight, MIN_WEIGHT) for weight in weights]

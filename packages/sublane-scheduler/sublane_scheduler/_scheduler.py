@@ -27,6 +27,7 @@ from sublane_scheduler._directory import AccountDirectory, AccountInfo
 from sublane_scheduler._eligibility import Candidates, Eligibility
 from sublane_scheduler._leases import Lease, LeaseTable
 from sublane_scheduler._rotation import RoundRobin
+from sublane_scheduler._shared_slots import SharedSlots
 from sublane_scheduler._waiting import Reconsider, Waiter, WaitRoom, wait_for_lease
 
 
@@ -125,6 +126,7 @@ class Scheduler:
         room: WaitRoom,
         wait_timeout_s: float,
         eligibility: Eligibility | None = None,
+        shared: SharedSlots | None = None,
     ) -> None:
         self.clock = clock
         self.directory = directory
@@ -136,7 +138,14 @@ class Scheduler:
         self.wait_timeout_s = wait_timeout_s
         self.eligibility = eligibility
         self.rotation = RoundRobin()
-        leases.on_release(self.offer)
+        #: SCALE-2: account slots, waiting and member limits shared with other replicas through
+        #: Redis; ``None`` in one process (the in-process lease table decides alone).
+        self.shared = shared
+        if shared is None:
+            leases.on_release(self.offer)
+        else:
+            leases.on_give_back(shared.given_back)
+            shared.on_released = self.offer  # once Redis has the slot back
 
     # -- slots ------------------------------------------------------------------------------------
 
@@ -172,6 +181,9 @@ class Scheduler:
         self.room.reconsider(
             account_id, lambda waiter: self.cooldowns.blocking(account_id, waiter.model) is not None
         )
+        if self.shared is not None:  # Redis decides who gets the slot: the waiters ask it again
+            self.room.nudge(account_id)
+            return
 
         def try_lease(_account_id: int, waiter: Waiter) -> Lease | None:
             return self.take(account, waiter.model, waiter.request_id)
@@ -237,7 +249,17 @@ class Scheduler:
 
     async def acquire(self, request: RouteRequest, eligible: Eligible) -> Grant:
         """Admit, select among ``eligible()``'s candidates, and take a slot (waiting when needed)."""
-        ticket = self.admission.enter(request.user_id, request.member_limit, request.rpm)
+        shared = self.shared
+        if shared is None:
+            ticket = self.admission.enter(request.user_id, request.member_limit, request.rpm)
+        else:  # workspace capacity per replica; the member's limits across replicas (SCALE-2)
+            ticket = self.admission.enter(request.user_id, 0, 0)
+            if request.member_limit or request.rpm:
+                try:
+                    ticket.then = await shared.admit(request.user_id, request.member_limit, request.rpm)
+                except BaseException:
+                    ticket.close()
+                    raise
         try:
             return await self._select(request, _without_tried(request, eligible), ticket)
         except BaseException:
@@ -300,7 +322,7 @@ class Scheduler:
                         self._count(routing, "quota")
                         routing["candidates"] = 1
                         raise self._quota_error(exhausted)
-                    lease = self._bound_slot(account, request, routing)
+                    lease = await self._bound_slot(account, request, routing)
                     pool = [account]
                 elif (
                     request.continuation
@@ -313,7 +335,7 @@ class Scheduler:
                     raise self._bound_unavailable(account, request)
                 else:  # AFF-4: a portable history may move to an account that serves the new model
                     routing["rule"] = "model_switch_rotation"
-                    lease, pool = self._rotate(request, candidates, routing)
+                    lease, pool = await self._rotate(request, candidates, routing)
             else:
                 if not candidates.accounts:
                     raise self._told_unavailable(request, self._no_candidates(request, candidates))
@@ -330,7 +352,7 @@ class Scheduler:
                     routing["rule"] = "parent_preference"
                 else:
                     routing["rule"] = "binding_released" if released else "uniform_rotation"
-                    lease, pool = self._rotate(request, candidates, routing)
+                    lease, pool = await self._rotate(request, candidates, routing)
                     if routing.get("rotation") == "quota_weighted" and not released:
                         routing["rule"] = "quota_weighted_rotation"
             routing["candidates"] = len(pool)
@@ -342,7 +364,10 @@ class Scheduler:
                     request.group_id, (a.id for a in pool), request.request_id, request.model
                 )
                 try:
-                    lease = await wait_for_lease(self.room, waiter, remaining)
+                    if self.shared is None:
+                        lease = await wait_for_lease(self.room, waiter, remaining)
+                    else:
+                        lease = await self._wait_shared(self.shared, waiter, pool, request, remaining)
                 except Reconsider:
                     continue  # WAIT-9: the account began cooling while this request waited
                 waited = True
@@ -379,7 +404,7 @@ class Scheduler:
                 made_binding=made_binding,
             )
 
-    def _bound_slot(
+    async def _bound_slot(
         self, account: AccountInfo, request: RouteRequest, routing: dict[str, Any]
     ) -> Lease | None:
         cooldown = self.cooldowns.blocking(account.id, request.model)
@@ -387,7 +412,10 @@ class Scheduler:
             self._count(routing, "cooldown")
             routing["candidates"] = 1
             raise self._cooling_error(cooldown)
-        lease = self.take(account, request.model, request.request_id)
+        if self.shared is None:
+            lease = self.take(account, request.model, request.request_id)
+        else:
+            lease = await self._take_shared(self.shared, [account], request)
         if lease is None:
             self._count(routing, "capacity")
         return lease
@@ -416,7 +444,10 @@ class Scheduler:
         ):
             routing["parent"] = "unavailable"
             return None
-        lease = self.take(account, request.model, request.request_id)
+        if self.shared is None:
+            lease = self.take(account, request.model, request.request_id)
+        else:
+            lease = await self._take_shared(self.shared, [account], request)
         routing["parent"] = "preferred" if lease is not None else "busy"
         return lease
 
@@ -424,9 +455,134 @@ class Scheduler:
         account = self.directory.get(account_id)
         return account is None or not account.enabled or not self.directory.in_group(group_id, account_id)
 
-    def _rotate(
+    async def _rotate(
         self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
     ) -> tuple[Lease | None, list[AccountInfo]]:
+        usable = self._usable(request, candidates, routing)
+        weights = self._weights(usable, candidates)
+        routing["rotation"] = "uniform" if weights is None else "quota_weighted"
+        shared = self.shared
+        if shared is not None:
+            lease = await self._rotate_shared(shared, request, usable, weights)
+        elif weights is not None:
+
+            def take(account: AccountInfo) -> Lease | None:
+                return self.take(account, request.model, request.request_id)
+
+            lease = self.rotation.acquire_weighted(request.group_id, usable, weights, take)
+        else:
+            lease = self.rotation.acquire(
+                request.group_id,
+                usable,
+                lambda account: self.take(account, request.model, request.request_id),
+            )
+        if lease is None:
+            self._count(routing, "capacity", len(usable))
+        return lease, usable
+
+    async def _rotate_shared(
+        self,
+        shared: SharedSlots,
+        request: RouteRequest,
+        usable: list[AccountInfo],
+        weights: list[float] | None,
+    ) -> Lease | None:
+        """Rotation across replicas: uniform from the group's cursor in Redis; by quota from this
+        replica's credits (each replica's share of selections tracks the weights)."""
+        if weights is None:
+            return await self._take_shared(shared, usable, request, rotate=True)
+        order = self.rotation.weighted_order(request.group_id, usable, weights)
+        lease = await self._take_shared(shared, [usable[index] for index in order], request)
+        taken = None
+        if lease is not None:
+            taken = next(index for index in order if usable[index].id == lease.account_id)
+        self.rotation.weighted_settle(request.group_id, usable, weights, taken)
+        return lease
+
+    async def _take_shared(
+        self,
+        shared: SharedSlots,
+        accounts: list[AccountInfo],
+        request: RouteRequest,
+        *,
+        rotate: bool = False,
+        lease_id: str | None = None,
+    ) -> Lease | None:
+        """:meth:`take` across replicas: a slot on the first of ``accounts`` (or from the group's
+        shared cursor on, ``rotate``) that admits one, in one Redis round trip. The rules are the
+        same: each account's current limit, or one recovery probe after an account cooldown, or one
+        request of a model past its cooldown (COOL-4, MCOOL-3) — counted over every replica."""
+        plan: list[tuple[int, int]] = []
+        model_caps: list[int] = []
+        model = request.model
+        for account in accounts:
+            current = self.directory.get(account.id)
+            if current is None or self.cooldowns.blocking(account.id, model) is not None:
+                continue
+            if self.cooldowns.probe_only(account.id, ACCOUNT_WIDE):
+                plan.append((account.id, 1))
+                model_caps.append(0)
+            else:
+                plan.append((account.id, current.max_concurrency))
+                model_caps.append(1 if self.cooldowns.probe_only(account.id, model) else 0)
+        lease_id = lease_id or shared.new_id()
+        taken = await shared.limits.acquire(
+            plan,
+            lease_id,
+            model=model,
+            model_limits=model_caps,
+            rotation=str(request.group_id) if rotate else None,
+        )
+        if taken is None:
+            return None
+        lease = self.leases.try_acquire(taken, _NO_LOCAL_LIMIT, request.request_id, model)
+        assert lease is not None
+        shared.held(lease, lease_id)
+        return lease
+
+    async def _wait_shared(
+        self,
+        shared: SharedSlots,
+        waiter: Waiter,
+        pool: list[AccountInfo],
+        request: RouteRequest,
+        timeout_s: float,
+    ) -> Lease:
+        """WAIT across replicas: queued in Redis on every account of ``pool`` (arrivals numbered
+        there, so first come is first served over all replicas), asking again whenever a slot of
+        one of them frees anywhere (pub/sub rings the waiter's bell), renewing its place every
+        TTL/3 — a waiter whose replica dies is dropped. Timeout, cancellation, reconsidering and
+        shutdown end it as in one process."""
+        ids = [account.id for account in pool]
+        waiter_id = shared.new_id()
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await shared.limits.enqueue(ids, waiter_id)
+                while True:
+                    waiter.bell = loop.create_future()  # before asking: a release meanwhile rings it
+                    if waiter.future.done():
+                        waiter.future.result()  # raises Reconsider or shutting_down
+                    lease = await self._take_shared(shared, pool, request, lease_id=waiter_id)
+                    if lease is not None:
+                        return lease
+                    try:
+                        async with asyncio.timeout(shared.renew_every_s):
+                            await waiter.bell
+                    except TimeoutError:
+                        await shared.limits.renew_waiting(ids, waiter_id)
+        except TimeoutError:
+            raise SubLaneError("account_wait_timeout", retry_after=1) from None
+        finally:
+            self.room.leave(waiter)
+            if not waiter.future.done():
+                waiter.future.cancel()
+            shared.leave_queue(ids, waiter_id)
+
+    def _usable(
+        self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
+    ) -> list[AccountInfo]:
+        """The candidates neither cooling, nor out of quota, nor backing off; none raises."""
         usable: list[AccountInfo] = []
         cooling: list[Cooldown] = []
         exhausted: list[float] = []  # when to look again, per account out of quota (QUOTA-3)
@@ -450,20 +606,7 @@ class Scheduler:
         if not usable:
             routing["candidates"] = 0
             raise self._told_unavailable(request, self._nothing_usable(cooling, exhausted, backing_off))
-
-        def take(account: AccountInfo) -> Lease | None:
-            return self.take(account, request.model, request.request_id)
-
-        weights = self._weights(usable, candidates)
-        if weights is not None:
-            routing["rotation"] = "quota_weighted"
-            lease = self.rotation.acquire_weighted(request.group_id, usable, weights, take)
-        else:
-            routing["rotation"] = "uniform"
-            lease = self.rotation.acquire(request.group_id, usable, take)
-        if lease is None:
-            self._count(routing, "capacity", len(usable))
-        return lease, usable
+        return usable
 
     def _nothing_usable(
         self, cooling: list[Cooldown], exhausted: list[float], backing_off: list[float]
@@ -564,6 +707,10 @@ class Scheduler:
         return SubLaneError(
             "model_not_found", f"The account this conversation is bound to does not serve {request.model!r}."
         )
+
+
+#: The local mirror of a shared slot is never refused: Redis has decided.
+_NO_LOCAL_LIMIT = 1 << 30
 
 
 def _without_tried(request: RouteRequest, eligible: Eligible) -> Eligible:

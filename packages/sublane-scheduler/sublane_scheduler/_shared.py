@@ -25,8 +25,13 @@ is never admitted without the shared limits.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import math
+import secrets
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 from redis.asyncio import Redis
@@ -40,29 +45,40 @@ RETRY_AFTER_S: Final = 2.0
 
 _NOW = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) "
 
-# KEYS: per candidate its leases, its waiters (score: arrival), its waiters' expiries; ARGV: the
-# TTL, the request id, then each candidate's limit. A waiter whose replica stopped renewing it is
-# dropped; an account with an older live waiter than this request is skipped (FIFO, no barging).
+# KEYS: per candidate its leases, its leases of the request's model, its waiters (score: arrival),
+# its waiters' expiries, then the group's rotation counter; ARGV: the TTL, the request id, whether to
+# rotate, then per candidate its limit and its model limit (0: none). A waiter whose replica stopped
+# renewing it is dropped; an account with an older live waiter than this request is skipped (FIFO,
+# no barging). Rotating starts at the group's shared cursor (AFF-5 across replicas).
 _ACQUIRE = (
     _NOW
     + """
 local ttl = tonumber(ARGV[1])
 local rid = ARGV[2]
-local n = #KEYS / 3
-for i = 1, n do
-  local leases, waiters, alive = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
+local n = (#KEYS - 1) / 4
+local start = 0
+if ARGV[3] == '1' then start = (redis.call('INCR', KEYS[4 * n + 1]) - 1) % n end
+for k = 0, n - 1 do
+  local i = (start + k) % n + 1
+  local leases, models, waiters, alive = KEYS[i], KEYS[n + i], KEYS[2 * n + i], KEYS[3 * n + i]
   redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', models, '-inf', now)
   for _, gone in ipairs(redis.call('ZRANGEBYSCORE', alive, '-inf', now)) do
     redis.call('ZREM', waiters, gone)
     redis.call('ZREM', alive, gone)
   end
   local head = redis.call('ZRANGE', waiters, 0, 0)[1]
-  if (head == nil or head == rid) and redis.call('ZCARD', leases) < tonumber(ARGV[2 + i]) then
+  local limit = tonumber(ARGV[2 + 2 * i])
+  local model_limit = tonumber(ARGV[3 + 2 * i])
+  if (head == nil or head == rid) and redis.call('ZCARD', leases) < limit
+     and (model_limit == 0 or redis.call('ZCARD', models) < model_limit) then
     redis.call('ZADD', leases, now + ttl, rid)
     redis.call('PEXPIRE', leases, ttl * 2)
+    redis.call('ZADD', models, now + ttl, rid)
+    redis.call('PEXPIRE', models, ttl * 2)
     for j = 1, n do
-      redis.call('ZREM', KEYS[n + j], rid)
       redis.call('ZREM', KEYS[2 * n + j], rid)
+      redis.call('ZREM', KEYS[3 * n + j], rid)
     end
     return i
   end
@@ -96,24 +112,37 @@ end
 return 1
 """
 
+# KEYS: the lease's sets (the account's, and the model's when given); ARGV: the TTL, the lease id.
 _RENEW = (
     _NOW
     + """
 if redis.call('ZSCORE', KEYS[1], ARGV[2]) == false then return 0 end
 local ttl = tonumber(ARGV[1])
-redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ttl * 2)
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, 'XX', now + ttl, ARGV[2])
+  redis.call('PEXPIRE', key, ttl * 2)
+end
 return 1
 """
 )
 
+# KEYS: the account's leases, the channel, the model's leases; ARGV: the lease id, the account id.
 _RELEASE = """
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
 if removed == 1 then redis.call('PUBLISH', KEYS[2], ARGV[2]) end
 return removed
 """
 
 _LEAVE = "return redis.call('ZREM', KEYS[1], ARGV[1])"
+
+# KEYS: the version counter, the events channel; ARGV: the event. Every event carries the version it
+# made, so a replica that missed one (a dropped subscription) sees a gap and reloads everything.
+_PUBLISH = """
+local version = redis.call('INCR', KEYS[1])
+redis.call('PUBLISH', KEYS[2], version .. ' ' .. ARGV[1])
+return version
+"""
 
 _COUNT = (
     _NOW
@@ -159,6 +188,8 @@ class SharedLimits:
     def __init__(self, redis: Redis, *, namespace: str = "sublane", ttl_s: float = LEASE_TTL_S) -> None:
         self._redis = redis
         self._prefix = f"{{{namespace}}}"
+        self.redis = redis
+        self.prefix = self._prefix
         self.ttl_ms = max(1, round(ttl_s * 1000))
         self.releases_channel = f"{self._prefix}:released"
         self._acquire = redis.register_script(_ACQUIRE)
@@ -169,6 +200,9 @@ class SharedLimits:
         self._enqueue = redis.register_script(_ENQUEUE)
         self._leave_queue = redis.register_script(_LEAVE_QUEUE)
         self._admit = redis.register_script(_ADMIT)
+        self._publish = redis.register_script(_PUBLISH)
+        self.events_channel = f"{self._prefix}:events"
+        self._version_key = f"{self._prefix}:version"
 
     def _lease_key(self, account_id: int) -> str:
         return f"{self._prefix}:lease:{account_id}"
@@ -185,26 +219,90 @@ class SharedLimits:
         waiters = [f"{self._prefix}:waiters:{account_id}" for account_id in account_ids]
         return waiters + [f"{self._prefix}:waiting:{account_id}" for account_id in account_ids]
 
-    async def acquire(self, candidates: Sequence[tuple[int, int]], request_id: str) -> int | None:
+    def _model_key(self, account_id: int, model: str) -> str:
+        return f"{self._prefix}:model-lease:{account_id}:{model}"
+
+    async def acquire(
+        self,
+        candidates: Sequence[tuple[int, int]],
+        request_id: str,
+        *,
+        model: str = "",
+        model_limits: Sequence[int] | None = None,
+        rotation: str | None = None,
+    ) -> int | None:
         """Take a slot on the first of ``candidates`` — ``(account_id, max_concurrency)`` in the
         order to try — with room and no older waiter; its id, or ``None``. A waiter that gets a slot
-        leaves every queue it was in."""
+        leaves every queue it was in.
+
+        ``model_limits`` caps the leases of ``model`` per candidate as well (0: no cap; a recovery
+        probe of one model is a cap of 1, MCOOL-3). With ``rotation`` (a group's name for its
+        cursor) the candidates are tried from the group's shared cursor on, which moves by one per
+        call, so new selections rotate across replicas as in one process (AFF-5)."""
         if not candidates:
             return None
         accounts = [account_id for account_id, _ in candidates]
-        keys = [self._lease_key(account_id) for account_id in accounts] + self._wait_keys(accounts)
-        args = [self.ttl_ms, request_id, *(limit for _, limit in candidates)]
+        caps = list(model_limits) if model_limits is not None else [0] * len(accounts)
+        keys = [self._lease_key(account_id) for account_id in accounts]
+        keys += [self._model_key(account_id, model) for account_id in accounts]
+        keys += self._wait_keys(accounts)
+        keys.append(f"{self._prefix}:rotation:{rotation or ''}")
+        args: list[Any] = [self.ttl_ms, request_id, "1" if rotation else "0"]
+        for (_, limit), cap in zip(candidates, caps, strict=True):
+            args += [limit, cap]
         index = int(await self._call(self._acquire, keys, args))
         return candidates[index - 1][0] if index else None
 
-    async def renew(self, account_id: int, request_id: str) -> bool:
+    async def renew(self, account_id: int, request_id: str, model: str = "") -> bool:
         """Move the lease's expiry on; ``False`` when it expired meanwhile (its slot may be taken)."""
-        return bool(await self._call(self._renew, [self._lease_key(account_id)], [self.ttl_ms, request_id]))
+        keys = [self._lease_key(account_id), self._model_key(account_id, model)]
+        return bool(await self._call(self._renew, keys, [self.ttl_ms, request_id]))
 
-    async def release(self, account_id: int, request_id: str) -> bool:
+    async def renew_many(
+        self, leases: Sequence[tuple[int, str, str]], tickets: Sequence[tuple[int, str]]
+    ) -> None:
+        """Renew ``(account_id, lease_id, model)`` leases and ``(user_id, ticket_id)`` tickets in one
+        round trip (a replica renews everything it holds every TTL/3)."""
+        if not leases and not tickets:
+            return
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for account_id, lease_id, model in leases:
+                    keys = [self._lease_key(account_id), self._model_key(account_id, model)]
+                    await self._renew(keys=keys, args=[self.ttl_ms, lease_id], client=pipe)
+                for user_id, ticket_id in tickets:
+                    await self._renew(
+                        keys=self._member_keys(user_id)[:1], args=[self.ttl_ms, ticket_id], client=pipe
+                    )
+                await pipe.execute()
+        except RedisError:
+            raise unavailable() from None
+
+    async def release(self, account_id: int, request_id: str, model: str = "") -> bool:
         """Give the slot back: ``True`` the first time, ``False`` later or after it expired."""
-        keys = [self._lease_key(account_id), self.releases_channel]
+        keys = [self._lease_key(account_id), self.releases_channel, self._model_key(account_id, model)]
         return bool(await self._call(self._release, keys, [request_id, account_id]))
+
+    async def finish(
+        self, leases: Sequence[tuple[int, str, str]], tickets: Sequence[tuple[int, str]]
+    ) -> None:
+        """Release ``(account_id, lease_id, model)`` leases and leave ``(user_id, ticket_id)``
+        member tickets in one round trip (what ends together — a call's slot and its ticket — is
+        given back together)."""
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for account_id, lease_id, model in leases:
+                    keys = [
+                        self._lease_key(account_id),
+                        self.releases_channel,
+                        self._model_key(account_id, model),
+                    ]
+                    await self._release(keys=keys, args=[lease_id, account_id], client=pipe)
+                for user_id, ticket_id in tickets:
+                    await self._leave(keys=self._member_keys(user_id)[:1], args=[ticket_id], client=pipe)
+                await pipe.execute()
+        except RedisError:
+            raise unavailable() from None
 
     async def in_flight(self, account_id: int) -> int:
         """Live leases of the account, across replicas."""
@@ -229,16 +327,43 @@ class SharedLimits:
 
     async def released_accounts(self) -> AsyncIterator[int]:
         """The accounts whose slots are released, on any replica, as they are (pub/sub)."""
+        async for channel, data in self.listen():
+            if channel == self.releases_channel:
+                yield int(data)
+
+    async def listen(self) -> AsyncIterator[tuple[str, str]]:
+        """``(channel, data)`` of every release and event, from any replica, as they happen."""
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
         try:
-            await pubsub.subscribe(self.releases_channel)
+            await pubsub.subscribe(self.releases_channel, self.events_channel)
             async for message in pubsub.listen():
                 if message.get("type") == "message":
-                    yield int(message["data"])
+                    yield _text(message["channel"]), _text(message["data"])
         except RedisError:
             raise unavailable() from None
         finally:
             await pubsub.aclose()
+
+    # -- events between replicas (SCALE-2: a change on one replica reaches the others) ----------------
+
+    async def publish(self, event: str) -> int:
+        """Tell every replica (itself included) ``event``; the version it made."""
+        keys = [self._version_key, self.events_channel]
+        return int(await self._call(self._publish, keys, [event]))
+
+    async def version(self) -> int:
+        """The version of the last event published (a replica compares it with the last it heard)."""
+        try:
+            value = await self._redis.get(self._version_key)
+        except RedisError:
+            raise unavailable() from None
+        return int(value or 0)
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self._redis.ping())
+        except RedisError:
+            return False
 
     # -- member admission --------------------------------------------------------------------------
 
@@ -264,3 +389,81 @@ class SharedLimits:
 
     async def member_in_use(self, user_id: int) -> int:
         return int(await self._call(self._count, [self._member_keys(user_id)[0]], []))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+# KEYS: the lock, the account's fence counter; ARGV: the holder, the lock's life (ms). The token is
+# only made when the lock is taken, so every holder's token is larger than any before it.
+_LOCK = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return 0
+"""
+
+# KEYS: the lock; ARGV: the holder, the lock's life (ms): still held? then it lives on.
+_STILL_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class Fence:
+    """A held refresh lock and its fencing token."""
+
+    def __init__(self, locks: RefreshLocks, key: str, holder: str, token: int) -> None:
+        self._locks = locks
+        self._key = key
+        self._holder = holder
+        self.token = token
+
+    async def valid(self) -> bool:
+        """Still held (and kept for another lock life): the refresh token may be spent now."""
+        locks = self._locks
+        return bool(await locks.limits._call(locks.still_held, [self._key], [self._holder, locks.life_ms]))
+
+
+class RefreshLocks:
+    """One credential refresh per account at a time over every replica (SCALE-2, CRED-1), with a
+    fencing token per holder: the database refuses a refresh stored under an older token than the
+    last one stored, so a replica that stalled past its lock never overwrites newer credentials,
+    and it asks :meth:`Fence.valid` right before spending the refresh token."""
+
+    def __init__(self, limits: SharedLimits, *, life_s: float = 60.0, poll_s: float = 0.05) -> None:
+        self.limits = limits
+        self.life_ms = max(1, round(life_s * 1000))
+        self.poll_s = poll_s
+        redis = limits.redis
+        self._lock = redis.register_script(_LOCK)
+        self.still_held = redis.register_script(_STILL_HELD)
+        self._unlock = redis.register_script(_UNLOCK)
+        self._holders = itertools.count(1)
+        self._replica = secrets.token_hex(6)
+
+    @asynccontextmanager
+    async def hold(self, account_id: int) -> AsyncIterator[Fence]:
+        """Wait for the account's lock (another replica refreshing it), hold it for the block."""
+        key = f"{self.limits.prefix}:refresh:{account_id}"
+        holder = f"{self._replica}:{next(self._holders)}"
+        keys = [key, f"{self.limits.prefix}:refresh-fence:{account_id}"]
+        while True:
+            token = int(await self.limits._call(self._lock, keys, [holder, self.life_ms]))
+            if token:
+                break
+            await asyncio.sleep(self.poll_s)
+        try:
+            yield Fence(self, key, holder, token)
+        finally:
+            with contextlib.suppress(SubLaneError):  # out of reach: the lock ends with its life
+                await self.limits._call(self._unlock, [key], [holder])

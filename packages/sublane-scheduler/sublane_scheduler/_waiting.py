@@ -21,7 +21,7 @@ from sublane_scheduler._leases import Lease
 class Waiter:
     """One request waiting for a slot on any of ``accounts``."""
 
-    __slots__ = ("accounts", "future", "group_id", "model", "request_id", "seq")
+    __slots__ = ("accounts", "bell", "future", "group_id", "model", "request_id", "seq")
 
     def __init__(
         self, seq: int, group_id: int, accounts: frozenset[int], request_id: str, model: str
@@ -32,6 +32,14 @@ class Waiter:
         self.request_id = request_id
         self.model = model
         self.future: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
+        #: With shared limits (SCALE-2), rung when a slot of one of its accounts may have freed on
+        #: any replica, or when its future ended (reconsider, shutdown): it then asks Redis again.
+        self.bell: asyncio.Future[None] | None = None
+
+    def ring(self) -> None:
+        bell = self.bell
+        if bell is not None and not bell.done():
+            bell.set_result(None)
 
 
 # Takes a lease for a waiter on an account if the account may admit it now, else None.
@@ -109,6 +117,12 @@ class WaitRoom:
             served += 1
         return served
 
+    def nudge(self, account_id: int) -> None:
+        """With shared limits: a slot of ``account_id`` may be free (on any replica); its waiters
+        ask again, and Redis gives it to the oldest of every replica's waiters (WAIT-3)."""
+        for waiter in self._by_account.get(account_id, ()):
+            waiter.ring()
+
     def reconsider(self, account_id: int, blocked: Callable[[Waiter], bool]) -> int:
         """Wake the waiters of ``account_id`` for which ``blocked(waiter)`` holds with :class:`Reconsider`.
 
@@ -121,6 +135,7 @@ class WaitRoom:
         for waiter in list(self._by_account.get(account_id, ())):
             if not waiter.future.done() and blocked(waiter):
                 waiter.future.set_exception(Reconsider())
+                waiter.ring()
                 self.leave(waiter)
                 woken += 1
         return woken
@@ -132,6 +147,7 @@ class WaitRoom:
             for waiter in list(queue):
                 if not waiter.future.done():
                     waiter.future.set_exception(SubLaneError("shutting_down"))
+                waiter.ring()
                 self.leave(waiter)
 
 

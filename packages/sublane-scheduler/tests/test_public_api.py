@@ -5,7 +5,7 @@ from __future__ import annotations
 import sublane_scheduler
 
 EXPECTED = [
-    "Candidates", "Grant", "Recheck", "RouteRequest", "Scheduler",
+    "Candidates", "Grant", "Recheck", "RouteRequest", "Scheduler", "SharedSlots",
     "CredentialHealth", "Eligibility", "ModelSupport", "SubscriptionQuota",
     "AccountDirectory", "AccountInfo",
     "Admission", "Ticket",

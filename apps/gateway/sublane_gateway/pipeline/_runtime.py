@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
 from starlette.requests import HTTPConnection
@@ -42,6 +42,7 @@ from sublane_scheduler import (
     AccountDirectory,
     Admission,
     AffinityStore,
+    Cooldown,
     CooldownBook,
     CooldownPolicy,
     Eligibility,
@@ -49,6 +50,9 @@ from sublane_scheduler import (
     Scheduler,
     WaitRoom,
 )
+
+if TYPE_CHECKING:  # redis-py is imported only by a replica given SUBLANE_REDIS_URL
+    from sublane_gateway.pipeline._coordination import Coordination
 
 _log = logging.getLogger("sublane.gateway")
 
@@ -83,6 +87,7 @@ class ClientRuntime:
     quota: QuotaObserver | None = None  # QUOTA; None while quota observation is off
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
+    coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
     egress_errors: dict[int, tuple[float, str]] = field(default_factory=dict)
@@ -96,6 +101,12 @@ class ClientRuntime:
         await self.cooldown_store.restore(self.scheduler.cooldowns)
         if self.quota is not None:
             await self.quota.start()  # QUOTA-8: observations survive a restart
+        coordination = self.coordination
+        if coordination is not None:
+            coordination.on_released = self.scheduler.offer
+            coordination.on_event = self._remote_event
+            coordination.on_resync = self._resync
+            await coordination.start()
         self.connect_signals()
         if self.alerts is not None:
             self.outbox.on_added = self.poke_alerts
@@ -159,59 +170,133 @@ class ClientRuntime:
         else:
             loop.call_soon_threadsafe(callback)
 
+    def apply_account_change(self, payload: signals.AccountChanged) -> None:
+        """Bring the caches in line with a change to an account (on the event loop)."""
+        scheduler = self.scheduler
+        self.directory.invalidate()
+        change = payload.change
+        if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
+            # only a new lifecycle drops the cached credentials: forgetting them on a rename
+            # or a new limit while a refresh runs would start a second refresh with the
+            # refresh token the first is rotating (CRED-1: one refresh at a time)
+            self.vault.forget(payload.account_id)
+            self.catalog.forget(payload.account_id)
+        if change in (Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
+            scheduler.cooldowns.clear_model_limits(payload.account_id)  # AGL-2
+            if self.quota is not None:  # QUOTA-8: a new lifecycle; Clear cooldown is not one
+                self.quota.invalidate(payload.account_id, payload.lifecycle_revision)
+        if change is Change.DELETED:
+            scheduler.cooldowns.forget(payload.account_id)
+            scheduler.affinity.forget_account(payload.account_id)
+            if self.quota is not None:
+                self.quota.forget(payload.account_id)
+        if change is Change.LIMITS:
+            self._background(self._limits_changed(payload.account_id))
+        if change is Change.EGRESS:
+            self._background(self._egress_changed(payload.account_id))
+        if change in (Change.CREATED, Change.REAUTHORIZED, Change.ENABLED):
+            # CAT-1: the catalogue is discovered right away, in the background, under the
+            # metadata rules (workspace capacity, two at a time), not on the first call
+            self._background(self._discover(payload.account_id))
+
+    def apply_access_change(self) -> None:
+        self.keys.invalidate()
+        self.directory.invalidate()
+        self.aliases.invalidate()  # a group changed (or went): its aliases too
+
     def connect_signals(self) -> None:
         """Keep caches true to the database (management changes arrive as signals)."""
         scheduler = self.scheduler
+        coordination = self.coordination
 
         def on_account(payload: signals.AccountChanged) -> None:
-            def apply() -> None:
-                self.directory.invalidate()
-                change = payload.change
-                if change in (Change.DELETED, Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
-                    # only a new lifecycle drops the cached credentials: forgetting them on a rename
-                    # or a new limit while a refresh runs would start a second refresh with the
-                    # refresh token the first is rotating (CRED-1: one refresh at a time)
-                    self.vault.forget(payload.account_id)
-                    self.catalog.forget(payload.account_id)
-                if change in (Change.REAUTHORIZED, Change.ENABLED, Change.DISABLED):
-                    scheduler.cooldowns.clear_model_limits(payload.account_id)  # AGL-2
-                    if self.quota is not None:  # QUOTA-8: a new lifecycle; Clear cooldown is not one
-                        self.quota.invalidate(payload.account_id, payload.lifecycle_revision)
-                if change is Change.DELETED:
-                    scheduler.cooldowns.forget(payload.account_id)
-                    scheduler.affinity.forget_account(payload.account_id)
-                    if self.quota is not None:
-                        self.quota.forget(payload.account_id)
-                if change is Change.LIMITS:
-                    self._background(self._limits_changed(payload.account_id))
-                if change is Change.EGRESS:
-                    self._background(self._egress_changed(payload.account_id))
-                if change in (Change.CREATED, Change.REAUTHORIZED, Change.ENABLED):
-                    # CAT-1: the catalogue is discovered right away, in the background, under the
-                    # metadata rules (workspace capacity, two at a time), not on the first call
-                    self._background(self._discover(payload.account_id))
+            self._on_loop(lambda: self.apply_account_change(payload))
+            if coordination is not None:  # SCALE-2: the other replicas apply it too
+                coordination.publish(
+                    "account",
+                    account_id=payload.account_id,
+                    change=payload.change.value,
+                    lifecycle_revision=payload.lifecycle_revision,
+                    max_concurrency=payload.max_concurrency,
+                )
 
-            self._on_loop(apply)
+        def on_access(payload: signals.AccessChanged) -> None:
+            self._on_loop(self.apply_access_change)
+            if coordination is not None:
+                coordination.publish("access")
 
-        def on_access(_payload: signals.AccessChanged) -> None:
-            def apply() -> None:
-                self.keys.invalidate()
-                self.directory.invalidate()
-                self.aliases.invalidate()  # a group changed (or went): its aliases too
-
-            self._on_loop(apply)
-
-        def on_rejected(_payload: signals.CredentialsRejected) -> None:
+        def on_rejected(payload: signals.CredentialsRejected) -> None:
             self._on_loop(self.directory.invalidate)  # its stored auth state changed
+            if coordination is not None:
+                coordination.publish("credentials", account_id=payload.account_id)
 
         if self.quota is not None:  # response headers and stream events (QUOTA-2)
             self._disconnects.append(signals.quota_observed.connect(self.quota.observe, sender=self))
+        if coordination is not None:
+
+            def on_refreshed(payload: signals.CredentialsRefreshed) -> None:
+                coordination.publish("credentials", account_id=payload.account_id)
+
+            self._disconnects.append(signals.credentials_refreshed.connect(on_refreshed))
         self._disconnects += [
             signals.credentials_rejected.connect(on_rejected),
             signals.pool_unavailable.connect(self._pool_unavailable, sender=scheduler),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
+
+    # -- other replicas (SCALE-2) --------------------------------------------------------------------
+
+    def _remote_event(self, event: dict[str, Any]) -> None:
+        """Another replica's change, applied as this replica applies its own."""
+        kind = event.get("kind")
+        if kind == "account":
+            self.apply_account_change(
+                signals.AccountChanged(
+                    account_id=int(event["account_id"]),
+                    change=Change(event["change"]),
+                    lifecycle_revision=int(event["lifecycle_revision"]),
+                    max_concurrency=event.get("max_concurrency"),
+                )
+            )
+        elif kind == "access":
+            self.apply_access_change()
+        elif kind == "credentials":  # refreshed or rejected there: read them again when next needed
+            self.directory.invalidate()
+            self.vault.forget(int(event["account_id"]))
+        elif kind == "cooldown":
+            account_id = int(event["account_id"])
+            until = event.get("until")
+            cooldown = (
+                None
+                if until is None
+                else Cooldown(
+                    account_id, str(event["model"]), float(until), str(event["reason"]), int(event["streak"])
+                )
+            )
+            self.scheduler.cooldowns.apply(cooldown, account_id, str(event["model"]), int(event["revision"]))
+            self.scheduler.offer(account_id)  # cooling: its waiters decide again; ended: they may fit
+
+    def _resync(self) -> None:
+        """Events from the others may have been missed: reload everything cached from the database."""
+        self.apply_access_change()
+        for account_id in list(self.vault.loaded()):
+            self.vault.forget(account_id)
+        self._background(self.cooldown_store.restore(self.scheduler.cooldowns))
+
+    def cooldown_changed(self, cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
+        """A cooldown began or ended here: stored, and told to the other replicas."""
+        self.cooldown_store.save(cooldown, account_id, model, revision)
+        if self.coordination is not None:
+            self.coordination.publish(
+                "cooldown",
+                account_id=account_id,
+                model=model,
+                revision=revision,
+                until=None if cooldown is None else cooldown.until,
+                reason=None if cooldown is None else cooldown.reason,
+                streak=None if cooldown is None else cooldown.streak,
+            )
 
     @property
     def background_work(self) -> int:
@@ -243,6 +328,8 @@ class ClientRuntime:
     async def close(self) -> None:
         self.scheduler.room.close()  # waiters end at once with shutting_down (WAIT-6)
         self.cooldown_store.flush()
+        if self.coordination is not None:
+            await self.coordination.close()  # the slots still held go back; the rest expire
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
@@ -267,6 +354,11 @@ def build_runtime(
     http = UpstreamClients(settings)
     adapters = build_adapters(settings, http, clock)
     leases = LeaseTable()
+    coordination: Coordination | None = None
+    if settings.redis_url is not None:
+        from sublane_gateway.pipeline._coordination import Coordination
+
+        coordination = Coordination(settings.redis_url.get_secret_value(), ttl_s=settings.lease_ttl)
     outbox = AlertOutbox(settings.workspace_name, clock)  # ALERT-2: state changes write their events
     vault = CredentialVault(
         engine,
@@ -276,9 +368,18 @@ def build_runtime(
         fallback_providers=frozenset(name for name, adapter in adapters.items() if adapter.refresh_fallback),
         outbox=outbox,
         default_egress=default_egress(settings),
+        gate=coordination.refresh_locks if coordination is not None else None,
     )
     directory = AccountDirectory(engine)
     cooldown_store = CooldownStore(engine, clock, outbox)
+    told: list[ClientRuntime] = []  # the runtime, once built: cooldowns are told through it
+
+    def persist(cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
+        if told:
+            told[0].cooldown_changed(cooldown, account_id, model, revision)
+        else:
+            cooldown_store.save(cooldown, account_id, model, revision)
+
     cooldowns = CooldownBook(
         clock,
         CooldownPolicy(
@@ -288,7 +389,7 @@ def build_runtime(
             model_initial_s=settings.model_cooldown_initial_s,
             model_max_s=settings.model_cooldown_max_s,
         ),
-        persist=cooldown_store.save,
+        persist=persist if coordination is not None else cooldown_store.save,
     )
     admission = Admission(clock, settings.workspace_capacity)
     # A metadata read's token must last as long as the read may (TIME-3), not CRED-1's 2 minutes.
@@ -340,8 +441,9 @@ def build_runtime(
         room=WaitRoom(settings.wait_queue_max),
         wait_timeout_s=settings.wait_timeout_s,
         eligibility=Eligibility(directory, catalog, vault, quota, weighted=settings.gateway_quota_weighted),
+        shared=coordination.slots if coordination is not None else None,
     )
-    return ClientRuntime(
+    runtime = ClientRuntime(
         settings=settings,
         clock=clock,
         http=http,
@@ -363,7 +465,10 @@ def build_runtime(
         tracing=tracing_from_environment(),
         outbox=outbox,
         alerts=Deliverer(engine, cipher, clock, outbox, settings.alert_retry_s),
+        coordination=coordination,
     )
+    told.append(runtime)
+    return runtime
 
 
 def client_runtime(connection: HTTPConnection) -> ClientRuntime:

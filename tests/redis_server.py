@@ -9,16 +9,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from ports import free_port
+
 REDIS_SERVER = shutil.which("redis-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class RedisServer:
@@ -27,7 +24,7 @@ class RedisServer:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="sublane-redis-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -63,3 +60,13 @@ class RedisServer:
     def remove(self) -> None:
         self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """A Redis server for the ``with`` block."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.remove()

@@ -1,0 +1,177 @@
+"""This replica's link to the others through Redis (SCALE-2, SCALE-3, SCALE-4).
+
+- **Slots and member limits** are taken in Redis by the scheduler (:class:`SharedSlots`); this
+  module renews what the replica holds every TTL/3, so a replica that dies stops renewing and its
+  leases, tickets and waiters expire after ``SUBLANE_LEASE_TTL``.
+- **Releases** from any replica arrive on one pub/sub channel and ring the local waiters of that
+  account, who ask Redis again (the oldest waiter over all replicas gets the slot).
+- **Credential refreshes** take a per-account lock with a fencing token (:class:`RefreshLocks`).
+- **Events** — a management change (accounts, limits, keys, membership, groups), a cooldown begun
+  or ended, credentials refreshed — are published with a version number. Each replica applies the
+  others' events as it applies its own signals. A replica that misses one (its subscription dropped)
+  sees the gap — in the next event's version, or in the version it polls every half second — and
+  reloads everything it caches, so a change reaches every replica within a second either way.
+- **Redis out of reach**: new model requests fail with ``coordination_unavailable`` (the shared
+  limits raise it), running calls finish (their releases are dropped and expire), ``/readyz`` says
+  so, and everything resumes by itself: the subscription and the poll reconnect on their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from redis.asyncio import Redis
+
+from sublane_core import SubLaneError
+from sublane_scheduler import SharedSlots
+from sublane_scheduler.shared import RefreshLocks, SharedLimits
+
+_log = logging.getLogger("sublane.coordination")
+
+#: How often the event version is compared (a missed event is noticed within twice this).
+POLL_S = 0.5
+RECONNECT_S = 0.5
+
+Event = dict[str, Any]
+
+
+class Coordination:
+    """Renewal, the release and event subscription, and publishing, for one replica."""
+
+    def __init__(self, redis_url: str, *, ttl_s: float, namespace: str = "sublane") -> None:
+        self.replica = secrets.token_hex(6)
+        self.redis = Redis.from_url(
+            redis_url, socket_connect_timeout=2.0, socket_timeout=5.0, health_check_interval=10
+        )
+        self.limits = SharedLimits(self.redis, namespace=namespace, ttl_s=ttl_s)
+        self.slots = SharedSlots(self.limits, self.replica)
+        self.refresh_locks = RefreshLocks(self.limits)  # CRED-1 across replicas, fenced
+        self.reachable = True
+        self._heard = 0  # the version of the last event applied (or reloaded past)
+        self._suspect: int | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._publishing: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_released: Callable[[int], None] = lambda _account_id: None
+        self.on_event: Callable[[Event], None] = lambda _event: None
+        self.on_resync: Callable[[], None] = lambda: None
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        with contextlib.suppress(SubLaneError):  # Redis down at start: the poll notices it comes back
+            self._heard = await self.limits.version()
+        self._tasks = [
+            asyncio.create_task(self._listen(), name="sublane-coordination-listen"),
+            asyncio.create_task(self._tick(), name="sublane-coordination-tick"),
+        ]
+
+    # -- publishing --------------------------------------------------------------------------------
+
+    def publish(self, kind: str, **data: Any) -> None:
+        """Tell the other replicas (from any thread; sent in the background, never fails a caller)."""
+        event = json.dumps({"kind": kind, "replica": self.replica, **data}, separators=(",", ":"))
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._send(event)
+        else:
+            loop.call_soon_threadsafe(self._send, event)
+
+    def _send(self, event: str) -> None:
+        async def send() -> None:
+            try:
+                await self.limits.publish(event)
+            except SubLaneError:
+                self.reachable = False  # the others reload everything once they hear from Redis again
+                _log.warning("could not tell the other replicas of a change: Redis is out of reach")
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+
+    # -- hearing -----------------------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async for channel, data in self.limits.listen():
+                    self.reachable = True
+                    if channel == self.limits.releases_channel:
+                        self.on_released(int(data))
+                    else:
+                        self._heard_event(data)
+            except SubLaneError:
+                self.reachable = False
+            except Exception:  # a bad message must never stop this replica from hearing the next
+                _log.exception("the coordination subscription failed; subscribing again")
+            await asyncio.sleep(RECONNECT_S)
+            self._resync()  # events may have been missed while the subscription was down
+
+    def _heard_event(self, data: str) -> None:
+        version_text, _, body = data.partition(" ")
+        version = int(version_text)
+        if version > self._heard + 1:
+            self._resync()  # a gap: something was missed
+        self._heard = max(self._heard, version)
+        event: Event = json.loads(body)
+        if event.get("replica") != self.replica:
+            self.on_event(event)
+
+    def _resync(self) -> None:
+        self._suspect = None
+        self.on_resync()
+
+    async def _tick(self) -> None:
+        """Renew what this replica holds (every TTL/3) and compare the event version (every 0.5 s)."""
+        loop = asyncio.get_running_loop()
+        renew_at = loop.time()
+        while True:
+            try:
+                if loop.time() >= renew_at:
+                    renew_at = loop.time() + self.slots.renew_every_s
+                    await self.slots.renew()
+                version = await self.limits.version()
+                if not self.reachable:
+                    self.reachable = True
+                    self._heard = max(self._heard, version)
+                    self._resync()
+                elif version > self._heard:
+                    if self._suspect is not None and version >= self._suspect:
+                        self._heard = version  # still unheard after a poll: missed, reload
+                        self._resync()
+                    else:
+                        self._suspect = version
+                else:
+                    self._suspect = None
+            except SubLaneError:
+                self.reachable = False
+            except Exception:
+                _log.exception("the coordination tick failed")
+            await asyncio.sleep(POLL_S)
+
+    async def ready(self) -> bool:
+        """``/readyz``: Redis answers now (SCALE-4)."""
+        try:
+            async with asyncio.timeout(2.0):
+                return await self.limits.ping()
+        except TimeoutError:
+            return False
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.slots.drain()
+        await asyncio.gather(*self._publishing, return_exceptions=True)
+        await self.redis.aclose()

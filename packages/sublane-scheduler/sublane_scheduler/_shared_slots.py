@@ -1,0 +1,123 @@
+"""A replica's side of the shared limits (SCALE-2, SCALE-3): ids for its leases and member tickets,
+their renewal while they are held, and their release — batched, so what ends together (a call's
+slot and its member ticket) goes back in one round trip.
+
+The scheduler takes slots through Redis (:class:`SharedLimits`) and mirrors each in its own
+:class:`LeaseTable`, so the pipeline's lease handling and the runtime views stay as they are. A
+release is synchronous for the pipeline (a lease is released from ``finally`` blocks and
+callbacks): the slot is queued here and sent on the next loop turn, and waiters here are told once
+Redis has it back. A release that cannot reach Redis is not retried: the lease is no longer
+renewed, so it expires after the TTL (SCALE-3), as a dead replica's do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from sublane_core import SubLaneError
+from sublane_scheduler._leases import Lease
+
+if TYPE_CHECKING:  # redis is an optional extra: only a replica with SUBLANE_REDIS_URL loads it
+    from sublane_scheduler._shared import SharedLimits
+
+_log = logging.getLogger("sublane.scheduler")
+
+
+class SharedSlots:
+    """Leases and member tickets this replica holds in Redis."""
+
+    def __init__(self, limits: SharedLimits, replica: str) -> None:
+        self.limits = limits
+        self.replica = replica
+        self._ids = itertools.count(1)
+        self._leases: dict[Lease, tuple[int, str, str]] = {}  # lease → (account, lease id, model)
+        self._tickets: dict[str, int] = {}  # ticket id → user
+        self._ending_leases: list[tuple[int, str, str]] = []
+        self._ending_tickets: list[tuple[int, str]] = []
+        self._flush: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Told the accounts whose slots went back (the scheduler offers them to its waiters).
+        self.on_released: Callable[[int], None] = lambda _account_id: None
+
+    def new_id(self) -> str:
+        """An id unique across replicas for a lease, a waiter or a ticket."""
+        return f"{self.replica}:{next(self._ids)}"
+
+    @property
+    def renew_every_s(self) -> float:
+        return self.limits.ttl_ms / 3000
+
+    def held(self, lease: Lease, lease_id: str) -> None:
+        self._leases[lease] = (lease.account_id, lease_id, lease.model)
+
+    def given_back(self, lease: Lease) -> None:
+        """The local lease was released (once): its shared slot goes back."""
+        entry = self._leases.pop(lease, None)
+        if entry is not None:
+            self._ending_leases.append(entry)
+            self._schedule()
+
+    async def admit(self, user_id: int, member_limit: int, rpm: int) -> Callable[[], None]:
+        """Count the member's request across replicas; the callable gives its place back (once)."""
+        ticket_id = self.new_id()
+        await self.limits.admit(user_id, ticket_id, member_limit, rpm)
+        if not member_limit:  # only RPM was counted: nothing is held
+            return lambda: None
+        self._tickets[ticket_id] = user_id
+
+        def leave() -> None:
+            if self._tickets.pop(ticket_id, None) is not None:
+                self._ending_tickets.append((user_id, ticket_id))
+                self._schedule()
+
+        return leave
+
+    def leave_queue(self, account_ids: list[int], waiter_id: str) -> None:
+        """A waiter stopped waiting: out of the shared queues (in the background)."""
+        self._spawn(self.limits.leave_queue(account_ids, waiter_id))
+
+    def _schedule(self) -> None:
+        if self._flush is None or self._flush.done():
+            self._flush = asyncio.get_running_loop().create_task(self._send_releases())
+
+    async def _send_releases(self) -> None:
+        await asyncio.sleep(0)  # what ends in this loop turn goes back together
+        while self._ending_leases or self._ending_tickets:
+            leases, self._ending_leases = self._ending_leases, []
+            tickets, self._ending_tickets = self._ending_tickets, []
+            try:
+                await self.limits.finish(leases, tickets)
+            except SubLaneError:
+                _log.warning(
+                    "could not give %d slot(s) back to Redis; they expire by themselves", len(leases)
+                )
+                continue
+            for account_id in dict.fromkeys(account for account, _, _ in leases):
+                self.on_released(account_id)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        async def run() -> None:
+            with contextlib.suppress(SubLaneError):  # Redis out of reach: the entry expires by itself
+                await work
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def renew(self) -> None:
+        """Move every held lease's and ticket's expiry on (call every :attr:`renew_every_s`)."""
+        await self.limits.renew_many(list(self._leases.values()), [(u, t) for t, u in self._tickets.items()])
+
+    @property
+    def holding(self) -> int:
+        return len(self._leases)
+
+    async def drain(self) -> None:
+        """Send what is queued (at shutdown)."""
+        pending = [*self._tasks, *([self._flush] if self._flush is not None else [])]
+        await asyncio.gather(*pending, return_exceptions=True)
