@@ -315,9 +315,51 @@ def test_scale_2_one_refresh_per_account_across_replicas_never_reuses_a_refresh_
 
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(call, range(8)))
-    assert [answer.status_code for answer in answers] == [200] * 8, [a.text for a in answers if a.status_code != 200]
+    assert [answer.status_code for answer in answers] == [200] * 8, [
+        a.text for a in answers if a.status_code != 200
+    ]
     assert sim.counters(sim_id).refreshes == refreshes + 1  # one refresh for both replicas
     accounts = {item["id"]: item for item in admin.get("/api/accounts").json()["items"]}
     assert accounts[account_id]["auth_state"] == "ok"  # the rotated refresh token was never used twice
     for client in [*clients, admin]:
         client.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_scale_7_workers_serve_one_port_with_limits_shared(nodes: Cluster, sim: Simulator) -> None:
+    (server,) = nodes.start(1, SUBLANE_WORKERS="2")
+    _until(lambda: server.log.read_text().count("Application startup complete") == 2, 30)
+    workers = [
+        pid
+        for pid in _children(server.process.pid)
+        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert len(workers) == 2  # two processes behind the one port
+    admin = server.admin()
+    _, sim_id = _import_account(admin, sim, "shared", 2)
+    key = _admin_key(admin)
+    sim.set_default(sim_id, Behaviour.ok(header_delay_ms=300))
+    time.sleep(1)
+
+    def call(_: int) -> int:
+        with server.client(key) as client:  # a connection each: the kernel spreads them over workers
+            return client.post("/v1/responses", json=BODY).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(call, range(8)))
+    assert codes == [200] * 8
+    assert sim.counters(sim_id).peak_streams == 2
+    admin.close()

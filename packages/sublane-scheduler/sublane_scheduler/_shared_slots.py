@@ -41,6 +41,9 @@ class SharedSlots:
         self._ending_tickets: list[tuple[int, str]] = []
         self._flush: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: The loop the slots were taken on: a release may come from code outside it (a test's
+        #: synchronous step, a callback); its round trip runs there all the same.
+        self._loop: asyncio.AbstractEventLoop | None = None
         #: Told the accounts whose slots went back (the scheduler offers them to its waiters).
         self.on_released: Callable[[int], None] = lambda _account_id: None
 
@@ -53,6 +56,7 @@ class SharedSlots:
         return self.limits.ttl_ms / 3000
 
     def held(self, lease: Lease, lease_id: str) -> None:
+        self._loop = asyncio.get_running_loop()
         self._leases[lease] = (lease.account_id, lease_id, lease.model)
 
     def given_back(self, lease: Lease) -> None:
@@ -64,6 +68,7 @@ class SharedSlots:
 
     async def admit(self, user_id: int, member_limit: int, rpm: int) -> Callable[[], None]:
         """Count the member's request across replicas; the callable gives its place back (once)."""
+        self._loop = asyncio.get_running_loop()
         ticket_id = self.new_id()
         await self.limits.admit(user_id, ticket_id, member_limit, rpm)
         if not member_limit:  # only RPM was counted: nothing is held
@@ -82,8 +87,8 @@ class SharedSlots:
         self._spawn(self.limits.leave_queue(account_ids, waiter_id))
 
     def _schedule(self) -> None:
-        if self._flush is None or self._flush.done():
-            self._flush = asyncio.get_running_loop().create_task(self._send_releases())
+        if (self._flush is None or self._flush.done()) and self._loop is not None:
+            self._flush = self._loop.create_task(self._send_releases())
 
     async def _send_releases(self) -> None:
         await asyncio.sleep(0)  # what ends in this loop turn goes back together
@@ -105,7 +110,8 @@ class SharedSlots:
             with contextlib.suppress(SubLaneError):  # Redis out of reach: the entry expires by itself
                 await work
 
-        task = asyncio.get_running_loop().create_task(run())
+        self._loop = asyncio.get_running_loop()
+        task = self._loop.create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -116,6 +122,12 @@ class SharedSlots:
     @property
     def holding(self) -> int:
         return len(self._leases)
+
+    @property
+    def pending(self) -> int:
+        """Releases and leaves not yet answered by Redis (and background queue leaves)."""
+        sending = self._flush is not None and not self._flush.done()
+        return len(self._ending_leases) + len(self._ending_tickets) + int(sending) + len(self._tasks)
 
     async def drain(self) -> None:
         """Send what is queued (at shutdown)."""

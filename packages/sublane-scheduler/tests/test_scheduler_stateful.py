@@ -70,7 +70,7 @@ class SchedulerModel(RuleBasedStateMachine):
                 for _ in range(5):
                     await asyncio.sleep(0)
                 running = sum(1 for task in self.tasks if not task.done())
-                if running == self.scheduler.room.waiting():
+                if running == self._room_waiting():
                     return
                 await asyncio.sleep(0.001)
             raise AssertionError("the scheduler did not settle")
@@ -86,6 +86,9 @@ class SchedulerModel(RuleBasedStateMachine):
             self.granted[index] = task.result()
             self.grant_order.append(index)
             self.new_grants.append(index)
+
+    def _room_waiting(self) -> int:
+        return self.scheduler.room.waiting()
 
     def _waiting(self) -> list[int]:
         return [i for i, t in enumerate(self.tasks) if not t.done() and i not in self.finished]

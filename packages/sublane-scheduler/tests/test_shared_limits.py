@@ -25,7 +25,7 @@ from shared_workers import hold_leases, take_and_wait
 
 from sublane_core import SubLaneError
 from sublane_scheduler import LeaseTable
-from sublane_scheduler._shared import SharedLimits
+from sublane_scheduler._shared import RefreshLocks, SharedLimits
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -275,3 +275,47 @@ def test_scale_2_redis_and_in_process_leases_agree_step_by_step(redis_server: Re
         max_examples=30, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
     )
     runner().runTest()
+
+
+async def test_scale_2_one_refresh_per_account_at_a_time_across_replicas_with_growing_fences(
+    redis_server: RedisServer,
+) -> None:
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    clients = [Redis.from_url(redis_server.url, socket_timeout=2) for _ in range(2)]
+    replicas = [RefreshLocks(SharedLimits(client, namespace=namespace), poll_s=0.005) for client in clients]
+    inside: list[int] = []
+    overlaps = 0
+    tokens: list[tuple[int, int]] = []  # (account, fence) in the order the lock was taken
+
+    async def refresh(replica: RefreshLocks, account: int) -> None:
+        nonlocal overlaps
+        async with replica.hold(account) as fence:
+            assert await fence.valid()
+            if account in inside:
+                overlaps += 1
+            inside.append(account)
+            tokens.append((account, fence.token))
+            await asyncio.sleep(0.01)
+            inside.remove(account)
+
+    await asyncio.gather(*(refresh(replicas[index % 2], 7) for index in range(12)), refresh(replicas[0], 8))
+    assert overlaps == 0  # one refresh per account at a time, over both replicas
+    seven = [token for account, token in tokens if account == 7]
+    assert seven == list(range(1, 13))  # every later holder has a larger fence
+    assert [token for account, token in tokens if account == 8] == [1]  # another account: its own lock
+    for client in clients:
+        await client.aclose()
+
+
+async def test_scale_2_a_refresh_lock_that_outlived_its_life_is_no_longer_valid(
+    redis_server: RedisServer,
+) -> None:
+    client = Redis.from_url(redis_server.url, socket_timeout=2)
+    locks = RefreshLocks(SharedLimits(client, namespace=f"t-{uuid.uuid4().hex[:8]}"), life_s=0.2, poll_s=0.01)
+    async with locks.hold(1) as stalled:
+        await asyncio.sleep(0.3)  # a replica stalled past its lock
+        async with locks.hold(1) as next_holder:  # another took it meanwhile
+            assert next_holder.token > stalled.token  # a larger fence: its write wins (SCALE-2)
+            assert not await stalled.valid()  # the stalled one must not spend the refresh token
+            assert await next_holder.valid()
+    await client.aclose()
