@@ -104,7 +104,7 @@ def test_scale_2_waiters_are_served_first_come_first_served_across_replicas(
     admin = a.admin()
     _, sim_id = _import_account(admin, sim, "one-slot", 1)
     key = _admin_key(admin)
-    sim.set_default(sim_id, Behaviour.ok(header_delay_ms=700))
+    sim.set_default(sim_id, Behaviour.ok(header_delay_ms=1200))
     time.sleep(1)
     finished: list[str] = []
     lock = threading.Lock()
@@ -121,6 +121,10 @@ def test_scale_2_waiters_are_served_first_come_first_served_across_replicas(
         thread.start()
         threads.append(thread)
         time.sleep(0.15)  # arrivals in this order, alternating replicas
+    admin_b = b.admin()
+    (state,) = admin_b.get("/api/accounts/runtime").json()["accounts"]
+    admin_b.close()
+    assert (state["in_flight"], state["waiters"]) == (1, 3)  # B's view counts A's calls too
     for thread in threads:
         thread.join(30)
     assert finished == ["holder", "first", "second", "third"]
@@ -362,4 +366,24 @@ def test_scale_7_workers_serve_one_port_with_limits_shared(nodes: Cluster, sim: 
         codes = list(pool.map(call, range(8)))
     assert codes == [200] * 8
     assert sim.counters(sim_id).peak_streams == 2
+    admin.close()
+
+
+def test_scale_2_quota_is_read_once_for_every_replica(nodes: Cluster, sim: Simulator) -> None:
+    a, b = nodes.start(2)
+    admin = a.admin()
+    _, exhausted = _import_account(admin, sim, "exhausted", 4)
+    _import_account(admin, sim, "other", 4)
+    key = _admin_key(admin)
+    sim.set_quota(exhausted, "primary", used_percent=100, reset_in_s=3600)
+    time.sleep(1)
+    with a.client(key) as on_a, b.client(key) as on_b:
+        on_a.post("/v1/responses", json=BODY)  # the first call starts the reads (QUOTA-1)
+        _until(lambda: sim.quota_reads(exhausted) == 1)
+        time.sleep(0.5)  # the observation reached B as an event
+        calls = sim.counters(exhausted).model_requests
+        for _ in range(6):
+            assert on_b.post("/v1/responses", json=BODY).status_code == 200
+        assert sim.counters(exhausted).model_requests == calls  # B steers around it, knowing A's read
+        assert sim.quota_reads(exhausted) == 1  # and never read it itself
     admin.close()

@@ -11,7 +11,7 @@ from sublane_quota._book import ObservedWindow, QuotaBook
 from sublane_quota._freshness import FRESH_S, fresh_until, is_exhausted, is_fresh, pace_points
 from sublane_quota._models import LEVEL_SUFFIXES, quota_model
 from sublane_quota._observer import QuotaObserver
-from sublane_quota._refresher import BACKOFF_S, QuotaReader, QuotaRefresher
+from sublane_quota._refresher import BACKOFF_S, QuotaReader, QuotaReadSkipped, QuotaRefresher
 from sublane_quota._store import QuotaStore
 
 __version__ = "0.1.0"
@@ -20,6 +20,7 @@ __all__ = [
     # the observer
     "QuotaObserver",
     "QuotaReader",
+    "QuotaReadSkipped",
     "QuotaRefresher",
     "BACKOFF_S",
     # state

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy.engine import Engine
@@ -63,6 +64,8 @@ class QuotaObserver:
         self._pending: dict[int, signals.QuotaObserved] = {}  # newest queued header observation
         self._pending_lock = threading.Lock()
         self.writes = 0  # observations written, for tests and benchmarks
+        #: Told every observation saved here (the gateway tells the other replicas, SCALE-2).
+        self.on_saved: Callable[[signals.QuotaObserved], None] | None = None
 
     # -- life -------------------------------------------------------------------------------------
 
@@ -102,6 +105,10 @@ class QuotaObserver:
         except RuntimeError:  # shutting down: the observation is dropped, the request goes on
             return False
         return self._publish(observation, written)
+
+    def apply_saved(self, observation: signals.QuotaObserved) -> bool:
+        """An observation another replica saved (SCALE-2): into the book, not written again."""
+        return self.book.apply(observation)
 
     def invalidate(self, account_id: int, lifecycle_revision: int) -> None:
         """A new lifecycle (disable/enable, re-authorization): earlier observations stop counting."""
@@ -210,7 +217,10 @@ class QuotaObserver:
             plan=observation.plan,
             windows=written,
         )
-        return self.book.apply(saved)
+        applied = self.book.apply(saved)
+        if applied and self.on_saved is not None:
+            self.on_saved(saved)
+        return applied
 
 
 def _second(value: float | None) -> int | None:

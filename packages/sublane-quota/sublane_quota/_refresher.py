@@ -33,6 +33,12 @@ Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]
 BACKOFF_S = (30.0, 60.0, 120.0, 240.0, 300.0)
 
 
+class QuotaReadSkipped(Exception):
+    """Raised by a reader that did not read because the account is read elsewhere now, or the reads
+    allowed at once are all running (another replica's, SCALE-2): no failure, no backoff — the
+    other read's observation arrives by itself, and a later demand may read."""
+
+
 class QuotaReader(Protocol):
     """Reads an account's quota from its provider (the gateway wires the adapters' ``read_quota``)."""
 
@@ -125,6 +131,9 @@ class QuotaRefresher:
                 plan, windows = await self._reader(account_id, provider)
             except asyncio.CancelledError:
                 raise
+            except QuotaReadSkipped:
+                self.reads -= 1
+                return
             except Exception as exc:  # any failure backs off; nothing reaches a request
                 self.failures += 1
                 schedule.failures += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sublane_quota
 
 EXPECTED = [
-    "QuotaObserver", "QuotaReader", "QuotaRefresher", "BACKOFF_S",
+    "QuotaObserver", "QuotaReader", "QuotaReadSkipped", "QuotaRefresher", "BACKOFF_S",
     "ObservedWindow", "QuotaBook", "QuotaStore",
     "FRESH_S", "fresh_until", "is_exhausted", "is_fresh", "pace_points",
     "LEVEL_SUFFIXES", "quota_model",

@@ -177,6 +177,27 @@ return {1, 0}
 )
 
 
+# KEYS: the account's read marker, the running reads; ARGV: the read id, its life (ms), the most at
+# once. 1: read now; 0: the account is read elsewhere now (coalesced); -1: all reads are running.
+_BEGIN_READ = (
+    _NOW
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
+"""
+)
+
+_END_READ = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return redis.call('ZREM', KEYS[2], ARGV[1])
+"""
+
+
 def unavailable() -> SubLaneError:
     """SCALE-4: the shared limits cannot be read; nothing is admitted without them."""
     return SubLaneError("coordination_unavailable", retry_after=RETRY_AFTER_S)
@@ -201,6 +222,8 @@ class SharedLimits:
         self._leave_queue = redis.register_script(_LEAVE_QUEUE)
         self._admit = redis.register_script(_ADMIT)
         self._publish = redis.register_script(_PUBLISH)
+        self._begin_read = redis.register_script(_BEGIN_READ)
+        self._end_read = redis.register_script(_END_READ)
         self.events_channel = f"{self._prefix}:events"
         self._version_key = f"{self._prefix}:version"
 
@@ -304,6 +327,23 @@ class SharedLimits:
         except RedisError:
             raise unavailable() from None
 
+    async def counts(self, account_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """Live leases and live waiters of each account, over every replica, in one round trip."""
+        if not account_ids:
+            return {}
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for account_id in account_ids:
+                    await self._count(keys=[self._lease_key(account_id)], args=[], client=pipe)
+                    await self._count(keys=[f"{self._prefix}:waiting:{account_id}"], args=[], client=pipe)
+                answers = await pipe.execute()
+        except RedisError:
+            raise unavailable() from None
+        return {
+            account_id: (int(answers[2 * index]), int(answers[2 * index + 1]))
+            for index, account_id in enumerate(account_ids)
+        }
+
     async def in_flight(self, account_id: int) -> int:
         """Live leases of the account, across replicas."""
         return int(await self._call(self._count, [self._lease_key(account_id)], []))
@@ -364,6 +404,20 @@ class SharedLimits:
             return bool(await self._redis.ping())
         except RedisError:
             return False
+
+    # -- quota reads (QUOTA-1 across replicas) -------------------------------------------------------
+
+    def _read_keys(self, account_id: int) -> list[str]:
+        return [f"{self._prefix}:quota-read:{account_id}", f"{self._prefix}:quota-reads"]
+
+    async def begin_quota_read(self, account_id: int, read_id: str, *, most: int, life_s: float) -> int:
+        """May this replica read the account's quota now? 1 yes; 0 another replica reads it now
+        (its observation will be heard); -1 ``most`` reads run already over the replicas."""
+        args = [read_id, max(1, round(life_s * 1000)), most]
+        return int(await self._call(self._begin_read, self._read_keys(account_id), args))
+
+    async def end_quota_read(self, account_id: int, read_id: str) -> None:
+        await self._call(self._end_read, self._read_keys(account_id), [read_id])
 
     # -- member admission --------------------------------------------------------------------------
 

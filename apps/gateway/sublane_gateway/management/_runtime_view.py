@@ -91,12 +91,18 @@ def load_accounts(engine: Engine) -> tuple[list[Account], dict[int, list[QuotaOb
     return accounts, quota
 
 
-def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str, Any]]) -> dict[str, Any]:
-    """One account's entry of the runtime answer."""
+def account_state(
+    runtime: ClientRuntime,
+    account: Account,
+    quota: list[dict[str, Any]],
+    shared: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """One account's entry of the runtime answer; ``shared``: its in-flight calls and waiters over
+    every replica (SCALE-2), else this process's."""
     assert account.id is not None
     scheduler = runtime.scheduler
     cooldowns = scheduler.cooldowns
-    in_flight = runtime.leases.in_flight(account.id)
+    in_flight = runtime.leases.in_flight(account.id) if shared is None else shared[0]
     cooldown = cooldowns.active(account.id)
     limited = cooldowns.limited_models(account.id)
     retry_at = runtime.vault.refresh_retry_at(account.id)
@@ -126,7 +132,7 @@ def account_state(runtime: ClientRuntime, account: Account, quota: list[dict[str
         "state": state,
         "in_flight": in_flight,
         "max_concurrency": account.max_concurrency,
-        "waiters": scheduler.room.waiting(account.id),
+        "waiters": scheduler.room.waiting(account.id) if shared is None else shared[1],
         "cooldown_until": cooldown.until if cooldown else None,
         "cooldown_reason": cooldown.reason if cooldown else None,
         "limited_models": [{"model": c.model, "until": c.until, "reason": c.reason} for c in limited],
@@ -147,9 +153,14 @@ def _egress_error(runtime: ClientRuntime, account_id: int) -> dict[str, Any] | N
 
 
 def runtime_accounts(
-    runtime: ClientRuntime, accounts: list[Account], quota: dict[int, list[QuotaObservation]]
+    runtime: ClientRuntime,
+    accounts: list[Account],
+    quota: dict[int, list[QuotaObservation]],
+    shared: dict[int, tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
-    """The runtime answer of SPEC §14 (also what ``/metrics`` reports, OPS-8). On the event loop."""
+    """The runtime answer of SPEC §14 (also what ``/metrics`` reports, OPS-8). On the event loop.
+
+    ``shared`` (:func:`shared_counts`): in-flight calls and waiters over every replica."""
     now = runtime.clock.time()
     admission = runtime.scheduler.admission
     return {
@@ -167,6 +178,7 @@ def runtime_accounts(
                     now,
                     failed=quota_retry_at(runtime, account.id or 0) is not None,
                 ),
+                shared.get(account.id or 0) if shared is not None else None,
             )
             for account in accounts
         ],
@@ -177,8 +189,23 @@ def runtime_accounts(
 async def runtime_view(request: Request, _admin: AdminUser) -> dict[str, Any]:
     """Per-account scheduling state, in-flight / limit, waiters, cooldowns and quota."""
     runtime = client_runtime(request)
-    loaded = await anyio.to_thread.run_sync(load_accounts, gateway_state(request).engine)
-    return runtime_accounts(runtime, *loaded)
+    accounts, quota = await anyio.to_thread.run_sync(load_accounts, gateway_state(request).engine)
+    return runtime_accounts(runtime, accounts, quota, await shared_counts(runtime, accounts))
+
+
+async def shared_counts(runtime: ClientRuntime, accounts: list[Account]) -> dict[int, tuple[int, int]] | None:
+    """With replicas (SCALE-2): each account's in-flight calls and waiters over all of them, read
+    from Redis in one round trip; ``None`` in one process, or when Redis is out of reach (then the
+    view shows this replica's own counts rather than failing)."""
+    coordination = runtime.coordination
+    if coordination is None:
+        return None
+    try:
+        return await coordination.limits.counts(
+            [account.id for account in accounts if account.id is not None]
+        )
+    except SubLaneError:
+        return None
 
 
 @router.post("/api/accounts/{account_id}/resume")

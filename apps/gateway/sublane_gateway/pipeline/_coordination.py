@@ -5,6 +5,8 @@
   leases, tickets and waiters expire after ``SUBLANE_LEASE_TTL``.
 - **Releases** from any replica arrive on one pub/sub channel and ring the local waiters of that
   account, who ask Redis again (the oldest waiter over all replicas gets the slot).
+- **Quota reads** run one per account and two at once over all replicas; an observation saved on
+  one replica is published and put in the others' books, so they do not read it again.
 - **Credential refreshes** take a per-account lock with a fencing token (:class:`RefreshLocks`).
 - **Events** — a management change (accounts, limits, keys, membership, groups), a cooldown begun
   or ended, credentials refreshed — are published with a version number. Each replica applies the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -28,7 +31,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from sublane_core import SubLaneError
+from sublane_core import SubLaneError, signals
+from sublane_quota import QuotaReader, QuotaReadSkipped
 from sublane_scheduler import SharedSlots
 from sublane_scheduler.shared import RefreshLocks, SharedLimits
 
@@ -39,6 +43,18 @@ POLL_S = 0.5
 RECONNECT_S = 0.5
 
 Event = dict[str, Any]
+Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]
+
+
+def quota_observation(event: Event) -> signals.QuotaObserved:
+    """The observation a ``quota`` event carries."""
+    return signals.QuotaObserved(
+        account_id=int(event["account_id"]),
+        lifecycle_revision=int(event["lifecycle_revision"]),
+        observed_at=float(event["observed_at"]),
+        plan=event.get("plan"),
+        windows=tuple(signals.QuotaWindow(**window) for window in event["windows"]),
+    )
 
 
 class Coordination:
@@ -159,6 +175,36 @@ class Coordination:
             except Exception:
                 _log.exception("the coordination tick failed")
             await asyncio.sleep(POLL_S)
+
+    # -- quota reads ---------------------------------------------------------------------------------
+
+    def shared_reads(self, read: QuotaReader, *, most: int, life_s: float) -> QuotaReader:
+        """``read`` within the replicas' bounds (QUOTA-1 across replicas): one read per account at a
+        time and ``most`` at once over all of them; a read that does not fit is skipped (the other
+        replica's observation arrives as an event)."""
+
+        async def read_shared(account_id: int, provider: str) -> Quota:
+            read_id = self.slots.new_id()
+            if await self.limits.begin_quota_read(account_id, read_id, most=most, life_s=life_s) != 1:
+                raise QuotaReadSkipped
+            try:
+                return await read(account_id, provider)
+            finally:
+                with contextlib.suppress(SubLaneError):  # out of reach: the marker ends with its life
+                    await self.limits.end_quota_read(account_id, read_id)
+
+        return read_shared
+
+    def publish_quota(self, observation: signals.QuotaObserved) -> None:
+        """An observation saved here: the others put it in their books (no read of their own)."""
+        self.publish(
+            "quota",
+            account_id=observation.account_id,
+            lifecycle_revision=observation.lifecycle_revision,
+            observed_at=observation.observed_at,
+            plan=observation.plan,
+            windows=[dataclasses.asdict(window) for window in observation.windows],
+        )
 
     async def ready(self) -> bool:
         """``/readyz``: Redis answers now (SCALE-4)."""

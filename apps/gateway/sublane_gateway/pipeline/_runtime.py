@@ -37,7 +37,7 @@ from sublane_providers import (
     build_adapters,
     use_egress,
 )
-from sublane_quota import QuotaObserver
+from sublane_quota import QuotaObserver, QuotaReader
 from sublane_scheduler import (
     AccountDirectory,
     Admission,
@@ -264,6 +264,10 @@ class ClientRuntime:
         elif kind == "credentials":  # refreshed or rejected there: read them again when next needed
             self.directory.invalidate()
             self.vault.forget(int(event["account_id"]))
+        elif kind == "quota" and self.quota is not None:
+            from sublane_gateway.pipeline._coordination import quota_observation
+
+            self.quota.apply_saved(quota_observation(event))
         elif kind == "cooldown":
             account_id = int(event["account_id"])
             until = event.get("until")
@@ -420,7 +424,12 @@ def build_runtime(
         finally:
             ticket.close()
 
-    quota = QuotaObserver(engine, clock, read_quota, outbox=outbox) if settings.quota_enabled else None
+    reader: QuotaReader = read_quota
+    if coordination is not None:  # SCALE-2: reads bounded over the replicas, observations shared
+        reader = coordination.shared_reads(read_quota, most=2, life_s=metadata_margin + 5)
+    quota = QuotaObserver(engine, clock, reader, outbox=outbox) if settings.quota_enabled else None
+    if quota is not None and coordination is not None:
+        quota.on_saved = coordination.publish_quota
     catalog = ModelCatalog(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
