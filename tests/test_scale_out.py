@@ -387,3 +387,21 @@ def test_scale_2_quota_is_read_once_for_every_replica(nodes: Cluster, sim: Simul
         assert sim.counters(exhausted).model_requests == calls  # B steers around it, knowing A's read
         assert sim.quota_reads(exhausted) == 1  # and never read it itself
     admin.close()
+
+
+def test_scale_2_model_failures_are_counted_over_every_replica(nodes: Cluster, sim: Simulator) -> None:
+    a, b = nodes.start(2)
+    admin = a.admin()
+    _, sim_id = _import_account(admin, sim, "failing", 4)
+    key = _admin_key(admin)
+    time.sleep(1)
+    sim.set_default(sim_id, Behaviour.error(500))  # one logical failure per call (its retries in it)
+    with a.client(key) as on_a, b.client(key) as on_b:
+        for client in (on_a, on_b, on_a):  # MCOOL-2: the third failure in the window, over two replicas
+            assert client.post("/v1/responses", json=BODY).status_code >= 500
+            time.sleep(0.3)  # each failure reached the other replica
+        sent = sim.counters(sim_id).model_requests
+        refused = on_b.post("/v1/responses", json=BODY)
+        assert refused.json()["error"]["code"] == "model_cooling", refused.text  # cooled for both
+        assert sim.counters(sim_id).model_requests == sent
+    admin.close()

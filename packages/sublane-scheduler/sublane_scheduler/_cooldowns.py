@@ -70,6 +70,10 @@ class CooldownBook:
         self._cooldowns: dict[tuple[int, str], Cooldown] = {}
         self._revisions: dict[int, int] = {}
         self._failures: dict[tuple[int, str], _ModelFailures] = {}
+        #: With replicas (SCALE-2): told each failure that did not cool the model, and each success
+        #: that cleared a model's failures, so every replica counts MCOOL-2's streaks over all.
+        self.on_failure: Callable[[int, str, float], None] | None = None
+        self.on_cleared: Callable[[int, str], None] | None = None
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -89,7 +93,22 @@ class CooldownBook:
             self._cooldowns.pop((account_id, model), None)
         else:
             self._cooldowns[(account_id, model)] = cooldown
+            if cooldown.reason == "model_failures":  # its streak, as the replica that cooled it counts
+                record = self._failures.setdefault((account_id, model), _ModelFailures())
+                record.times.clear()
+                record.streak = cooldown.streak
         self._revisions[account_id] = max(revision, self._revisions.get(account_id, 0))
+
+    def note_failure(self, account_id: int, model: str, at: float) -> None:
+        """Another replica's failure of (account, model) that did not cool it: counted here too."""
+        record = self._failures.setdefault((account_id, model), _ModelFailures())
+        record.times.append(at)
+        while record.times and record.times[0] <= at - self.policy.model_window_s:
+            record.times.popleft()
+
+    def clear_failures(self, account_id: int, model: str) -> None:
+        """Another replica's success cleared the model's failures."""
+        self._failures.pop((account_id, model), None)
 
     def active(self, account_id: int, model: str = ACCOUNT_WIDE) -> Cooldown | None:
         """The cooldown blocking ``(account, model)`` now, if any (expired ones are not returned)."""
@@ -186,6 +205,8 @@ class CooldownBook:
         existing = self._cooldowns.get((account_id, model))
         expired_probe = existing is not None and existing.until <= now
         if len(record.times) < policy.model_threshold and not expired_probe:
+            if self.on_failure is not None:
+                self.on_failure(account_id, model, now)
             return None
         record.times.clear()
         record.streak += 1
@@ -205,7 +226,8 @@ class CooldownBook:
             if cooldown is not None and cooldown.until <= now:
                 del self._cooldowns[key]
                 self._save(None, account_id, key[1])
-        self._failures.pop((account_id, model), None)
+        if self._failures.pop((account_id, model), None) is not None and self.on_cleared is not None:
+            self.on_cleared(account_id, model)
         return True
 
     def clear(self, account_id: int) -> None:

@@ -297,3 +297,24 @@ def test_a_forgotten_account_leaves_nothing_behind(clock: FakeClock) -> None:
     cooldowns.forget(A)
     assert cooldowns.blocking(A, MODEL) is None and cooldowns.revision(A) == 0
     assert not cooldowns.probe_only(A, MODEL)
+
+
+def test_scale_2_model_failures_of_other_replicas_count_toward_the_threshold(clock: FakeClock) -> None:
+    here, there = book(clock), book(clock)
+    told: list[tuple[int, str, float]] = []
+    cleared: list[tuple[int, str]] = []
+    here.on_failure = lambda account, model, at: told.append((account, model, at))
+    here.on_cleared = lambda account, model: cleared.append((account, model))
+    assert fail(here, 2) is None
+    assert [entry[:2] for entry in told] == [(1, MODEL), (1, MODEL)]  # each told to the others
+    for account, model, at in told:
+        there.note_failure(account, model, at)
+    cooldown = fail(there, 1)  # the third in the window, on the other replica
+    assert cooldown is not None and cooldown.streak == 1
+    here.apply(cooldown, 1, MODEL, there.revision(1))  # published back: the same cooldown, the same streak
+    assert here.blocking(1, MODEL) is cooldown
+    clock.advance(cooldown.until - clock.time() + 1)
+    assert here.succeeded(1, MODEL, here.revision(1))
+    assert cleared == [(1, MODEL)]  # the success is told, and clears the other replica's count
+    there.clear_failures(1, MODEL)
+    assert fail(there, 2) is None  # counting starts again from nothing

@@ -106,6 +106,13 @@ class ClientRuntime:
             coordination.on_released = self.scheduler.offer
             coordination.on_event = self._remote_event
             coordination.on_resync = self._resync
+            cooldowns = self.scheduler.cooldowns
+            cooldowns.on_failure = lambda account_id, model, at: coordination.publish(
+                "failure", account_id=account_id, model=model, at=at
+            )
+            cooldowns.on_cleared = lambda account_id, model: coordination.publish(
+                "failures_cleared", account_id=account_id, model=model
+            )
             await coordination.start()
         self.connect_signals()
         if self.alerts is not None:
@@ -264,6 +271,12 @@ class ClientRuntime:
         elif kind == "credentials":  # refreshed or rejected there: read them again when next needed
             self.directory.invalidate()
             self.vault.forget(int(event["account_id"]))
+        elif kind == "failure":  # MCOOL-2 counted over every replica
+            self.scheduler.cooldowns.note_failure(
+                int(event["account_id"]), str(event["model"]), float(event["at"])
+            )
+        elif kind == "failures_cleared":
+            self.scheduler.cooldowns.clear_failures(int(event["account_id"]), str(event["model"]))
         elif kind == "quota" and self.quota is not None:
             from sublane_gateway.pipeline._coordination import quota_observation
 
