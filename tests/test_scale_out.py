@@ -405,3 +405,29 @@ def test_scale_2_model_failures_are_counted_over_every_replica(nodes: Cluster, s
         assert refused.json()["error"]["code"] == "model_cooling", refused.text  # cooled for both
         assert sim.counters(sim_id).model_requests == sent
     admin.close()
+
+
+def test_scale_2_a_conversation_moved_on_one_replica_follows_on_the_other(nodes: Cluster, sim: Simulator) -> None:
+    a, b = nodes.start(2)
+    admin = a.admin()
+    ids = dict([_import_account(admin, sim, "x", 4), _import_account(admin, sim, "y", 4)])
+    key = _admin_key(admin)
+    time.sleep(1)
+    conversation = {"session_id": "thread-1"}
+
+    def served_by(client: httpx.Client) -> int:
+        before = {account: sim.counters(sim_id).model_requests for account, sim_id in ids.items()}
+        assert client.post("/v1/responses", json=BODY, headers=conversation).status_code == 200
+        return next(account for account, sim_id in ids.items() if sim.counters(sim_id).model_requests > before[account])
+
+    with a.client(key) as on_a, b.client(key) as on_b:
+        bound = served_by(on_a)
+        assert served_by(on_b) == bound  # both replicas know (and cache) the binding
+        assert admin.patch(f"/api/accounts/{bound}", json={"enabled": False}).is_success
+        time.sleep(1)
+        moved = served_by(on_b)  # OPS-5: released, bound anew on B
+        assert moved != bound
+        assert admin.patch(f"/api/accounts/{bound}", json={"enabled": True}).is_success
+        time.sleep(1)
+        assert served_by(on_a) == moved  # A follows B's new binding, not its cached one
+    admin.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
@@ -35,6 +36,9 @@ class AffinityStore:
         self._max = max_cached
         # digest → (account, model, owner); owner: the user who made the binding (REVIEW-1)
         self._cache: OrderedDict[str, tuple[int, str | None, int | None]] = OrderedDict()
+        #: With replicas (SCALE-2): told each binding made, moved or removed here once it is stored,
+        #: so the others drop what they cached of it (:meth:`evict`).
+        self.on_changed: Callable[[str], None] | None = None
 
     async def get(self, digest: str) -> int | None:
         """The bound account, or ``None``."""
@@ -58,6 +62,8 @@ class AffinityStore:
         """Bind (or re-bind) a conversation to an account, remembering who made it."""
         self._remember(digest, (account_id, model, user_id))
         await anyio.to_thread.run_sync(self._store, digest, group_id, account_id, model, user_id)
+        if self.on_changed is not None:
+            self.on_changed(digest)
 
     async def forget(self, digest: str, account_id: int) -> None:
         """Remove a conversation's binding if it still names ``account_id`` (FAIL-2)."""
@@ -65,6 +71,16 @@ class AffinityStore:
         if cached is not None and cached[0] == account_id:
             self._remember(digest, (_MISSING, None, None))
         await anyio.to_thread.run_sync(self._delete, digest, account_id)
+        if self.on_changed is not None:
+            self.on_changed(digest)
+
+    def evict(self, digest: str) -> None:
+        """Another replica changed the binding: the next read goes to the database."""
+        self._cache.pop(digest, None)
+
+    def evict_all(self) -> None:
+        """Changes from other replicas may have been missed: read every binding anew."""
+        self._cache.clear()
 
     async def _entry(self, digest: str) -> tuple[int, str | None, int | None]:
         cached = self._cache.get(digest)

@@ -106,6 +106,7 @@ class ClientRuntime:
             coordination.on_released = self.scheduler.offer
             coordination.on_event = self._remote_event
             coordination.on_resync = self._resync
+            self.scheduler.affinity.on_changed = lambda digest: coordination.publish("binding", digest=digest)
             cooldowns = self.scheduler.cooldowns
             cooldowns.on_failure = lambda account_id, model, at: coordination.publish(
                 "failure", account_id=account_id, model=model, at=at
@@ -271,6 +272,8 @@ class ClientRuntime:
         elif kind == "credentials":  # refreshed or rejected there: read them again when next needed
             self.directory.invalidate()
             self.vault.forget(int(event["account_id"]))
+        elif kind == "binding":  # AFF: a conversation bound, moved or released on another replica
+            self.scheduler.affinity.evict(str(event["digest"]))
         elif kind == "failure":  # MCOOL-2 counted over every replica
             self.scheduler.cooldowns.note_failure(
                 int(event["account_id"]), str(event["model"]), float(event["at"])
@@ -297,6 +300,7 @@ class ClientRuntime:
     def _resync(self) -> None:
         """Events from the others may have been missed: reload everything cached from the database."""
         self.apply_access_change()
+        self.scheduler.affinity.evict_all()
         for account_id in list(self.vault.loaded()):
             self.vault.forget(account_id)
         self._background(self.cooldown_store.restore(self.scheduler.cooldowns))
