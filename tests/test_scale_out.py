@@ -407,7 +407,9 @@ def test_scale_2_model_failures_are_counted_over_every_replica(nodes: Cluster, s
     admin.close()
 
 
-def test_scale_2_a_conversation_moved_on_one_replica_follows_on_the_other(nodes: Cluster, sim: Simulator) -> None:
+def test_scale_2_a_conversation_moved_on_one_replica_follows_on_the_other(
+    nodes: Cluster, sim: Simulator
+) -> None:
     a, b = nodes.start(2)
     admin = a.admin()
     ids = dict([_import_account(admin, sim, "x", 4), _import_account(admin, sim, "y", 4)])
@@ -418,7 +420,11 @@ def test_scale_2_a_conversation_moved_on_one_replica_follows_on_the_other(nodes:
     def served_by(client: httpx.Client) -> int:
         before = {account: sim.counters(sim_id).model_requests for account, sim_id in ids.items()}
         assert client.post("/v1/responses", json=BODY, headers=conversation).status_code == 200
-        return next(account for account, sim_id in ids.items() if sim.counters(sim_id).model_requests > before[account])
+        return next(
+            account
+            for account, sim_id in ids.items()
+            if sim.counters(sim_id).model_requests > before[account]
+        )
 
     with a.client(key) as on_a, b.client(key) as on_b:
         bound = served_by(on_a)
@@ -430,4 +436,25 @@ def test_scale_2_a_conversation_moved_on_one_replica_follows_on_the_other(nodes:
         assert admin.patch(f"/api/accounts/{bound}", json={"enabled": True}).is_success
         time.sleep(1)
         assert served_by(on_a) == moved  # A follows B's new binding, not its cached one
+    admin.close()
+
+
+def test_scale_2_token_budgets_hold_over_every_replica(nodes: Cluster, sim: Simulator) -> None:
+    a, b = nodes.start(2)
+    admin = a.admin()
+    _import_account(admin, sim, "counted", 4)
+    user = admin.post("/api/users", json={"username": "ben", "password": "ben-pass-1234", "role": "member"})
+    assert user.status_code == 201, user.text
+    user_id = user.json()["id"]
+    key = admin.post(f"/api/users/{user_id}/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+    rules = {"rules": [{"period": "day", "limit": 1}]}  # set on A: B must learn it (TEAM-4)
+    assert admin.put(f"/api/users/{user_id}/budgets", json=rules).status_code == 200
+    time.sleep(1)
+    with a.client(key) as on_a, b.client(key) as on_b:
+        assert on_a.post("/v1/responses", json=BODY).status_code == 200  # under the limit when it began
+        time.sleep(0.5)  # its tokens reached B
+        refused = on_b.post("/v1/responses", json=BODY)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "token_budget_exceeded"
+        assert admin.put(f"/api/users/{user_id}/budgets", json={"rules": []}).status_code == 200
+        _until(lambda: on_b.post("/v1/responses", json=BODY).status_code == 200, 1.0)  # lifted on B too
     admin.close()

@@ -174,5 +174,5 @@ async def _start_budgets(runtime: pipeline.ClientRuntime, engine: Engine, clock:
     calls finish (before their slot is handed on); returns the disconnect."""
     budgets = TokenBudgets(clock)
     await anyio.to_thread.run_sync(budgets.load, engine)
-    runtime.budgets = budgets
+    runtime.share_budgets(budgets, engine)
     return signals.request_finished.connect(budgets.note, sender=runtime)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -123,16 +123,26 @@ class TokenBudgets:
         self._month = _Window(BudgetPeriod.MONTH, now)
         self._rules: dict[int, tuple[BudgetRule, ...]] = {}
         self._lock = threading.Lock()  # rule sets are replaced from management worker threads
+        #: With replicas (SCALE-2): told the tokens of each attempt of a member who has rules
+        #: (``user, group, model, started_at, tokens``) and each member whose rules were set here.
+        self.on_noted: Callable[[int, int | None, str, float, int], None] | None = None
+        self.on_rules_set: Callable[[int], None] | None = None
 
     # -- start-up --------------------------------------------------------------------------------
 
-    def load(self, engine: Engine) -> None:
-        """Read every rule, and this UTC month's tokens from the usage summaries (blocking)."""
+    def load(self, engine: Engine, user_id: int | None = None) -> None:
+        """Read every rule, and this UTC month's tokens from the usage summaries (blocking).
+
+        With ``user_id``, that member's only (another replica set their rules, SCALE-2: their
+        tokens counted there were told only while they had rules)."""
         now = self._clock.time()
         day, month = _Window(BudgetPeriod.DAY, now), _Window(BudgetPeriod.MONTH, now)
         rules: dict[int, list[BudgetRule]] = {}
         with engine.connect() as connection:
-            for row in connection.execute(sa.select(BUDGETS).order_by(BUDGETS.c.id)).mappings():
+            selected = sa.select(BUDGETS).order_by(BUDGETS.c.id)
+            if user_id is not None:
+                selected = selected.where(BUDGETS.c.user_id == user_id)
+            for row in connection.execute(selected).mappings():
                 rules.setdefault(row["user_id"], []).append(rule_of(row))
             used = (
                 sa.func.coalesce(sa.func.sum(USAGE_DAYS.c.input_tokens), 0)
@@ -142,19 +152,31 @@ class TokenBudgets:
                 sa.select(
                     USAGE_DAYS.c.day, USAGE_DAYS.c.user_id, USAGE_DAYS.c.group_id, USAGE_DAYS.c.model, used
                 )
-                .where(USAGE_DAYS.c.day >= int(month.start))
+                .where(
+                    USAGE_DAYS.c.day >= int(month.start),
+                    *([] if user_id is None else [USAGE_DAYS.c.user_id == user_id]),
+                )
                 .group_by(USAGE_DAYS.c.day, USAGE_DAYS.c.user_id, USAGE_DAYS.c.group_id, USAGE_DAYS.c.model)
             )
-            for bucket_day, user_id, group_id, model, tokens in connection.execute(query):
+            for bucket_day, member, group_id, model, tokens in connection.execute(query):
                 if not tokens:
                     continue
                 group = None if group_id == NO_GROUP else group_id
-                month.add(user_id, group, model, int(tokens))
+                month.add(member, group, model, int(tokens))
                 if bucket_day >= day.start:
-                    day.add(user_id, group, model, int(tokens))
+                    day.add(member, group, model, int(tokens))
         with self._lock:
-            self._day, self._month = day, month
-            self._rules = {user_id: tuple(found) for user_id, found in rules.items()}
+            if user_id is None:
+                self._day, self._month = day, month
+                self._rules = {user: tuple(found) for user, found in rules.items()}
+                return
+            self._rules.pop(user_id, None)
+            self._rules.update((user, tuple(found)) for user, found in rules.items())
+        for mine, read in ((self._day, day), (self._month, month)):
+            if mine.start == read.start:  # the member's totals as stored replace what was counted
+                for key in [key for key in mine.totals if key[0] == user_id]:
+                    del mine.totals[key]
+                mine.totals.update(read.totals)
 
     # -- the request path ------------------------------------------------------------------------
 
@@ -163,9 +185,15 @@ class TokenBudgets:
         tokens = reported_tokens(payload)
         if not tokens:
             return
-        self._roll(self._clock.time())
         started = float(payload.started_at)
-        keys = _keys(payload.user_id, payload.group_id, payload.model[:128])
+        self.add(payload.user_id, payload.group_id, payload.model[:128], started, tokens)
+        if self.on_noted is not None and payload.user_id in self._rules:
+            self.on_noted(payload.user_id, payload.group_id, payload.model[:128], started, tokens)
+
+    def add(self, user_id: int, group_id: int | None, model: str, started: float, tokens: int) -> None:
+        """Count ``tokens`` of an attempt begun at ``started`` (here, or told by another replica)."""
+        self._roll(self._clock.time())
+        keys = _keys(user_id, group_id, model)
         for window in (self._day, self._month):
             if started >= window.start:  # an attempt begun in the last period counts there
                 window.add_to(keys, tokens)
@@ -206,6 +234,8 @@ class TokenBudgets:
                 self._rules[user_id] = found
             else:
                 self._rules.pop(user_id, None)
+        if self.on_rules_set is not None:
+            self.on_rules_set(user_id)
 
     def rules(self, user_id: int) -> tuple[BudgetRule, ...]:
         """``user_id``'s rules in ID order."""

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from sqlalchemy.engine import Connection, Engine
 from starlette.requests import HTTPConnection
 
@@ -88,6 +89,7 @@ class ClientRuntime:
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
     coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
+    _engine: Engine | None = None  # where a replica reads what another told it changed
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
     egress_errors: dict[int, tuple[float, str]] = field(default_factory=dict)
@@ -272,6 +274,16 @@ class ClientRuntime:
         elif kind == "credentials":  # refreshed or rejected there: read them again when next needed
             self.directory.invalidate()
             self.vault.forget(int(event["account_id"]))
+        elif kind == "usage" and self.budgets is not None:  # TEAM-4 budgets over every replica
+            self.budgets.add(
+                int(event["user_id"]),
+                event.get("group_id"),
+                str(event["model"]),
+                float(event["started_at"]),
+                int(event["tokens"]),
+            )
+        elif kind == "budget_rules" and self.budgets is not None and self._engine is not None:
+            self._background(anyio.to_thread.run_sync(self.budgets.load, self._engine, int(event["user_id"])))
         elif kind == "binding":  # AFF: a conversation bound, moved or released on another replica
             self.scheduler.affinity.evict(str(event["digest"]))
         elif kind == "failure":  # MCOOL-2 counted over every replica
@@ -304,6 +316,22 @@ class ClientRuntime:
         for account_id in list(self.vault.loaded()):
             self.vault.forget(account_id)
         self._background(self.cooldown_store.restore(self.scheduler.cooldowns))
+
+    def share_budgets(self, budgets: TokenBudgets, engine: Engine) -> None:
+        """TEAM-4 across replicas: the tokens of members who have budget rules and every change of
+        rules are published; a replica told of new rules reads that member's usage anew."""
+        self.budgets, self._engine = budgets, engine
+        coordination = self.coordination
+        if coordination is None:
+            return
+
+        def noted(user_id: int, group_id: int | None, model: str, started_at: float, tokens: int) -> None:
+            coordination.publish(
+                "usage", user_id=user_id, group_id=group_id, model=model, started_at=started_at, tokens=tokens
+            )
+
+        budgets.on_noted = noted
+        budgets.on_rules_set = lambda user_id: coordination.publish("budget_rules", user_id=user_id)
 
     def cooldown_changed(self, cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
         """A cooldown began or ended here: stored, and told to the other replicas."""
