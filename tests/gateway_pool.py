@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from backend import backend_settings
 
 from sublane_core import Settings, signals
 from sublane_gateway.testing import Gateway, make_settings
@@ -71,7 +72,8 @@ class Pool:
 
 def settings_for(sim: Simulator, data_dir: Path, **overrides: Any) -> Settings:
     urls = {name[len("SUBLANE_") :].lower(): value for name, value in sim.env().items()}
-    return make_settings(data_dir, **{**urls, **overrides})
+    backend = backend_settings() if "database_url" not in overrides else {}  # SUBLANE_TEST_BACKEND
+    return make_settings(data_dir, **{**urls, **backend, **overrides})
 
 
 def store_catalogue(gateway: Gateway, account_ids: list[int], models: list[str]) -> None:

@@ -47,6 +47,7 @@ class PostgresServer:
         self.data = self.root / "data"
         self.port = _free_port()
         self._as_postgres = os.geteuid() == 0
+        self._template: str | None = None
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin_dir / args[0]), *args[1:]]
@@ -85,14 +86,29 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{ROLE}@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self) -> str:
-        """An empty database of its own; its URL."""
+    def new_database(self, template: str | None = None) -> str:
+        """An empty database of its own (or a copy of ``template``'s); its URL."""
         import psycopg
 
         name = f"test_{os.getpid()}_{next(_numbers)}"
+        copy = f' TEMPLATE "{template}"' if template is not None else ""
         with psycopg.connect(self.url(), autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
+            connection.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
+
+    def migrated_database(self) -> str:
+        """A database at the schema's head, copied from one migrated once (migrating takes seconds)."""
+        if self._template is None:
+            from sublane_core import create_db_engine, upgrade_database
+
+            url = self.new_database()
+            engine = create_db_engine(url)
+            try:
+                upgrade_database(engine)
+            finally:
+                engine.dispose()
+            self._template = url.rsplit("/", 1)[1]
+        return self.new_database(self._template)
 
 
 @contextlib.contextmanager

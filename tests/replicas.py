@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 from ports import free_port
 from test_cli import SUBLANE, _env
 
+from sublane_core import create_db_engine
 from sublane_sim import Simulator
 
 ADMIN = {"username": "admin", "password": "admin-pass-1"}
@@ -123,6 +125,16 @@ class Cluster:
     def stop(self) -> None:
         for replica in self.replicas:
             replica.stop()
+
+    @contextmanager
+    def database(self) -> Iterator[sa.Connection]:
+        """A connection to the replicas' database."""
+        engine = create_db_engine(self.database_url)
+        try:
+            with engine.connect() as connection:
+                yield connection
+        finally:
+            engine.dispose()
 
 
 def wait_ready(replica: Replica, timeout_s: float = 60) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from postgres_server import PostgresServer, postgres_bin, running_postgres
 from redis_server import REDIS_SERVER, RedisServer, running_redis
 from replicas import Cluster, Replica, cluster
@@ -457,4 +458,29 @@ def test_scale_2_token_budgets_hold_over_every_replica(nodes: Cluster, sim: Simu
         assert refused.status_code == 429 and refused.json()["error"]["code"] == "token_budget_exceeded"
         assert admin.put(f"/api/users/{user_id}/budgets", json={"rules": []}).status_code == 200
         _until(lambda: on_b.post("/v1/responses", json=BODY).status_code == 200, 1.0)  # lifted on B too
+    admin.close()
+
+
+def test_scale_3_a_call_is_recorded_before_its_slot_goes_back(
+    nodes: Cluster, sim: Simulator, redis: RedisServer
+) -> None:
+    import redis as redis_py
+
+    (a,) = nodes.start(1)
+    admin = a.admin()
+    account_id, _ = _import_account(admin, sim, "recorded", 1)
+    key = _admin_key(admin)
+    time.sleep(1)
+    leases = f"{{sublane}}:lease:{account_id}"
+    with redis_py.Redis.from_url(redis.url) as probe, a.client(key) as on_a:
+        for _ in range(5):
+            answer = on_a.post("/v1/responses", json=BODY)
+            assert answer.status_code == 200
+            _until(lambda: probe.zcard(leases) == 0, 2.0, 0.001)  # the slot went back…
+            with nodes.database() as connection:  # …so the record is in the database already
+                rows = connection.execute(
+                    sa.text("SELECT count(*) FROM request_records WHERE request_id = :id"),
+                    {"id": answer.headers["x-request-id"]},
+                ).scalar()
+            assert rows == 1
     admin.close()

@@ -140,6 +140,8 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
         outbox=runtime.outbox,
     )
     recorder.start()
+    if runtime.coordination is not None:  # SCALE-3: a call's record is written before its slot goes back
+        runtime.coordination.slots.before_release = recorder.written
     # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
     stop_recording = (
         signals.request_finished.connect(recorder.record, sender=runtime)

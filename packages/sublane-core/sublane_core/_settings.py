@@ -71,6 +71,13 @@ class Settings(BaseSettings):
         description="redis://[user:pass@]host:port/db shared by every replica: leases, waiting, member "
         "limits, cooldowns and changes hold across replicas (SCALE-2); unset: one process.",
     )
+    redis_namespace: str = Field(
+        "sublane",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="Prefix of SubLane's Redis keys: installations sharing one Redis need their own.",
+    )
     lease_ttl: float = Field(
         30.0, ge=1.0, le=600.0, description="SCALE-3 seconds a dead replica's leases and waiters live on."
     )

@@ -53,7 +53,25 @@ class _Stop:
 
 _STOP: Final = _Stop()
 RequestFinished = signals.RequestFinished
-_Item: TypeAlias = RequestFinished | threading.Event | _Stop
+_Item: TypeAlias = "RequestFinished | threading.Event | _Stop | _Written"
+
+
+class _Written:
+    """A coroutine's marker in the queue: told (on its loop) once what came before is written."""
+
+    __slots__ = ("done", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> None:
+        self.loop = loop
+        self.done = done
+
+    def tell(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._set)
+
+    def _set(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 class HistoryRecorder:
@@ -151,6 +169,19 @@ class HistoryRecorder:
         self._wake.set()
         return marker.wait(timeout)
 
+    async def written(self) -> None:
+        """Until everything queued so far has been written (or has failed), without blocking the
+        loop; the writer starts at once instead of at its next interval. A replica gives a call's
+        shared slot back only after its record is in the database (SCALE-3)."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.append(_Written(loop, done))
+        self._wake.set()
+        await done
+
     def close(self, timeout: float = 10.0) -> None:
         """Write what is queued, then stop the writer thread. Blocks, like :meth:`flush`."""
         thread = self._thread
@@ -228,6 +259,8 @@ class HistoryRecorder:
                 for item in items:
                     if isinstance(item, threading.Event):
                         item.set()
+                    elif isinstance(item, _Written):
+                        item.tell()
                     elif isinstance(item, _Stop):
                         stop = True
                 if stop:

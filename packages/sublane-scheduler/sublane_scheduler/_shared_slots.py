@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from sublane_core import SubLaneError
@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # redis is an optional extra: only a replica with SUBLANE_RED
     from sublane_scheduler._shared import SharedLimits
 
 _log = logging.getLogger("sublane.scheduler")
+
+#: The longest a release waits for the calls' records (``before_release``).
+RECORDS_WAIT_S = 5.0
 
 
 class SharedSlots:
@@ -46,6 +49,9 @@ class SharedSlots:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Told the accounts whose slots went back (the scheduler offers them to its waiters).
         self.on_released: Callable[[int], None] = lambda _account_id: None
+        #: Awaited before slots go back: the gateway waits for the calls' records to be written, so
+        #: a replica that dies has written every call whose slot it gave back (SCALE-3).
+        self.before_release: Callable[[], Awaitable[None]] | None = None
 
     def new_id(self) -> str:
         """An id unique across replicas for a lease, a waiter or a ticket."""
@@ -93,6 +99,14 @@ class SharedSlots:
     async def _send_releases(self) -> None:
         await asyncio.sleep(0)  # what ends in this loop turn goes back together
         while self._ending_leases or self._ending_tickets:
+            if self.before_release is not None and self._ending_leases:
+                try:
+                    async with asyncio.timeout(RECORDS_WAIT_S):
+                        await self.before_release()
+                except TimeoutError:  # a stuck history writer must not hold every slot
+                    _log.warning(
+                        "call records not written after %.0f s; giving the slots back anyway", RECORDS_WAIT_S
+                    )
             leases, self._ending_leases = self._ending_leases, []
             tickets, self._ending_tickets = self._ending_tickets, []
             try:

@@ -407,7 +407,11 @@ def build_runtime(
     if settings.redis_url is not None:
         from sublane_gateway.pipeline._coordination import Coordination
 
-        coordination = Coordination(settings.redis_url.get_secret_value(), ttl_s=settings.lease_ttl)
+        coordination = Coordination(
+            settings.redis_url.get_secret_value(),
+            ttl_s=settings.lease_ttl,
+            namespace=settings.redis_namespace,
+        )
     outbox = AlertOutbox(settings.workspace_name, clock)  # ALERT-2: state changes write their events
     vault = CredentialVault(
         engine,
