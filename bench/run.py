@@ -679,6 +679,8 @@ def start_gateway(
     team: bool = True,
     quota: bool = True,
     label: str = "",
+    extra_env: dict[str, str] | None = None,
+    cores: str = GATEWAY_CORE,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``sublane serve`` on core 0, its upstream URLs pointing at the mock (``label`` tells two
     gateways of the same settings apart).
@@ -687,7 +689,8 @@ def start_gateway(
     summaries either); ``metrics=False`` with ``SUBLANE_METRICS_ENABLED=false`` (no call counted
     for ``/metrics``); ``team=False`` with ``SUBLANE_USAGE_ENABLED=false`` (no usage summaries and
     no token budgets, TEAM-3/TEAM-4); ``quota=False`` with ``SUBLANE_QUOTA_ENABLED=false`` (no quota
-    observer: nothing saved, no background reads, no exclusion; QUOTA, issue #15).
+    observer: nothing saved, no background reads, no exclusion; QUOTA, issue #15). ``extra_env``
+    adds settings (``bench/scale_out.py``: Redis, workers); ``cores`` is what it is pinned to.
     """
     port = free_port()
     name = (
@@ -698,30 +701,34 @@ def start_gateway(
         + ("" if quota else "-noquota")
         + (f"-{label}" if label else "")
     )
-    env = os.environ | {
-        "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
-        "SUBLANE_USAGE_ENABLED": "true" if team else "false",
-        "SUBLANE_QUOTA_ENABLED": "true" if quota else "false",
-        "SUBLANE_DATA_DIR": str(tmp / f"data-{name}"),
-        "SUBLANE_ADMIN_USERNAME": ADMIN[0],
-        "SUBLANE_ADMIN_PASSWORD": ADMIN[1],
-        "SUBLANE_WORKSPACE_CAPACITY": "5000",
-        "SUBLANE_WAIT_QUEUE_MAX": "5000",
-        "SUBLANE_WAIT_TIMEOUT_S": "10",
-        "SUBLANE_LOG_LEVEL": "WARNING",
-        "SUBLANE_CODEX_BASE_URL": f"{mock_url}/backend-api",
-        "SUBLANE_OPENAI_AUTH_URL": mock_url,
-        "SUBLANE_CLAUDE_BASE_URL": mock_url,
-        "SUBLANE_CLAUDE_AUTH_URL": mock_url,
-        "SUBLANE_ANTIGRAVITY_BASE_URL": mock_url,
-        "SUBLANE_GOOGLE_AUTH_URL": mock_url,
-    }
+    env = (
+        os.environ
+        | {
+            "SUBLANE_METRICS_ENABLED": "true" if metrics else "false",
+            "SUBLANE_USAGE_ENABLED": "true" if team else "false",
+            "SUBLANE_QUOTA_ENABLED": "true" if quota else "false",
+            "SUBLANE_DATA_DIR": str(tmp / f"data-{name}"),
+            "SUBLANE_ADMIN_USERNAME": ADMIN[0],
+            "SUBLANE_ADMIN_PASSWORD": ADMIN[1],
+            "SUBLANE_WORKSPACE_CAPACITY": "5000",
+            "SUBLANE_WAIT_QUEUE_MAX": "5000",
+            "SUBLANE_WAIT_TIMEOUT_S": "10",
+            "SUBLANE_LOG_LEVEL": "WARNING",
+            "SUBLANE_CODEX_BASE_URL": f"{mock_url}/backend-api",
+            "SUBLANE_OPENAI_AUTH_URL": mock_url,
+            "SUBLANE_CLAUDE_BASE_URL": mock_url,
+            "SUBLANE_CLAUDE_AUTH_URL": mock_url,
+            "SUBLANE_ANTIGRAVITY_BASE_URL": mock_url,
+            "SUBLANE_GOOGLE_AUTH_URL": mock_url,
+        }
+        | (extra_env or {})
+    )
     command = (
         [str(BIN / "sublane")] if history else [sys.executable, str(ROOT / "bench" / "serve_variant.py")]
     )
     # BENCH_GATEWAY_PREFIX: a command the gateway runs under (bench/instructions.py: valgrind).
     prefix = os.environ.get("BENCH_GATEWAY_PREFIX", "").split()
-    args = ["taskset", "-c", GATEWAY_CORE, *prefix, *command, "serve", "--port", str(port)]
+    args = ["taskset", "-c", cores, *prefix, *command, "serve", "--port", str(port)]
     child = procs.start(args, env, tmp / f"{name}.log")
     url = f"http://127.0.0.1:{port}"
     wait_http(f"{url}/v1/models", child, 600 if prefix else 60)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+from pathlib import Path
 from typing import Any
 
 from postgres_server import PostgresServer, postgres_bin
@@ -40,13 +41,19 @@ def _started() -> tuple[PostgresServer, RedisServer]:
     return _servers["postgres"], _servers["redis"]
 
 
-def backend_settings() -> dict[str, Any]:
-    """Settings a test gateway adds for the backend under test ({} for the embedded default)."""
+_by_folder: dict[Path, dict[str, Any]] = {}
+
+
+def backend_settings(data_dir: Path) -> dict[str, Any]:
+    """Settings a test gateway adds for the backend under test ({} for the embedded default). A
+    gateway started again on the same data folder (a restart) finds the same database."""
     if not shared_backend():
         return {}
-    postgres, redis = _started()
-    return {
-        "database_url": postgres.migrated_database(),
-        "redis_url": redis.url,
-        "redis_namespace": f"test-{os.getpid()}-{next(_namespaces)}",
-    }
+    if data_dir not in _by_folder:
+        postgres, redis = _started()
+        _by_folder[data_dir] = {
+            "database_url": postgres.migrated_database(),
+            "redis_url": redis.url,
+            "redis_namespace": f"test-{os.getpid()}-{next(_namespaces)}",
+        }
+    return dict(_by_folder[data_dir])

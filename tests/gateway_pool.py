@@ -72,7 +72,7 @@ class Pool:
 
 def settings_for(sim: Simulator, data_dir: Path, **overrides: Any) -> Settings:
     urls = {name[len("SUBLANE_") :].lower(): value for name, value in sim.env().items()}
-    backend = backend_settings() if "database_url" not in overrides else {}  # SUBLANE_TEST_BACKEND
+    backend = backend_settings(data_dir) if "database_url" not in overrides else {}  # SUBLANE_TEST_BACKEND
     return make_settings(data_dir, **{**urls, **backend, **overrides})
 
 

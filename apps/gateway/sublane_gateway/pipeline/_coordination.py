@@ -29,7 +29,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from sublane_core import SubLaneError, signals
 from sublane_quota import QuotaReader, QuotaReadSkipped
@@ -41,6 +41,8 @@ _log = logging.getLogger("sublane.coordination")
 #: How often the event version is compared (a missed event is noticed within twice this).
 POLL_S = 0.5
 RECONNECT_S = 0.5
+#: Connections to Redis per replica (commands are short: a few serve thousands of requests a second).
+REDIS_CONNECTIONS = 32
 
 Event = dict[str, Any]
 Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]
@@ -62,9 +64,17 @@ class Coordination:
 
     def __init__(self, redis_url: str, *, ttl_s: float, namespace: str = "sublane") -> None:
         self.replica = secrets.token_hex(6)
-        self.redis = Redis.from_url(
-            redis_url, socket_connect_timeout=2.0, socket_timeout=5.0, health_check_interval=10
+        # A blocking pool: under a burst, commands wait (up to 5 s) for one of the pool's connections
+        # rather than failing — redis-py's plain pool raises once its limit is reached.
+        pool = BlockingConnectionPool.from_url(
+            redis_url,
+            max_connections=REDIS_CONNECTIONS,
+            timeout=5.0,
+            socket_connect_timeout=2.0,
+            socket_timeout=5.0,
+            health_check_interval=10,
         )
+        self.redis = Redis.from_pool(pool)  # the client owns the pool: closing it closes the connections
         self.limits = SharedLimits(self.redis, namespace=namespace, ttl_s=ttl_s)
         self.slots = SharedSlots(self.limits, self.replica)
         self.refresh_locks = RefreshLocks(self.limits)  # CRED-1 across replicas, fenced
