@@ -1,8 +1,9 @@
 """What sharing the limits through Redis costs, and what a second worker gives (issue #32, SCALE).
 
-``python bench/scale_out.py`` starts the mock and a Redis server (``redis-server``, Debian's) on
-the driver's core, then, one after the other, the same seeded gateway (``bench/run.py``'s member:
-budget rules, no member limits; one Codex account with room for every call) three ways:
+``python bench/scale_out.py`` starts the mock on the driver's core and a Redis server
+(``redis-server``, Debian's, unpinned), then, one after the other, the same seeded gateway
+(``bench/run.py``'s member: budget rules, no member limits; one Codex account with room for every
+call) three ways:
 
 - **embedded**: SQLite, one process — the default, as before this issue;
 - **redis**: SQLite and ``SUBLANE_REDIS_URL``, one process — every slot taken and given back in
@@ -11,12 +12,12 @@ budget rules, no member limits; one Codex account with room for every call) thre
 
 For each: closed-loop non-streaming Responses calls (``BENCH_SCALE_CONCURRENCY``, default 8, for
 ``BENCH_SCALE_SECONDS``, default 10, rounds alternating), the p50 and p99, requests per second,
-the gateway's CPU per request (every process of it) and Redis's commands per request (from
-``INFO commandstats``, its own background tick subtracted by a measured idle second). The JSON goes
-to stdout; BENCHMARKS.md says what it means.
+the gateway's CPU per request (every process of it) and the calls made to Redis per request
+(from ``INFO commandstats``, the replicas' background tick subtracted by a measured idle second).
+The JSON goes to stdout; BENCHMARKS.md says what it means.
 """
 
-# ruff: noqa: S603, S607, ASYNC221, ASYNC251  (set-up between measurements: our own processes, in order)
+# ruff: noqa: S603, S607, ASYNC251  (set-up between measurements: our own processes, in order)
 from __future__ import annotations
 
 import json
@@ -77,29 +78,34 @@ def tree_cpu(pid: int) -> float:
 
 
 def redis_commands(port: int) -> int:
-    """Commands Redis has run so far (every script call, publish and read counts one)."""
+    """Calls clients made to Redis so far: script calls and plain reads (the commands a script runs
+    inside are not counted: they are no round trip). Calls sent in one pipeline share a round trip."""
     out = subprocess.run(
-        ["redis-cli", "-p", str(port), "INFO", "stats"],
+        ["redis-cli", "-p", str(port), "INFO", "commandstats"],
         capture_output=True,
         text=True,
         check=True,
         timeout=10,
     ).stdout
-    return int(
-        next(line for line in out.splitlines() if line.startswith("total_commands_processed")).split(":")[1]
-    )
+    total = 0
+    for line in out.splitlines():
+        name, _, stats = line.partition(":")
+        if name in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_get", "cmdstat_ping"):
+            total += int(stats.split(",")[0].split("=")[1])
+    return total
 
 
 async def measure(
-    label: str, gateway: Target, pid: int, redis_port: int | None, raw: bytes
+    label: str, gateway: Target, pid: int, redis_port: int | None, raw: bytes, redis_pid: int = 0
 ) -> dict[str, Any]:
     await closed_loop(gateway, raw, CONCURRENCY, 2.0)  # warm-up
     idle_commands = 0
     if redis_port is not None:  # the replica's own tick (version poll, renewals) per second
         before = redis_commands(redis_port)
         time.sleep(1.0)
-        idle_commands = redis_commands(redis_port) - before - 2  # our two INFO calls
+        idle_commands = redis_commands(redis_port) - before
     cpu_before = tree_cpu(pid)
+    redis_cpu_before = tree_cpu(redis_pid) if redis_port is not None else 0.0
     commands_before = redis_commands(redis_port) if redis_port is not None else 0
     started = time.perf_counter()
     result = await closed_loop(gateway, raw, CONCURRENCY, SECONDS)
@@ -115,8 +121,9 @@ async def measure(
         "cpu_ms_per_request": round(spent * 1000 / answered, 3) if answered else None,
     }
     if redis_port is not None and answered:
-        commands = redis_commands(redis_port) - commands_before - 1 - idle_commands * elapsed
+        commands = redis_commands(redis_port) - commands_before - idle_commands * elapsed
         row["redis_commands_per_request"] = round(commands / answered, 2)
+        row["redis_cpu_ms_per_request"] = round((tree_cpu(redis_pid) - redis_cpu_before) * 1000 / answered, 4)
     log(f"scale bench: {label}: {row}")
     return row
 
@@ -138,10 +145,9 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
         tmp / "mock.log",
     )
     wait_http(f"{mock_url}/_mock/stats", mock)
-    redis = RedisServer().start()
-    subprocess.run(
-        ["taskset", "-p", "-c", DRIVER_CORE, str(redis.process.pid)], capture_output=True, check=False
-    )  # type: ignore[union-attr]
+    redis = RedisServer().start()  # unpinned: on a busy core its replies would wait for a time slice
+    assert redis.process is not None
+    redis_pid = redis.process.pid
     variants: dict[str, tuple[dict[str, str], str, int | None]] = {
         "embedded": ({}, GATEWAY_CORE, None),
         "redis": ({"SUBLANE_REDIS_URL": redis.url}, GATEWAY_CORE, redis.port),
@@ -155,7 +161,7 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
                 namespace = f"bench-{label}-{round_}"
                 child, url = start_gateway(
                     procs,
-                    tmp / f"{label}-{round_}",
+                    tmp,
                     mock_url,
                     label=f"{label}-{round_}",
                     extra_env=env | ({"SUBLANE_REDIS_NAMESPACE": namespace} if redis_port else {}),
@@ -169,7 +175,9 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
                     "gateway", "127.0.0.1", port, "/v1/responses", {"Authorization": f"Bearer {key}"}
                 )
                 raw = gateway.request(responses_body(stream=False))
-                out.setdefault(label, []).append(await measure(label, gateway, child.pid, redis_port, raw))
+                out.setdefault(label, []).append(
+                    await measure(label, gateway, child.pid, redis_port, raw, redis_pid)
+                )
                 child.terminate()
                 child.wait(timeout=30)
     finally:

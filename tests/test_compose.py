@@ -39,7 +39,7 @@ NGINX_CONF = (ROOT / "deploy" / "nginx.conf").read_text()
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 BODY = {"model": "gpt-5-codex", "input": "hi"}
 
-pytestmark = pytest.mark.xdist_group("postgres")
+pytestmark = pytest.mark.xdist_group("compose")
 
 
 def _interpolate(value: str, variables: dict[str, str]) -> str:

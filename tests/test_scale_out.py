@@ -24,7 +24,7 @@ from replicas import Cluster, Replica, cluster
 from sublane_sim import Behaviour, Simulator
 
 pytestmark = [
-    pytest.mark.xdist_group("postgres"),  # one PostgreSQL server for these tests, on one worker
+    pytest.mark.xdist_group("scale-out"),  # one PostgreSQL server for these tests, on one worker
     pytest.mark.skipif(
         REDIS_SERVER is None or postgres_bin() is None, reason="needs redis-server and PostgreSQL"
     ),

@@ -41,6 +41,9 @@ _log = logging.getLogger("sublane.coordination")
 #: How often the event version is compared (a missed event is noticed within twice this).
 POLL_S = 0.5
 RECONNECT_S = 0.5
+#: Events raised within this time go out in one message (a busy replica's budgets' usage is one
+#: event per call: a message per call would cost more than the call's own Redis work).
+EVENT_BATCH_S = 0.05
 #: Connections to Redis per replica (commands are short: a few serve thousands of requests a second).
 REDIS_CONNECTIONS = 32
 
@@ -82,7 +85,8 @@ class Coordination:
         self._heard = 0  # the version of the last event applied (or reloaded past)
         self._suspect: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._publishing: set[asyncio.Task[None]] = set()
+        self._outgoing: list[Event] = []
+        self._sender: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_released: Callable[[int], None] = lambda _account_id: None
         self.on_event: Callable[[Event], None] = lambda _event: None
@@ -100,8 +104,11 @@ class Coordination:
     # -- publishing --------------------------------------------------------------------------------
 
     def publish(self, kind: str, **data: Any) -> None:
-        """Tell the other replicas (from any thread; sent in the background, never fails a caller)."""
-        event = json.dumps({"kind": kind, "replica": self.replica, **data}, separators=(",", ":"))
+        """Tell the other replicas (from any thread; sent in the background, never fails a caller).
+
+        Events are sent in order by one sender, all those raised while it was busy in one message:
+        a replica publishes at most one message per ``EVENT_BATCH_S``, not one per event."""
+        event = {"kind": kind, **data}
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -110,21 +117,27 @@ class Coordination:
         except RuntimeError:
             running = None
         if running is loop:
-            self._send(event)
+            self._queue(event)
         else:
-            loop.call_soon_threadsafe(self._send, event)
+            loop.call_soon_threadsafe(self._queue, event)
 
-    def _send(self, event: str) -> None:
-        async def send() -> None:
+    def _queue(self, event: Event) -> None:
+        self._outgoing.append(event)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send())
+
+    async def _send(self) -> None:
+        await asyncio.sleep(EVENT_BATCH_S)  # what is raised meanwhile goes in the same message
+        while self._outgoing:
+            events, self._outgoing = self._outgoing, []
+            message = json.dumps({"replica": self.replica, "events": events}, separators=(",", ":"))
             try:
-                await self.limits.publish(event)
+                await self.limits.publish(message)
             except SubLaneError:
                 self.reachable = False  # the others reload everything once they hear from Redis again
-                _log.warning("could not tell the other replicas of a change: Redis is out of reach")
-
-        task = asyncio.get_running_loop().create_task(send())
-        self._publishing.add(task)
-        task.add_done_callback(self._publishing.discard)
+                _log.warning(
+                    "could not tell the other replicas of %d change(s): Redis is out of reach", len(events)
+                )
 
     # -- hearing -----------------------------------------------------------------------------------
 
@@ -150,9 +163,10 @@ class Coordination:
         if version > self._heard + 1:
             self._resync()  # a gap: something was missed
         self._heard = max(self._heard, version)
-        event: Event = json.loads(body)
-        if event.get("replica") != self.replica:
-            self.on_event(event)
+        message = json.loads(body)
+        if message.get("replica") != self.replica:
+            for event in message["events"]:
+                self.on_event(event)
 
     def _resync(self) -> None:
         self._suspect = None
@@ -229,5 +243,6 @@ class Coordination:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.slots.drain()
-        await asyncio.gather(*self._publishing, return_exceptions=True)
+        if self._sender is not None:
+            await asyncio.gather(self._sender, return_exceptions=True)
         await self.redis.aclose()
