@@ -230,6 +230,11 @@ def test_scale_6_the_compose_topology_serves_through_one_port_on_either_replica(
             assert answer.status_code == 200, answer.text
         with member.stream("POST", "/v1/responses", json={**BODY, "stream": True}) as streaming:
             assert "response.completed" in "".join(streaming.iter_lines())  # unbuffered SSE through it
+        # SCALE-3: once no slot is held, every finished call's record is written; then a replica dies.
+        deadline = time.monotonic() + 5
+        while any(item["in_flight"] for item in admin.get("/api/accounts/runtime").json()["accounts"]):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         replicas["sublane-1"].kill()  # one replica down: the port still serves
         for _ in range(4):
             assert member.post("/v1/responses", json=BODY).status_code == 200

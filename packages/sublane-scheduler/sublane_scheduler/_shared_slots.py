@@ -29,6 +29,9 @@ _log = logging.getLogger("sublane.scheduler")
 
 #: The longest a release waits for the calls' records (``before_release``).
 RECORDS_WAIT_S = 5.0
+#: How long a member at their concurrency limit is looked at again before ``member_busy``: a place
+#: given back on another replica reaches Redis a round trip after that replica's answer.
+MEMBER_GRACE_S = 0.05
 
 
 class SharedSlots:
@@ -74,9 +77,20 @@ class SharedSlots:
 
     async def admit(self, user_id: int, member_limit: int, rpm: int) -> Callable[[], None]:
         """Count the member's request across replicas; the callable gives its place back (once)."""
-        self._loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         ticket_id = self.new_id()
-        await self.limits.admit(user_id, ticket_id, member_limit, rpm)
+        give_up_at = loop.time() + MEMBER_GRACE_S
+        while True:
+            try:
+                await self.limits.admit(user_id, ticket_id, member_limit, rpm)
+                break
+            except SubLaneError as error:
+                # The member's previous call may be giving its place back on another replica at
+                # this moment (its client already has the answer): look again for a moment before
+                # refusing. The limit itself is never exceeded.
+                if error.code != "member_busy" or loop.time() >= give_up_at:
+                    raise
+            await asyncio.sleep(MEMBER_GRACE_S / 5)
         if not member_limit:  # only RPM was counted: nothing is held
             return lambda: None
         self._tickets[ticket_id] = user_id
@@ -99,7 +113,16 @@ class SharedSlots:
     async def _send_releases(self) -> None:
         await asyncio.sleep(0)  # what ends in this loop turn goes back together
         while self._ending_leases or self._ending_tickets:
-            if self.before_release is not None and self._ending_leases:
+            tickets, self._ending_tickets = self._ending_tickets, []
+            leases: list[tuple[int, str, str]] = []
+            if self._ending_leases and self.before_release is None:
+                leases, self._ending_leases = self._ending_leases, []
+            elif tickets:  # a member's place goes back at once: their next call must not wait for it
+                await self._finish([], tickets)
+                tickets = []
+            if self._ending_leases:
+                leases, self._ending_leases = self._ending_leases, []
+                assert self.before_release is not None
                 try:
                     async with asyncio.timeout(RECORDS_WAIT_S):
                         await self.before_release()
@@ -107,17 +130,17 @@ class SharedSlots:
                     _log.warning(
                         "call records not written after %.0f s; giving the slots back anyway", RECORDS_WAIT_S
                     )
-            leases, self._ending_leases = self._ending_leases, []
-            tickets, self._ending_tickets = self._ending_tickets, []
-            try:
-                await self.limits.finish(leases, tickets)
-            except SubLaneError:
-                _log.warning(
-                    "could not give %d slot(s) back to Redis; they expire by themselves", len(leases)
-                )
-                continue
-            for account_id in dict.fromkeys(account for account, _, _ in leases):
-                self.on_released(account_id)
+            if leases or tickets:
+                await self._finish(leases, tickets)
+
+    async def _finish(self, leases: list[tuple[int, str, str]], tickets: list[tuple[int, str]]) -> None:
+        try:
+            await self.limits.finish(leases, tickets)
+        except SubLaneError:
+            _log.warning("could not give %d slot(s) back to Redis; they expire by themselves", len(leases))
+            return
+        for account_id in dict.fromkeys(account for account, _, _ in leases):
+            self.on_released(account_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         async def run() -> None:

@@ -41,8 +41,8 @@ _log = logging.getLogger("sublane.coordination")
 #: How often the event version is compared (a missed event is noticed within twice this).
 POLL_S = 0.5
 RECONNECT_S = 0.5
-#: Events raised within this time go out in one message (a busy replica's budgets' usage is one
-#: event per call: a message per call would cost more than the call's own Redis work).
+#: Events that are not urgent wait this long for others to go out with (a busy replica's budget
+#: usage is one event per call: a message per call would cost more than the call's own Redis work).
 EVENT_BATCH_S = 0.05
 #: Connections to Redis per replica (commands are short: a few serve thousands of requests a second).
 REDIS_CONNECTIONS = 32
@@ -87,6 +87,7 @@ class Coordination:
         self._tasks: list[asyncio.Task[None]] = []
         self._outgoing: list[Event] = []
         self._sender: asyncio.Task[None] | None = None
+        self._hurry = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_released: Callable[[int], None] = lambda _account_id: None
         self.on_event: Callable[[Event], None] = lambda _event: None
@@ -103,11 +104,12 @@ class Coordination:
 
     # -- publishing --------------------------------------------------------------------------------
 
-    def publish(self, kind: str, **data: Any) -> None:
+    def publish(self, kind: str, *, urgent: bool = True, **data: Any) -> None:
         """Tell the other replicas (from any thread; sent in the background, never fails a caller).
 
-        Events are sent in order by one sender, all those raised while it was busy in one message:
-        a replica publishes at most one message per ``EVENT_BATCH_S``, not one per event."""
+        Events are sent in order by one sender, all those raised meanwhile in one message. An urgent
+        event (a cooldown, a change) goes out on the next loop turn; others (a member's usage) wait
+        up to ``EVENT_BATCH_S`` for company, so a busy replica does not publish once per call."""
         event = {"kind": kind, **data}
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -117,18 +119,25 @@ class Coordination:
         except RuntimeError:
             running = None
         if running is loop:
-            self._queue(event)
+            self._queue(event, urgent)
         else:
-            loop.call_soon_threadsafe(self._queue, event)
+            loop.call_soon_threadsafe(self._queue, event, urgent)
 
-    def _queue(self, event: Event) -> None:
+    def _queue(self, event: Event, urgent: bool) -> None:
         self._outgoing.append(event)
+        if urgent:
+            self._hurry.set()
         if self._sender is None or self._sender.done():
             self._sender = asyncio.get_running_loop().create_task(self._send())
 
     async def _send(self) -> None:
-        await asyncio.sleep(EVENT_BATCH_S)  # what is raised meanwhile goes in the same message
         while self._outgoing:
+            if not self._hurry.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(EVENT_BATCH_S):
+                        await self._hurry.wait()
+            await asyncio.sleep(0)  # what this loop turn raises goes in the same message
+            self._hurry.clear()
             events, self._outgoing = self._outgoing, []
             message = json.dumps({"replica": self.replica, "events": events}, separators=(",", ":"))
             try:

@@ -327,7 +327,13 @@ class ClientRuntime:
 
         def noted(user_id: int, group_id: int | None, model: str, started_at: float, tokens: int) -> None:
             coordination.publish(
-                "usage", user_id=user_id, group_id=group_id, model=model, started_at=started_at, tokens=tokens
+                "usage",
+                urgent=False,
+                user_id=user_id,
+                group_id=group_id,
+                model=model,
+                started_at=started_at,
+                tokens=tokens,
             )
 
         budgets.on_noted = noted
