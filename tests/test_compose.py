@@ -18,6 +18,7 @@ import secrets
 import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ from postgres_server import PostgresServer, running_postgres
 from redis_server import REDIS_SERVER, RedisServer, running_redis
 from replicas import Replica, wait_ready
 from test_cli import SUBLANE
+from test_real_clients import ANSWER, _client, _run_cli, codex_exec
 
-from sublane_sim import Simulator
+from sublane_sim import Behaviour, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
@@ -241,4 +243,39 @@ def test_scale_6_the_compose_topology_serves_through_one_port_on_either_replica(
     records = admin.get("/api/requests").json()["items"]
     assert len(records) == 11  # every call recorded, whichever replica served it (SCALE-3, SCALE-5)
     assert sim.requests(account_id=account.id)[-1].headers.get("session_id") in (None, "thread-1")
+    admin.close()
+
+
+@pytest.mark.e2e
+def test_scale_6_the_real_clients_work_through_the_compose_port_and_both_replicas(
+    topology: _Topology, sim: Simulator, tmp_path: Path
+) -> None:
+    _client("codex")
+    _client("claude")
+    assert topology.run("migrate").returncode == 0
+    replicas = {name: topology.start(name) for name in ("sublane-1", "sublane-2")}
+    url = topology.front(replicas)
+    admin = httpx.Client(base_url=url, timeout=30)
+    assert admin.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"}).is_success
+    accounts = {"codex": sim.create_account("codex"), "claude": sim.create_account("claude")}
+    for provider, account in accounts.items():
+        body = {"provider": provider, "name": provider, "credentials": account.credentials, "group_ids": [1]}
+        assert admin.post("/api/accounts/import", json=body).status_code == 201
+        sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+    time.sleep(1)
+    for websocket in (False, True):  # Responses over HTTP and over nginx's upgraded WebSocket
+        done = codex_exec(url, key, tmp_path, websocket=websocket)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert ANSWER in done.stdout
+    session = str(uuid.uuid4())
+    claude = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key}
+    first = _run_cli("claude", tmp_path, ("-p", "--session-id", session, "say hi"), **claude)
+    second = _run_cli("claude", tmp_path, ("-p", "--resume", session, "say hi again"), **claude)
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr + second.stderr)[-3000:]
+    assert ANSWER in first.stdout and ANSWER in second.stdout
+    endpoints = {record.endpoint for record in sim.requests(account_id=accounts["codex"].id)}
+    assert {"codex.responses", "codex.ws.turn"} <= endpoints
+    records = admin.get("/api/requests").json()["items"]
+    assert all(record["outcome"] == "success" for record in records)
     admin.close()

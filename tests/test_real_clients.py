@@ -36,13 +36,20 @@ def _client(name: str) -> Path:
 def _codex(
     pool: Pool, home: Path, *, websocket: bool, prompt: str = "say hi", model: str = "gpt-5-codex"
 ) -> subprocess.CompletedProcess[str]:
+    return codex_exec(pool.gateway.url, pool.key, home, websocket=websocket, prompt=prompt, model=model)
+
+
+def codex_exec(
+    url: str, key: str, home: Path, *, websocket: bool, prompt: str = "say hi", model: str = "gpt-5-codex"
+) -> subprocess.CompletedProcess[str]:
+    """``codex exec`` with SubLane at ``url`` as its model provider, ``key`` its key."""
     args = [
         str(_client("codex")),
         "exec",
         "--skip-git-repo-check",
         "-c", "model_provider=sl",
         "-c", 'model_providers.sl.name="sl"',
-        "-c", f'model_providers.sl.base_url="{pool.gateway.url}/v1"',
+        "-c", f'model_providers.sl.base_url="{url}/v1"',
         "-c", 'model_providers.sl.wire_api="responses"',
         "-c", 'model_providers.sl.env_key="SUBLANE_KEY"',
         "-m", model,
@@ -53,7 +60,7 @@ def _codex(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "TERM": "dumb",
-        "SUBLANE_KEY": pool.key,
+        "SUBLANE_KEY": key,
     }
     return subprocess.run(
         [*args, prompt],
