@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from postgres_server import PostgresServer, postgres_bin, running_postgres
 from redis_server import REDIS_SERVER, RedisServer, running_redis
 from replicas import Cluster, Replica, cluster
@@ -483,4 +486,60 @@ def test_scale_3_a_call_is_recorded_before_its_slot_goes_back(
                     {"id": answer.headers["x-request-id"]},
                 ).scalar()
             assert rows == 1
+    admin.close()
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    limit=st.integers(min_value=1, max_value=3),
+    calls=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=1), st.sampled_from([0, 150, 400])),
+        min_size=1,
+        max_size=10,
+    ),
+)
+def test_scale_2_random_bursts_over_two_gateway_processes_hold_the_limit_and_leak_nothing(
+    two_replicas: tuple[Replica, Replica, httpx.Client, str],
+    sim: Simulator,
+    limit: int,
+    calls: list[tuple[int, int]],
+) -> None:
+    """Hypothesis drives two real gateway processes sharing one Redis: bursts of calls at either
+    replica on a fresh account with a random limit; every call is served (waiting when it must),
+    the upstream never sees more than the limit at once, and afterwards no slot and no waiter is
+    left on either replica."""
+    a, b, admin, key = two_replicas
+    account_id, sim_id = _import_account(admin, sim, f"burst-{uuid.uuid4().hex[:6]}", limit)
+    time.sleep(1.0)  # the account and its limit reached both replicas
+    sim.script(sim_id, *[Behaviour.ok(header_delay_ms=delay) for _, delay in calls])
+    replicas = (a, b)
+
+    def call(replica: int) -> int:
+        with replicas[replica].client(key) as client:
+            return client.post("/v1/responses", json=BODY).status_code
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        codes = list(pool.map(call, [replica for replica, _ in calls]))
+    assert codes == [200] * len(calls)
+    assert sim.counters(sim_id).peak_streams <= limit
+
+    def settled() -> bool:
+        accounts = admin.get("/api/accounts/runtime").json()["accounts"]
+        state = next(item for item in accounts if item["id"] == account_id)
+        return bool(state["in_flight"] == 0 and state["waiters"] == 0)
+
+    _until(settled, 5.0)  # over both replicas: the view counts them from Redis
+    assert admin.delete(f"/api/accounts/{account_id}").is_success
+
+
+@pytest.fixture
+def two_replicas(nodes: Cluster) -> Iterator[tuple[Replica, Replica, httpx.Client, str]]:
+    a, b = nodes.start(2)
+    admin = a.admin()
+    key = _admin_key(admin)
+    yield a, b, admin, key
     admin.close()
