@@ -131,11 +131,11 @@ __all__ = [
     "CredentialFormatError",
     "ImportedCredentials",
     "CredentialVault",
-    "RefreshFence",
-    "RefreshGate",
     "Credentials",
     "RefreshedCredentials",
     "RefreshFailed",
+    "RefreshFence",
+    "RefreshGate",
     # logins
     "PastedCallbackError",
     "PkcePair",
