@@ -288,7 +288,8 @@ def test_agl_1_a_structured_model_limit_cools_only_that_model(make_pool: Callabl
 
 
 def test_agl_1_a_limit_naming_another_model_is_account_wide(make_pool: Callable[..., Pool]) -> None:
-    pool = gemini_pool(make_pool)
+    # A cooldown longer than a loaded CI's pause between two calls (the 5 s fallback was not).
+    pool = gemini_pool(make_pool, cooldown_fallback_s=60)
     pool.sim.script(
         pool.sim_accounts[0].id, Behaviour.error(429, error_code="RATE_LIMIT_EXCEEDED", error_model=OTHER)
     )
