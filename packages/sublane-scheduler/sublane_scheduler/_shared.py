@@ -207,12 +207,10 @@ class SharedLimits:
     """Account leases and member admission of one workspace, in Redis (one per replica)."""
 
     def __init__(self, redis: Redis, *, namespace: str = "sublane", ttl_s: float = LEASE_TTL_S) -> None:
-        self._redis = redis
-        self._prefix = f"{{{namespace}}}"
         self.redis = redis
-        self.prefix = self._prefix
+        self.prefix = f"{{{namespace}}}"  # one hash tag: every key of a workspace on one cluster slot
         self.ttl_ms = max(1, round(ttl_s * 1000))
-        self.releases_channel = f"{self._prefix}:released"
+        self.releases_channel = f"{self.prefix}:released"
         self._acquire = redis.register_script(_ACQUIRE)
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
@@ -224,11 +222,11 @@ class SharedLimits:
         self._publish = redis.register_script(_PUBLISH)
         self._begin_read = redis.register_script(_BEGIN_READ)
         self._end_read = redis.register_script(_END_READ)
-        self.events_channel = f"{self._prefix}:events"
-        self._version_key = f"{self._prefix}:version"
+        self.events_channel = f"{self.prefix}:events"
+        self._version_key = f"{self.prefix}:version"
 
     def _lease_key(self, account_id: int) -> str:
-        return f"{self._prefix}:lease:{account_id}"
+        return f"{self.prefix}:lease:{account_id}"
 
     async def _call(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
@@ -239,11 +237,11 @@ class SharedLimits:
     # -- account leases ----------------------------------------------------------------------------
 
     def _wait_keys(self, account_ids: Sequence[int]) -> list[str]:
-        waiters = [f"{self._prefix}:waiters:{account_id}" for account_id in account_ids]
-        return waiters + [f"{self._prefix}:waiting:{account_id}" for account_id in account_ids]
+        waiters = [f"{self.prefix}:waiters:{account_id}" for account_id in account_ids]
+        return waiters + [f"{self.prefix}:waiting:{account_id}" for account_id in account_ids]
 
     def _model_key(self, account_id: int, model: str) -> str:
-        return f"{self._prefix}:model-lease:{account_id}:{model}"
+        return f"{self.prefix}:model-lease:{account_id}:{model}"
 
     async def acquire(
         self,
@@ -269,7 +267,7 @@ class SharedLimits:
         keys = [self._lease_key(account_id) for account_id in accounts]
         keys += [self._model_key(account_id, model) for account_id in accounts]
         keys += self._wait_keys(accounts)
-        keys.append(f"{self._prefix}:rotation:{rotation or ''}")
+        keys.append(f"{self.prefix}:rotation:{rotation or ''}")
         args: list[Any] = [self.ttl_ms, request_id, "1" if rotation else "0"]
         for (_, limit), cap in zip(candidates, caps, strict=True):
             args += [limit, cap]
@@ -289,7 +287,7 @@ class SharedLimits:
         if not leases and not tickets:
             return
         try:
-            async with self._redis.pipeline(transaction=False) as pipe:
+            async with self.redis.pipeline(transaction=False) as pipe:
                 for account_id, lease_id, model in leases:
                     keys = [self._lease_key(account_id), self._model_key(account_id, model)]
                     await self._renew(keys=keys, args=[self.ttl_ms, lease_id], client=pipe)
@@ -313,7 +311,7 @@ class SharedLimits:
         member tickets in one round trip (what ends together — a call's slot and its ticket — is
         given back together)."""
         try:
-            async with self._redis.pipeline(transaction=False) as pipe:
+            async with self.redis.pipeline(transaction=False) as pipe:
                 for account_id, lease_id, model in leases:
                     keys = [
                         self._lease_key(account_id),
@@ -332,10 +330,10 @@ class SharedLimits:
         if not account_ids:
             return {}
         try:
-            async with self._redis.pipeline(transaction=False) as pipe:
+            async with self.redis.pipeline(transaction=False) as pipe:
                 for account_id in account_ids:
                     await self._count(keys=[self._lease_key(account_id)], args=[], client=pipe)
-                    await self._count(keys=[f"{self._prefix}:waiting:{account_id}"], args=[], client=pipe)
+                    await self._count(keys=[f"{self.prefix}:waiting:{account_id}"], args=[], client=pipe)
                 answers = await pipe.execute()
         except RedisError:
             raise unavailable() from None
@@ -354,11 +352,11 @@ class SharedLimits:
         """Queue ``request_id`` on every account it may be served by; its place (arrivals are
         numbered across replicas). The replica renews it while it waits (:meth:`renew_waiting`); a
         waiter not renewed for a TTL is dropped (its replica died)."""
-        keys = [f"{self._prefix}:arrivals", *self._wait_keys(account_ids)]
+        keys = [f"{self.prefix}:arrivals", *self._wait_keys(account_ids)]
         return int(await self._call(self._enqueue, keys, [self.ttl_ms, request_id]))
 
     async def renew_waiting(self, account_ids: Sequence[int], request_id: str) -> None:
-        keys = [f"{self._prefix}:arrivals", *self._wait_keys(account_ids)]
+        keys = [f"{self.prefix}:arrivals", *self._wait_keys(account_ids)]
         await self._call(self._enqueue, keys, [self.ttl_ms, request_id])  # NX: the place is kept
 
     async def leave_queue(self, account_ids: Sequence[int], request_id: str) -> None:
@@ -373,7 +371,7 @@ class SharedLimits:
 
     async def listen(self) -> AsyncIterator[tuple[str, str]]:
         """``(channel, data)`` of every release and event, from any replica, as they happen."""
-        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(self.releases_channel, self.events_channel)
             async for message in pubsub.listen():
@@ -394,21 +392,21 @@ class SharedLimits:
     async def version(self) -> int:
         """The version of the last event published (a replica compares it with the last it heard)."""
         try:
-            value = await self._redis.get(self._version_key)
+            value = await self.redis.get(self._version_key)
         except RedisError:
             raise unavailable() from None
         return int(value or 0)
 
     async def ping(self) -> bool:
         try:
-            return bool(await self._redis.ping())
+            return bool(await self.redis.ping())
         except RedisError:
             return False
 
     # -- quota reads (QUOTA-1 across replicas) -------------------------------------------------------
 
     def _read_keys(self, account_id: int) -> list[str]:
-        return [f"{self._prefix}:quota-read:{account_id}", f"{self._prefix}:quota-reads"]
+        return [f"{self.prefix}:quota-read:{account_id}", f"{self.prefix}:quota-reads"]
 
     async def begin_quota_read(self, account_id: int, read_id: str, *, most: int, life_s: float) -> int:
         """May this replica read the account's quota now? 1 yes; 0 another replica reads it now
@@ -422,7 +420,7 @@ class SharedLimits:
     # -- member admission --------------------------------------------------------------------------
 
     def _member_keys(self, user_id: int) -> list[str]:
-        return [f"{self._prefix}:member:{user_id}", f"{self._prefix}:rpm:{user_id}"]
+        return [f"{self.prefix}:member:{user_id}", f"{self.prefix}:rpm:{user_id}"]
 
     async def admit(self, user_id: int, ticket_id: str, member_limit: int, rpm: int) -> None:
         """Count a model request of ``user_id`` (limits: 0 = unlimited), or refuse with a 429."""

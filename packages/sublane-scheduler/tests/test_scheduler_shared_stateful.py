@@ -103,25 +103,30 @@ class SharedSchedulerModel(SchedulerModel):
 
     def teardown(self) -> None:
         try:
-            for grant in self.granted.values():
-                grant.release("completed")
-            for task in self.tasks:
-                task.cancel()
-            self.granted.clear()
-
-            async def nothing_left() -> None:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
-                shared = self.scheduler.shared
-                assert shared is not None
-                await shared.drain()
-                limits = shared.limits
-                for account in self.accounts:  # no slot left behind in Redis either
-                    assert await limits.in_flight(account) == 0
-
-            self.loop.run_until_complete(nothing_left())
-            self.loop.run_until_complete(self.redis.aclose())
+            self.loop.run_until_complete(_nothing_left(self, [self.scheduler]))
         finally:
             super().teardown()
+
+
+async def _nothing_left(model: SchedulerModel, schedulers: list[Scheduler]) -> None:
+    """At the end: every grant released, every request ended, and no slot, admission place or
+    waiter left — on any replica, nor in Redis."""
+    for grant in model.granted.values():
+        grant.release("completed")
+    model.granted.clear()
+    for task in model.tasks:
+        task.cancel()
+    await asyncio.gather(*model.tasks, return_exceptions=True)
+    for scheduler in schedulers:
+        assert scheduler.shared is not None
+        await scheduler.shared.drain()
+        assert scheduler.leases.total_in_flight() == 0
+        assert scheduler.admission.in_use == 0
+        assert scheduler.room.waiting() == 0
+    limits = schedulers[0].shared.limits  # type: ignore[union-attr]
+    for account in model.accounts:  # no slot left behind in Redis either
+        assert await limits.in_flight(account) == 0
+    await limits.redis.aclose()
 
 
 SharedSchedulerModel.TestCase.settings = settings(
@@ -203,26 +208,7 @@ class TwoReplicasModel(SchedulerModel):
 
     def teardown(self) -> None:
         try:
-            for grant in self.granted.values():
-                grant.release("completed")
-            for task in self.tasks:
-                task.cancel()
-            self.granted.clear()
-
-            async def nothing_left() -> None:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
-                for scheduler in self.replicas:
-                    assert scheduler.shared is not None
-                    await scheduler.shared.drain()
-                    assert scheduler.leases.total_in_flight() == 0
-                    assert scheduler.admission.in_use == 0
-                    assert scheduler.room.waiting() == 0
-                limits = self.replicas[0].shared.limits  # type: ignore[union-attr]
-                for account in self.accounts:
-                    assert await limits.in_flight(account) == 0
-
-            self.loop.run_until_complete(nothing_left())
-            self.loop.run_until_complete(self.redis.aclose())
+            self.loop.run_until_complete(_nothing_left(self, self.replicas))
         finally:
             super().teardown()
 
