@@ -151,23 +151,29 @@ class Scheduler:
 
     def take(self, account: AccountInfo, model: str, request_id: str) -> Lease | None:
         """A slot on ``account`` if it admits one now: its limit, or a single recovery probe (COOL-4)."""
+        room = self._room(account, model)
+        if room is None:
+            return None
+        limit, model_cap = room
+        if model_cap and self.leases.in_flight_model(account.id, model) >= model_cap:
+            return None
+        return self.leases.try_acquire(account.id, limit, request_id, model)
+
+    def _room(self, account: AccountInfo, model: str) -> tuple[int, int] | None:
+        """What ``account`` may admit for ``model`` now — ``(slots in all, slots of this model; 0:
+        no cap of its own)`` — or ``None`` (gone, or cooling). The rules of :meth:`take`, in one
+        process or over every replica (:meth:`_take_shared`)."""
         # The limit as the directory knows it now: ``account`` may come from a candidate list read
         # before an await during which a lowered limit was loaded (ADM-7).
         current = self.directory.get(account.id)
-        if current is None:
-            return None
-        if self.cooldowns.blocking(account.id, model) is not None:
+        if current is None or self.cooldowns.blocking(account.id, model) is not None:
             return None
         if self.cooldowns.probe_only(account.id, ACCOUNT_WIDE):  # COOL-4: past an account cooldown
-            if self.leases.in_flight(account.id) > 0:
-                return None
-            return self.leases.try_acquire(account.id, 1, request_id, model)
-        if self.cooldowns.probe_only(account.id, model) and self.leases.in_flight_model(account.id, model):
-            # Past a model cooldown, one request of that model at a time until one succeeds; the
-            # account's other models keep their normal concurrency (MCOOL-3), and their traffic
-            # must not keep the model from ever being probed.
-            return None
-        return self.leases.try_acquire(account.id, current.max_concurrency, request_id, model)
+            return 1, 0
+        # Past a model cooldown, one request of that model at a time until one succeeds; the
+        # account's other models keep their normal concurrency (MCOOL-3), and their traffic must not
+        # keep the model from ever being probed.
+        return current.max_concurrency, 1 if self.cooldowns.probe_only(account.id, model) else 0
 
     def offer(self, account_id: int) -> None:
         """A slot freed or a limit rose: hand it to the account's oldest waiter (WAIT-3, ADM-7).
@@ -516,15 +522,10 @@ class Scheduler:
         model_caps: list[int] = []
         model = request.model
         for account in accounts:
-            current = self.directory.get(account.id)
-            if current is None or self.cooldowns.blocking(account.id, model) is not None:
-                continue
-            if self.cooldowns.probe_only(account.id, ACCOUNT_WIDE):
-                plan.append((account.id, 1))
-                model_caps.append(0)
-            else:
-                plan.append((account.id, current.max_concurrency))
-                model_caps.append(1 if self.cooldowns.probe_only(account.id, model) else 0)
+            room = self._room(account, model)
+            if room is not None:
+                plan.append((account.id, room[0]))
+                model_caps.append(room[1])
         lease_id = lease_id or shared.new_id()
         taken = await shared.limits.acquire(
             plan,

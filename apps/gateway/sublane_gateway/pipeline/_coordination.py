@@ -32,8 +32,8 @@ from typing import Any
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from sublane_core import SubLaneError, signals
-from sublane_quota import QuotaReader, QuotaReadSkipped
-from sublane_scheduler import SharedSlots
+from sublane_quota import QuotaObserver, QuotaReader, QuotaReadSkipped
+from sublane_scheduler import AffinityStore, Cooldown, CooldownBook, SharedSlots
 from sublane_scheduler.shared import RefreshLocks, SharedLimits
 
 _log = logging.getLogger("sublane.coordination")
@@ -49,6 +49,22 @@ REDIS_CONNECTIONS = 32
 
 Event = dict[str, Any]
 Quota = tuple[str | None, tuple[signals.QuotaWindow, ...]]
+
+
+#: How a cooldown begun or ended is stored (``CooldownStore.save``): cooldown or ``None``, account,
+#: model, revision.
+SaveCooldown = Callable[[Cooldown | None, int, str, int], None]
+
+
+def cooldown_of(event: Event) -> tuple[Cooldown | None, int, str, int]:
+    """What a ``cooldown`` event carries: the cooldown (``None``: it ended), account, model, revision."""
+    account_id, model, until = int(event["account_id"]), str(event["model"]), event.get("until")
+    cooldown = (
+        None
+        if until is None
+        else Cooldown(account_id, model, float(until), str(event["reason"]), int(event["streak"]))
+    )
+    return cooldown, account_id, model, int(event["revision"])
 
 
 def quota_observation(event: Event) -> signals.QuotaObserved:
@@ -208,6 +224,38 @@ class Coordination:
             except Exception:
                 _log.exception("the coordination tick failed")
             await asyncio.sleep(POLL_S)
+
+    # -- what this replica tells the others --------------------------------------------------------------
+
+    def saving_cooldowns(self, save: SaveCooldown) -> SaveCooldown:
+        """``save``, then the cooldown published (the book's ``persist``)."""
+
+        def persist(cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
+            save(cooldown, account_id, model, revision)
+            self.publish(
+                "cooldown",
+                account_id=account_id,
+                model=model,
+                revision=revision,
+                until=None if cooldown is None else cooldown.until,
+                reason=None if cooldown is None else cooldown.reason,
+                streak=None if cooldown is None else cooldown.streak,
+            )
+
+        return persist
+
+    def share(self, cooldowns: CooldownBook, affinity: AffinityStore, quota: QuotaObserver | None) -> None:
+        """Publish what else of this replica's state the others must know: MCOOL-2's failures and
+        clears, bindings made, moved or released, quota observations saved."""
+        cooldowns.on_failure = lambda account_id, model, at: self.publish(
+            "failure", account_id=account_id, model=model, at=at
+        )
+        cooldowns.on_cleared = lambda account_id, model: self.publish(
+            "failures_cleared", account_id=account_id, model=model
+        )
+        affinity.on_changed = lambda digest: self.publish("binding", digest=digest)
+        if quota is not None:
+            quota.on_saved = self.publish_quota
 
     # -- quota reads ---------------------------------------------------------------------------------
 

@@ -43,7 +43,6 @@ from sublane_scheduler import (
     AccountDirectory,
     Admission,
     AffinityStore,
-    Cooldown,
     CooldownBook,
     CooldownPolicy,
     Eligibility,
@@ -108,14 +107,6 @@ class ClientRuntime:
             coordination.on_released = self.scheduler.offer
             coordination.on_event = self._remote_event
             coordination.on_resync = self._resync
-            self.scheduler.affinity.on_changed = lambda digest: coordination.publish("binding", digest=digest)
-            cooldowns = self.scheduler.cooldowns
-            cooldowns.on_failure = lambda account_id, model, at: coordination.publish(
-                "failure", account_id=account_id, model=model, at=at
-            )
-            cooldowns.on_cleared = lambda account_id, model: coordination.publish(
-                "failures_cleared", account_id=account_id, model=model
-            )
             await coordination.start()
         self.connect_signals()
         if self.alerts is not None:
@@ -297,16 +288,10 @@ class ClientRuntime:
 
             self.quota.apply_saved(quota_observation(event))
         elif kind == "cooldown":
-            account_id = int(event["account_id"])
-            until = event.get("until")
-            cooldown = (
-                None
-                if until is None
-                else Cooldown(
-                    account_id, str(event["model"]), float(until), str(event["reason"]), int(event["streak"])
-                )
-            )
-            self.scheduler.cooldowns.apply(cooldown, account_id, str(event["model"]), int(event["revision"]))
+            from sublane_gateway.pipeline._coordination import cooldown_of
+
+            cooldown, account_id, model, revision = cooldown_of(event)
+            self.scheduler.cooldowns.apply(cooldown, account_id, model, revision)
             self.scheduler.offer(account_id)  # cooling: its waiters decide again; ended: they may fit
 
     def _resync(self) -> None:
@@ -338,20 +323,6 @@ class ClientRuntime:
 
         budgets.on_noted = noted
         budgets.on_rules_set = lambda user_id: coordination.publish("budget_rules", user_id=user_id)
-
-    def cooldown_changed(self, cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
-        """A cooldown began or ended here: stored, and told to the other replicas."""
-        self.cooldown_store.save(cooldown, account_id, model, revision)
-        if self.coordination is not None:
-            self.coordination.publish(
-                "cooldown",
-                account_id=account_id,
-                model=model,
-                revision=revision,
-                until=None if cooldown is None else cooldown.until,
-                reason=None if cooldown is None else cooldown.reason,
-                streak=None if cooldown is None else cooldown.streak,
-            )
 
     @property
     def background_work(self) -> int:
@@ -431,14 +402,6 @@ def build_runtime(
     )
     directory = AccountDirectory(engine)
     cooldown_store = CooldownStore(engine, clock, outbox)
-    told: list[ClientRuntime] = []  # the runtime, once built: cooldowns are told through it
-
-    def persist(cooldown: Cooldown | None, account_id: int, model: str, revision: int) -> None:
-        if told:
-            told[0].cooldown_changed(cooldown, account_id, model, revision)
-        else:
-            cooldown_store.save(cooldown, account_id, model, revision)
-
     cooldowns = CooldownBook(
         clock,
         CooldownPolicy(
@@ -448,7 +411,9 @@ def build_runtime(
             model_initial_s=settings.model_cooldown_initial_s,
             model_max_s=settings.model_cooldown_max_s,
         ),
-        persist=persist if coordination is not None else cooldown_store.save,
+        persist=cooldown_store.save
+        if coordination is None
+        else coordination.saving_cooldowns(cooldown_store.save),
     )
     admission = Admission(clock, settings.workspace_capacity)
     # A metadata read's token must last as long as the read may (TIME-3), not CRED-1's 2 minutes.
@@ -483,8 +448,6 @@ def build_runtime(
     if coordination is not None:  # SCALE-2: reads bounded over the replicas, observations shared
         reader = coordination.shared_reads(read_quota, most=2, life_s=metadata_margin + 5)
     quota = QuotaObserver(engine, clock, reader, outbox=outbox) if settings.quota_enabled else None
-    if quota is not None and coordination is not None:
-        quota.on_saved = coordination.publish_quota
     catalog = ModelCatalog(
         clock,
         {name: discoverer(adapter) for name, adapter in adapters.items()},
@@ -507,7 +470,9 @@ def build_runtime(
         eligibility=Eligibility(directory, catalog, vault, quota, weighted=settings.gateway_quota_weighted),
         shared=coordination.slots if coordination is not None else None,
     )
-    runtime = ClientRuntime(
+    if coordination is not None:  # SCALE-2: what the other replicas must hear of
+        coordination.share(scheduler.cooldowns, scheduler.affinity, quota)
+    return ClientRuntime(
         settings=settings,
         clock=clock,
         http=http,
@@ -531,8 +496,6 @@ def build_runtime(
         alerts=Deliverer(engine, cipher, clock, outbox, settings.alert_retry_s),
         coordination=coordination,
     )
-    told.append(runtime)
-    return runtime
 
 
 def client_runtime(connection: HTTPConnection) -> ClientRuntime:
