@@ -31,7 +31,7 @@ from postgres_server import PostgresServer, running_postgres
 from redis_server import REDIS_SERVER, RedisServer, running_redis
 from replicas import Replica, wait_ready
 from test_cli import SUBLANE
-from test_real_clients import ANSWER, _client, _run_cli, codex_exec
+from test_real_clients import ANSWER, GEMINI_MODELS, _client, _run_cli, codex_exec, gemini_run
 
 from sublane_sim import Behaviour, Simulator
 
@@ -250,14 +250,18 @@ def test_scale_6_the_compose_topology_serves_through_one_port_on_either_replica(
 def test_scale_6_the_real_clients_work_through_the_compose_port_and_both_replicas(
     topology: _Topology, sim: Simulator, tmp_path: Path
 ) -> None:
-    _client("codex")
-    _client("claude")
+    for name in ("codex", "claude", "gemini"):
+        _client(name)
     assert topology.run("migrate").returncode == 0
     replicas = {name: topology.start(name) for name in ("sublane-1", "sublane-2")}
     url = topology.front(replicas)
     admin = httpx.Client(base_url=url, timeout=30)
     assert admin.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"}).is_success
-    accounts = {"codex": sim.create_account("codex"), "claude": sim.create_account("claude")}
+    accounts = {
+        "codex": sim.create_account("codex"),
+        "claude": sim.create_account("claude"),
+        "antigravity": sim.create_account("antigravity", models=GEMINI_MODELS),
+    }
     for provider, account in accounts.items():
         body = {"provider": provider, "name": provider, "credentials": account.credentials, "group_ids": [1]}
         assert admin.post("/api/accounts/import", json=body).status_code == 201
@@ -274,6 +278,9 @@ def test_scale_6_the_real_clients_work_through_the_compose_port_and_both_replica
     second = _run_cli("claude", tmp_path, ("-p", "--resume", session, "say hi again"), **claude)
     assert first.returncode == 0 and second.returncode == 0, (first.stderr + second.stderr)[-3000:]
     assert ANSWER in first.stdout and ANSWER in second.stdout
+    gemini = gemini_run(url, key, tmp_path, "-p", "say hi", "-m", "gemini-3-flash")
+    assert gemini.returncode == 0, gemini.stderr[-3000:]
+    assert ANSWER in gemini.stdout
     endpoints = {record.endpoint for record in sim.requests(account_id=accounts["codex"].id)}
     assert {"codex.responses", "codex.ws.turn"} <= endpoints
     records = admin.get("/api/requests").json()["items"]

@@ -149,6 +149,11 @@ GEMINI_MODELS = ("gemini-3-flash", "gemini-3-pro-high", "gemini-3-pro-low", "gem
 
 
 def _gemini(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return gemini_run(pool.gateway.url, pool.key, home, *args)
+
+
+def gemini_run(url: str, key: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The Gemini CLI with SubLane at ``url`` as its Gemini API, ``key`` its API key."""
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
@@ -156,8 +161,8 @@ def _gemini(pool: Pool, home: Path, *args: str) -> subprocess.CompletedProcess[s
         "gemini",
         home,
         args,
-        GOOGLE_GEMINI_BASE_URL=pool.gateway.url,
-        GEMINI_API_KEY=pool.key,
+        GOOGLE_GEMINI_BASE_URL=url,
+        GEMINI_API_KEY=key,
         GEMINI_CLI_TRUST_WORKSPACE="true",
     )
 
