@@ -58,6 +58,7 @@ class Replica:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+                raise AssertionError(f"the replica at {self.url} did not stop on SIGTERM") from None
 
 
 @dataclass
@@ -123,8 +124,13 @@ class Cluster:
         return started
 
     def stop(self) -> None:
+        stuck = []
         for replica in self.replicas:
-            replica.stop()
+            try:
+                replica.stop()
+            except AssertionError as error:  # the others are stopped all the same
+                stuck.append(str(error))
+        assert not stuck, stuck
 
     @contextmanager
     def database(self) -> Iterator[sa.Connection]:

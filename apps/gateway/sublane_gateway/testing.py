@@ -61,6 +61,8 @@ def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Ite
     finally:
         server.should_exit = True
         thread.join(timeout=STARTUP_TIMEOUT_S)
+        if thread.is_alive():  # a gateway left running would go on using what the test tears down
+            raise RuntimeError("the gateway did not stop in time")
 
 
 ADMIN_USERNAME = "admin"

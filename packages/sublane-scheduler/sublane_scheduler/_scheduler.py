@@ -527,13 +527,17 @@ class Scheduler:
                 plan.append((account.id, room[0]))
                 model_caps.append(room[1])
         lease_id = lease_id or shared.new_id()
-        taken = await shared.limits.acquire(
-            plan,
-            lease_id,
-            model=model,
-            model_limits=model_caps,
-            rotation=str(request.group_id) if rotate else None,
-        )
+        try:
+            taken = await shared.limits.acquire(
+                plan,
+                lease_id,
+                model=model,
+                model_limits=model_caps,
+                rotation=str(request.group_id) if rotate else None,
+            )
+        except asyncio.CancelledError:
+            shared.abandon([account_id for account_id, _ in plan], lease_id, model)
+            raise
         if taken is None:
             return None
         lease = self.leases.try_acquire(taken, _NO_LOCAL_LIMIT, request.request_id, model)

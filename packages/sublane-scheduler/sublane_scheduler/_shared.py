@@ -30,8 +30,8 @@ import contextlib
 import itertools
 import math
 import secrets
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final
 
 from redis.asyncio import Redis
@@ -230,7 +230,8 @@ class SharedLimits:
 
     async def _call(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
-            return await script(keys=list(keys), args=list(args))
+            with cancellation_kept():
+                return await script(keys=list(keys), args=list(args))
         except RedisError:
             raise unavailable() from None
 
@@ -295,7 +296,8 @@ class SharedLimits:
                     await self._renew(
                         keys=self._member_keys(user_id)[:1], args=[self.ttl_ms, ticket_id], client=pipe
                     )
-                await pipe.execute()
+                with cancellation_kept():
+                    await pipe.execute()
         except RedisError:
             raise unavailable() from None
 
@@ -321,7 +323,8 @@ class SharedLimits:
                     await self._release(keys=keys, args=[lease_id, account_id], client=pipe)
                 for user_id, ticket_id in tickets:
                     await self._leave(keys=self._member_keys(user_id)[:1], args=[ticket_id], client=pipe)
-                await pipe.execute()
+                with cancellation_kept():
+                    await pipe.execute()
         except RedisError:
             raise unavailable() from None
 
@@ -334,7 +337,8 @@ class SharedLimits:
                 for account_id in account_ids:
                     await self._count(keys=[self._lease_key(account_id)], args=[], client=pipe)
                     await self._count(keys=[f"{self.prefix}:waiting:{account_id}"], args=[], client=pipe)
-                answers = await pipe.execute()
+                with cancellation_kept():
+                    answers = await pipe.execute()
         except RedisError:
             raise unavailable() from None
         return {
@@ -373,8 +377,11 @@ class SharedLimits:
         """``(channel, data)`` of every release and event, from any replica, as they happen."""
         pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         try:
-            await pubsub.subscribe(self.releases_channel, self.events_channel)
+            with cancellation_kept():
+                await pubsub.subscribe(self.releases_channel, self.events_channel)
+            asked = _cancellations()
             async for message in pubsub.listen():
+                _keep_cancellation(asked)
                 if message.get("type") == "message":
                     yield _text(message["channel"]), _text(message["data"])
         except RedisError:
@@ -392,14 +399,16 @@ class SharedLimits:
     async def version(self) -> int:
         """The version of the last event published (a replica compares it with the last it heard)."""
         try:
-            value = await self.redis.get(self._version_key)
+            with cancellation_kept():
+                value = await self.redis.get(self._version_key)
         except RedisError:
             raise unavailable() from None
         return int(value or 0)
 
     async def ping(self) -> bool:
         try:
-            return bool(await self.redis.ping())
+            with cancellation_kept():
+                return bool(await self.redis.ping())
         except RedisError:
             return False
 
@@ -441,6 +450,33 @@ class SharedLimits:
 
     async def member_in_use(self, user_id: int) -> int:
         return int(await self._call(self._count, [self._member_keys(user_id)[0]], []))
+
+
+@contextmanager
+def cancellation_kept() -> Iterator[None]:
+    """Raise, when the block ends normally, a cancellation the current task was asked for meanwhile.
+
+    On Python 3.11, ``asyncio.wait_for`` — which redis-py's asyncio client puts around socket writes
+    when a socket timeout is set — drops a cancellation that arrives as the operation completes
+    (fixed in 3.12). Measured here: a task cancelled during a ``GET`` in a loop lost the cancellation
+    in about two of three tries. A lost cancellation keeps a background loop running after
+    shutdown and a request whose client left going on; ``Task.cancelling()`` still counts the
+    request, so it is raised here (a cancellation inside the block that an inner timeout took back
+    leaves the count as it was)."""
+    asked = _cancellations()
+    yield
+    _keep_cancellation(asked)
+
+
+def _cancellations() -> int:
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None else 0
+
+
+def _keep_cancellation(asked: int) -> None:
+    """Raise the cancellation asked for since the count was ``asked``, if it was lost."""
+    if _cancellations() > asked:
+        raise asyncio.CancelledError
 
 
 def _text(value: bytes | str) -> str:
@@ -510,7 +546,12 @@ class RefreshLocks:
         holder = f"{self._replica}:{next(self._holders)}"
         keys = [key, f"{self.limits.prefix}:refresh-fence:{account_id}"]
         while True:
-            token = int(await self.limits._call(self._lock, keys, [holder, self.life_ms]))
+            try:
+                token = int(await self.limits._call(self._lock, keys, [holder, self.life_ms]))
+            except asyncio.CancelledError:  # taken in Redis, perhaps, with the answer lost: let it go
+                with contextlib.suppress(SubLaneError):
+                    await self.limits._call(self._unlock, [key], [holder])
+                raise
             if token:
                 break
             await asyncio.sleep(self.poll_s)

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sublane_core import SubLaneError
@@ -84,6 +84,10 @@ class SharedSlots:
             try:
                 await self.limits.admit(user_id, ticket_id, member_limit, rpm)
                 break
+            except asyncio.CancelledError:  # counted in Redis, perhaps, with the answer lost
+                if member_limit:
+                    self._spawn(self.limits.finish([], [(user_id, ticket_id)]))
+                raise
             except SubLaneError as error:
                 # The member's previous call may be giving its place back on another replica at
                 # this moment (its client already has the answer): look again for a moment before
@@ -102,6 +106,12 @@ class SharedSlots:
 
         return leave
 
+    def abandon(self, account_ids: Sequence[int], lease_id: str, model: str) -> None:
+        """A take cancelled before Redis answered may have been made there all the same: the id goes
+        back on every account it could be on, in the background (giving back an id that is not
+        held does nothing), rather than holding a slot until its TTL."""
+        self._spawn(self.limits.finish([(account_id, lease_id, model) for account_id in account_ids], []))
+
     def leave_queue(self, account_ids: list[int], waiter_id: str) -> None:
         """A waiter stopped waiting: out of the shared queues (in the background)."""
         self._spawn(self.limits.leave_queue(account_ids, waiter_id))
@@ -114,24 +124,23 @@ class SharedSlots:
         await asyncio.sleep(0)  # what ends in this loop turn goes back together
         while self._ending_leases or self._ending_tickets:
             tickets, self._ending_tickets = self._ending_tickets, []
-            leases: list[tuple[int, str, str]] = []
-            if self._ending_leases and self.before_release is None:
+            before_release = self.before_release
+            if before_release is None:
                 leases, self._ending_leases = self._ending_leases, []
-            elif tickets:  # a member's place goes back at once: their next call must not wait for it
+                await self._finish(leases, tickets)
+                continue
+            if tickets:  # a member's place goes back at once: their next call must not wait for it
                 await self._finish([], tickets)
-                tickets = []
-            if self._ending_leases:
+            if self._ending_leases:  # (more may have ended while the tickets went back)
                 leases, self._ending_leases = self._ending_leases, []
-                assert self.before_release is not None
                 try:
                     async with asyncio.timeout(RECORDS_WAIT_S):
-                        await self.before_release()
+                        await before_release()
                 except TimeoutError:  # a stuck history writer must not hold every slot
                     _log.warning(
                         "call records not written after %.0f s; giving the slots back anyway", RECORDS_WAIT_S
                     )
-            if leases or tickets:
-                await self._finish(leases, tickets)
+                await self._finish(leases, [])
 
     async def _finish(self, leases: list[tuple[int, str, str]], tickets: list[tuple[int, str]]) -> None:
         try:

@@ -41,6 +41,8 @@ _log = logging.getLogger("sublane.coordination")
 #: How often the event version is compared (a missed event is noticed within twice this).
 POLL_S = 0.5
 RECONNECT_S = 0.5
+#: How long close() waits for its loops to end before cancelling them again.
+CANCEL_AGAIN_S = 0.1
 #: Events that are not urgent wait this long for others to go out with (a busy replica's budget
 #: usage is one event per call: a message per call would cost more than the call's own Redis work).
 EVENT_BATCH_S = 0.05
@@ -296,8 +298,14 @@ class Coordination:
             return False
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        # Asked again until they end: on Python 3.11, redis-py can lose a cancellation that arrives
+        # as a command completes (the shared limits raise it again after their own commands; a
+        # subscription would only notice it with the next message).
+        running = set(self._tasks)
+        while running:
+            for task in running:
+                task.cancel()
+            _, running = await asyncio.wait(running, timeout=CANCEL_AGAIN_S)
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.slots.drain()
         if self._sender is not None:
