@@ -30,6 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from sublane_core import AlertOutbox, Clock, CredentialCipher, Webhook, WebhookDelivery
+from sublane_gateway.pipeline._background import BackgroundTasks
 
 _log = logging.getLogger("sublane.alerts")
 
@@ -63,8 +64,8 @@ def slack_text(event: str, data: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _forget(in_flight: dict[int, asyncio.Task[None]], key: int, _task: asyncio.Task[None]) -> None:
-    in_flight.pop(key, None)
+def _forget(in_flight: set[int], key: int, _task: asyncio.Task[None]) -> None:
+    in_flight.discard(key)
 
 
 class Deliverer:
@@ -83,11 +84,11 @@ class Deliverer:
         self._engine = engine
         self._cipher = cipher
         self._clock = clock
-        self._task: asyncio.Task[None] | None = None
+        self._work = BackgroundTasks()  # the polling loop and each delivery
         self._wake = asyncio.Event()
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._work.start(self._run, name="sublane-alerts")
 
     def poke(self) -> None:
         """Something was queued: look now rather than at the next poll."""
@@ -106,39 +107,32 @@ class Deliverer:
             return None
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Stop polling and sending; a delivery's row being written is written first."""
+        await self._work.close()
 
     async def _run(self) -> None:
         """Start each due delivery as a task of its own (at most ``BATCH`` in flight), so a receiver
         that stays silent until the timeout holds up nobody else."""
-        in_flight: dict[int, asyncio.Task[None]] = {}
+        in_flight: set[int] = set()
         async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as http:
-            try:
-                while True:
-                    self._wake.clear()
-                    room = BATCH - len(in_flight)
-                    if room > 0:
-                        try:
-                            due = await anyio.to_thread.run_sync(self._due, frozenset(in_flight), room)
-                        except Exception:  # a broken database must not end deliveries for good
-                            _log.exception("alert delivery failed")
-                            due = []
-                        for row in due:
-                            task = asyncio.ensure_future(self._deliver(http, *row))
-                            in_flight[row[0]] = task
-                            task.add_done_callback(functools.partial(_forget, in_flight, row[0]))
-                    # asyncio.timeout, not wait_for: on Python 3.11 a wait_for cancelled in the
-                    # same turn as the event it waits on is set can wait forever (close() hung).
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(POLL_S):
-                            await self._wake.wait()
-            finally:
-                for task in in_flight.values():
-                    task.cancel()
-                await asyncio.gather(*in_flight.values(), return_exceptions=True)
+            while True:
+                self._wake.clear()
+                room = BATCH - len(in_flight)
+                if room > 0:
+                    try:
+                        due = await anyio.to_thread.run_sync(self._due, frozenset(in_flight), room)
+                    except Exception:  # a broken database must not end deliveries for good
+                        _log.exception("alert delivery failed")
+                        due = []
+                    for row in due:
+                        in_flight.add(row[0])
+                        task = self._work.start(self._deliver, http, *row)
+                        task.add_done_callback(functools.partial(_forget, in_flight, row[0]))
+                # asyncio.timeout, not wait_for: on Python 3.11 a wait_for cancelled in the
+                # same turn as the event it waits on is set can wait forever (close() hung).
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(POLL_S):
+                        await self._wake.wait()
 
     async def _deliver(self, http: httpx.AsyncClient, delivery_id: int, *sending: str) -> None:
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from starlette.requests import HTTPConnection
 from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, group_ref, signals
 from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
+from sublane_gateway.pipeline._background import BackgroundTasks
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
@@ -94,7 +95,7 @@ class ClientRuntime:
     egress_errors: dict[int, tuple[float, str]] = field(default_factory=dict)
     _disconnects: list[Callable[[], None]] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
-    _tasks: set[asyncio.Future[None]] = field(default_factory=set)
+    _tasks: BackgroundTasks = field(default_factory=BackgroundTasks)
 
     async def start(self) -> None:
         """Load persisted runtime state and listen to the signals (inside the app's event loop)."""
@@ -149,7 +150,7 @@ class ClientRuntime:
             if await alerts.raise_event("pool.unavailable", describe) is None:
                 self._pool_told_at.pop((group_id, model), None)  # no webhook wanted it: not told
 
-        self._background(tell())
+        self._background(tell)
 
     def poke_alerts(self) -> None:
         """Events were queued (from any thread): deliver them now, not at the next poll."""
@@ -192,13 +193,13 @@ class ClientRuntime:
             if self.quota is not None:
                 self.quota.forget(payload.account_id)
         if change is Change.LIMITS:
-            self._background(self._limits_changed(payload.account_id))
+            self._background(self._limits_changed, payload.account_id)
         if change is Change.EGRESS:
-            self._background(self._egress_changed(payload.account_id))
+            self._background(self._egress_changed, payload.account_id)
         if change in (Change.CREATED, Change.REAUTHORIZED, Change.ENABLED):
             # CAT-1: the catalogue is discovered right away, in the background, under the
             # metadata rules (workspace capacity, two at a time), not on the first call
-            self._background(self._discover(payload.account_id))
+            self._background(self._discover, payload.account_id)
 
     def apply_access_change(self) -> None:
         self.keys.invalidate()
@@ -274,7 +275,7 @@ class ClientRuntime:
                 int(event["tokens"]),
             )
         elif kind == "budget_rules" and self.budgets is not None and self._engine is not None:
-            self._background(anyio.to_thread.run_sync(self.budgets.load, self._engine, int(event["user_id"])))
+            self._background(anyio.to_thread.run_sync, self.budgets.load, self._engine, int(event["user_id"]))
         elif kind == "binding":  # AFF: a conversation bound, moved or released on another replica
             self.scheduler.affinity.evict(str(event["digest"]))
         elif kind == "failure":  # MCOOL-2 counted over every replica
@@ -300,7 +301,7 @@ class ClientRuntime:
         self.scheduler.affinity.evict_all()
         for account_id in list(self.vault.loaded()):
             self.vault.forget(account_id)
-        self._background(self.cooldown_store.restore(self.scheduler.cooldowns))
+        self._background(self.cooldown_store.restore, self.scheduler.cooldowns)
 
     def share_budgets(self, budgets: TokenBudgets, engine: Engine) -> None:
         """TEAM-4 across replicas: the tokens of members who have budget rules and every change of
@@ -329,10 +330,8 @@ class ClientRuntime:
         """Work started by management changes and still running (catalogue reads, limit wake-ups)."""
         return len(self._tasks)
 
-    def _background(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _background(self, work: Callable[..., Awaitable[object]], *args: Any) -> None:
+        self._tasks.start(work, *args)
 
     async def _discover(self, account_id: int) -> None:
         """Discover a new, re-authorized or enabled account's catalogue (its failure is only logged:
@@ -359,6 +358,7 @@ class ClientRuntime:
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
+        await self._tasks.close()  # work started by changes ends (its database threads returned)
         if self.quota is not None:
             await self.quota.close()  # running reads end; queued writes finish
         if self.tracing is not None:
