@@ -6,6 +6,8 @@ connection checked out while the gateway disposes its engine, and the connection
 by the garbage collector instead of being closed. Each task here runs in an anyio cancel scope;
 anyio delivers a scope's cancellation to a task waiting on ``anyio.to_thread.run_sync`` only once
 the thread has returned, so :meth:`BackgroundTasks.close` ends with no thread still running.
+anyio also cancels again, every loop turn, until the task leaves its scope: a cancellation that a
+library loses (redis-py on Python 3.11, under a replica's Redis loops) still ends the task.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from typing import Any
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from sublane_core import SubLaneError, signals
+from sublane_gateway.pipeline._background import BackgroundTasks
 from sublane_quota import QuotaObserver, QuotaReader, QuotaReadSkipped
 from sublane_scheduler import AffinityStore, Cooldown, CooldownBook, SharedSlots
 from sublane_scheduler.shared import RefreshLocks, SharedLimits
@@ -41,8 +42,6 @@ _log = logging.getLogger("sublane.coordination")
 #: How often the event version is compared (a missed event is noticed within twice this).
 POLL_S = 0.5
 RECONNECT_S = 0.5
-#: How long close() waits for its loops to end before cancelling them again.
-CANCEL_AGAIN_S = 0.1
 #: Events that are not urgent wait this long for others to go out with (a busy replica's budget
 #: usage is one event per call: a message per call would cost more than the call's own Redis work).
 EVENT_BATCH_S = 0.05
@@ -102,7 +101,7 @@ class Coordination:
         self.reachable = True
         self._heard = 0  # the version of the last event applied (or reloaded past)
         self._suspect: int | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = BackgroundTasks()  # the subscription and the tick
         self._outgoing: list[Event] = []
         self._sender: asyncio.Task[None] | None = None
         self._hurry = asyncio.Event()
@@ -115,10 +114,8 @@ class Coordination:
         self._loop = asyncio.get_running_loop()
         with contextlib.suppress(SubLaneError):  # Redis down at start: the poll notices it comes back
             self._heard = await self.limits.version()
-        self._tasks = [
-            asyncio.create_task(self._listen(), name="sublane-coordination-listen"),
-            asyncio.create_task(self._tick(), name="sublane-coordination-tick"),
-        ]
+        self._tasks.start(self._listen, name="sublane-coordination-listen")
+        self._tasks.start(self._tick, name="sublane-coordination-tick")
 
     # -- publishing --------------------------------------------------------------------------------
 
@@ -298,15 +295,9 @@ class Coordination:
             return False
 
     async def close(self) -> None:
-        # Asked again until they end: on Python 3.11, redis-py can lose a cancellation that arrives
-        # as a command completes (the shared limits raise it again after their own commands; a
-        # subscription would only notice it with the next message).
-        running = set(self._tasks)
-        while running:
-            for task in running:
-                task.cancel()
-            _, running = await asyncio.wait(running, timeout=CANCEL_AGAIN_S)
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Cancel scopes, which cancel again until the loops end: on Python 3.11 redis-py can lose a
+        # cancellation that arrives as a command completes.
+        await self._tasks.close()
         await self.slots.drain()
         if self._sender is not None:
             await asyncio.gather(self._sender, return_exceptions=True)
