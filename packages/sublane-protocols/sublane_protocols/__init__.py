@@ -1,12 +1,13 @@
 """SubLane client protocols: what a call asks for, errors in each protocol's own shape, and the
 translators between protocols (pure functions and incremental stream translators).
 
-One subpackage per client protocol (``responses``, ``chat``, ``messages``, ``gemini``); each
+One subpackage per client protocol (``responses``, ``chat``, ``messages``, ``gemini``, and
+``code_assist``, Gemini in Code Assist's envelope); each
 registers its intent reader, its error shape and the translators it owns when imported, and this
 package imports them all.
 """
 
-from sublane_protocols import chat, gemini, messages, responses
+from sublane_protocols import chat, code_assist, gemini, messages, responses
 from sublane_protocols._collect import Collector, new_collector
 from sublane_protocols._endings import cut_stream_ending
 from sublane_protocols._errors import ErrorAnswer, error_headers, render_error, request_id_headers
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     # subpackages
     "chat",
+    "code_assist",
     "gemini",
     "messages",
     "responses",

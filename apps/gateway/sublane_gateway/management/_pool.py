@@ -145,3 +145,13 @@ async def my_pool(request: Request, user: CurrentUser) -> dict[str, Any]:
     assert user.id is not None
     loaded = await anyio.to_thread.run_sync(_load, state.engine, user.id, now)
     return {"items": _pool(runtime, loaded, now)}
+
+
+async def group_pool(request: Request, user_id: int, group_id: int) -> list[dict[str, Any]]:
+    """POOL-1's items of one group of a member's live keys (one per provider in it), for the client
+    routes that show a key its pool (Code Assist's quota reads, CLIENT-6)."""
+    runtime = client_runtime(request)
+    state = gateway_state(request)
+    now = state.clock.time()
+    loaded = await anyio.to_thread.run_sync(_load, state.engine, user_id, now)
+    return [item for item in _pool(runtime, loaded, now) if item["group_id"] == group_id]

@@ -6,17 +6,25 @@ Each route reads its client protocol and hands the call to :mod:`sublane_gateway
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from sublane_gateway.routes import _chat, _gemini, _messages, _models, _responses, _responses_ws
+from sublane_gateway.routes import (
+    _chat,
+    _code_assist,
+    _gemini,
+    _messages,
+    _models,
+    _responses,
+    _responses_ws,
+)
 from sublane_gateway.routes._replies import ReplyResponse
 
 router = APIRouter()
-for _module in (_responses, _responses_ws, _chat, _messages, _models, _gemini):
+for _module in (_responses, _responses_ws, _chat, _messages, _models, _gemini, _code_assist):
     router.include_router(_module.router)
 
 #: The model-call routes (every ``POST``), which ``ModelRoutes`` serves past FastAPI's routing.
 MODEL_CALL_ROUTES = [
     route
-    for _module in (_responses, _chat, _messages, _gemini)
+    for _module in (_responses, _chat, _messages, _gemini, _code_assist)
     for route in _module.router.routes
     if isinstance(route, APIRoute) and route.methods == {"POST"}
 ]
