@@ -17,6 +17,16 @@ from hypothesis import strategies as st
 GEMINI_MODEL = "gemini-3-flash"
 GEMINI_BODY: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
 
+
+def code_assist_body(model: str) -> dict[str, Any]:
+    """A Code Assist generate body (CLIENT-6): the Gemini request inside Code Assist's wrapper."""
+    return {"model": model, "project": "p", "user_prompt_id": "u", "request": dict(GEMINI_BODY)}
+
+
+def code_assist_count(model: str) -> dict[str, Any]:
+    return {"request": {"model": f"models/{model}", **GEMINI_BODY}}
+
+
 #: (method, path, body, shape) of every model route a key opens; shape: "openai", "anthropic", "google"
 MODEL_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("POST", "/v1/responses", {"model": "gpt-5-codex", "input": "hi"}, "openai"),
@@ -51,6 +61,10 @@ MODEL_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("POST", f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent", GEMINI_BODY, "google"),
     ("POST", f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent?alt=sse", GEMINI_BODY, "google"),
     ("POST", f"/v1beta/models/{GEMINI_MODEL}:countTokens", GEMINI_BODY, "google"),
+    ("POST", "/v1internal:generateContent", code_assist_body(GEMINI_MODEL), "google"),
+    ("POST", "/v1internal:streamGenerateContent?alt=sse", code_assist_body(GEMINI_MODEL), "google"),
+    ("POST", "/v1internal:countTokens", code_assist_count(GEMINI_MODEL), "google"),
+    ("POST", "/v1internal:loadCodeAssist", {"metadata": {"pluginType": "GEMINI"}}, "google"),
     ("GET", "/v1/models", None, "openai"),
     ("GET", "/v1beta/models", None, "google"),
 ]
@@ -143,6 +157,9 @@ def _post_routes(model: str) -> list[tuple[str, dict[str, Any], str]]:
         (f"/v1beta/models/{model}:generateContent", GEMINI_BODY, "google"),
         (f"/v1beta/models/{model}:streamGenerateContent?alt=sse", GEMINI_BODY, "google"),
         (f"/v1beta/models/{model}:countTokens", GEMINI_BODY, "google"),
+        ("/v1internal:generateContent", code_assist_body(model), "google"),
+        ("/v1internal:streamGenerateContent?alt=sse", code_assist_body(model), "google"),
+        ("/v1internal:countTokens", code_assist_count(model), "google"),
     ]
 
 
