@@ -294,3 +294,28 @@ def test_client_6_bad_input_4xx_in_google_shape_never_an_account_failure(
         ok = client.post("/v1internal:generateContent", json=_generate_body("gpt-5-codex"))
     assert ok.status_code == 200, ok.text  # the account is as healthy as before
     assert len(pool.sim.requests(endpoint="codex.responses")) == 1
+
+
+def test_client_6_quota_reads_per_model_on_antigravity(make_pool: Callable[..., Pool]) -> None:
+    """Antigravity's quota is per model: each model's bucket is its own window, and the CLI's name
+    for a model (an alias, ALIAS-1) shows its target's."""
+    pool = _pool_of(make_pool, "antigravity")
+    sim_id = pool.sim_accounts[0].id
+    pool.sim.set_quota(sim_id, "gemini-3-pro-high", used_percent=100, reset_in_s=3600)
+    pool.sim.set_quota(sim_id, "gemini-3-flash", used_percent=40, reset_in_s=600)
+    with pool.client() as client:
+        served = client.post("/v1internal:generateContent", json=_generate_body("gemini-3-flash"))
+        assert served.status_code == 200, served.text  # traffic: the per-model quota is read
+        deadline = time.monotonic() + 10
+        while True:
+            buckets = {
+                bucket["modelId"]: bucket
+                for bucket in client.post("/v1internal:retrieveUserQuota", json={}).json()["buckets"]
+            }
+            if "remainingFraction" in buckets["gemini-3-pro-high"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    assert buckets["gemini-3-pro-high"]["remainingFraction"] == 0
+    assert buckets["gemini-3-flash"]["remainingFraction"] == pytest.approx(0.6, abs=1e-3)
+    assert buckets["gemini-3.8-flash"]["remainingFraction"] == buckets["gemini-3-flash"]["remainingFraction"]
+    assert buckets["gemini-3-flash"]["resetTime"] != buckets["gemini-3-pro-high"]["resetTime"]

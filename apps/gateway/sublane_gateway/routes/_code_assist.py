@@ -33,6 +33,7 @@ from sublane_gateway.pipeline import (
     StreamReply,
     client_runtime,
     error_reply,
+    group_models,
     json_reply,
     listed_models,
     serve_call,
@@ -173,16 +174,21 @@ async def code_assist_operation(request: Request, name: str) -> Response:
 
 
 async def _rooms(request: Request, principal: Principal) -> dict[str, ModelRoom]:
-    """Each model of the key's group with what is left of it in the pool (POOL-1): the fullest of
-    its providers' answers; by provider, the window named after the model (Antigravity's quota is
-    per model) or else the most used of the provider's other windows."""
-    models = await listed_models(client_runtime(request), principal)
+    """Each model of the key's group (aliases included) with what is left of it in the pool
+    (POOL-1): the fullest of its providers' answers; by provider, the window named after the model
+    (an alias: its target; Antigravity's quota is per model) or else the most used of the
+    provider's other windows."""
+    runtime = client_runtime(request)
+    models = await listed_models(runtime, principal)
+    own = await group_models(runtime, principal)  # a name the accounts list wins over an alias
+    aliases = await runtime.aliases.of_group(principal.group_id)
     pool = await group_pool(request, principal.user_id, principal.group_id)
     by_provider = {str(item["provider"]): item for item in pool}
     rooms = {}
     for model, owner in models.items():
+        target = model if model in own else aliases.get(model, model)
         items = [by_provider[owner]] if owner in by_provider else list(by_provider.values())
-        found = [_room(item, model, models) for item in items]
+        found = [_room(item, target, models) for item in items]
         known = [room for room in found if room.remaining_fraction is not None]
         rooms[model] = (
             max(known, key=lambda room: room.remaining_fraction or 0.0) if known else ModelRoom(None, None)
