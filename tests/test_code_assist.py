@@ -46,9 +46,9 @@ def gemini_google_run(url: str, key: str, home: Path, *args: str) -> subprocess.
     )
 
 
-def _pool_of(make_pool: Callable[..., Pool], provider: str) -> Pool:
+def _pool_of(make_pool: Callable[..., Pool], provider: str, accounts: int = 1) -> Pool:
     options = {"models": GEMINI_MODELS} if provider == "antigravity" else {}
-    return make_pool(provider=provider, account_options=options)
+    return make_pool(provider=provider, accounts=accounts, account_options=options)
 
 
 @pytest.mark.e2e
@@ -57,12 +57,13 @@ def test_client_6_gemini_cli_google_signin_mode_through_each_provider(
     make_pool: Callable[..., Pool], tmp_path: Path, provider: str
 ) -> None:
     """A prompt whose first answer is a tool call: the CLI runs the tool, sends its result back and
-    prints the final answer — every turn through ``/v1internal``, on the one account of the pool."""
+    prints the final answer — every turn through ``/v1internal``, and on one account of the two:
+    the CLI's ``session_id`` binds its session (AFF-1)."""
     _client("gemini")
-    pool = _pool_of(make_pool, provider)
-    account = pool.sim_accounts[0]
-    pool.sim.script(account.id, Behaviour.ok(tool_call=True, text="Looking.", deltas=2))
-    pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    pool = _pool_of(make_pool, provider, accounts=2)
+    for account in pool.sim_accounts:
+        pool.sim.script(account.id, Behaviour.ok(tool_call=True, text="Looking.", deltas=2))
+        pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
     run = gemini_google_run(
         pool.gateway.url, pool.key, tmp_path, "-p", "say hi", "-m", PROVIDER_MODELS[provider]
     )
@@ -72,7 +73,8 @@ def test_client_6_gemini_cli_google_signin_mode_through_each_provider(
     assert len(served) >= 2, [(r.protocol, r.outcome, r.error_code) for r in pool.finished]
     assert {record.protocol for record in served} == {"code_assist"}
     assert {record.provider for record in served} == {provider}
-    assert {record.account_id for record in served} == {pool.account_ids[0]}
+    (account_id,) = {record.account_id for record in served}
+    account = pool.sim_account_of(account_id)
     bodies = [str(request.body) for request in pool.sim.requests(account_id=account.id)]
     assert any(marker in body for body in bodies for marker in TOOL_RESULT_MARKERS[provider]), bodies[-1][
         :2000
@@ -319,3 +321,37 @@ def test_client_6_quota_reads_per_model_on_antigravity(make_pool: Callable[..., 
     assert buckets["gemini-3-flash"]["remainingFraction"] == pytest.approx(0.6, abs=1e-3)
     assert buckets["gemini-3.8-flash"]["remainingFraction"] == buckets["gemini-3-flash"]["remainingFraction"]
     assert buckets["gemini-3-flash"]["resetTime"] != buckets["gemini-3-pro-high"]["resetTime"]
+
+
+def test_client_6_antigravity_client_wrapper_and_its_session_keep_one_account(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """The Antigravity clients' wrapper (``requestId``, ``requestType``, ``userAgent``,
+    ``request.sessionId``; PROTOCOLS §3.3) is accepted; its ``sessionId`` binds the conversation to
+    one account (AFF-1), while calls without one rotate (AFF-2)."""
+    pool = make_pool(provider="claude", accounts=2)
+    for account in pool.sim_accounts:
+        pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=2))
+
+    def body(session: str | None) -> dict[str, Any]:
+        request: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        if session is not None:
+            request["sessionId"] = session
+        return {
+            "project": "sublane-key-1",
+            "model": "claude-sonnet-4-5",
+            "userAgent": "antigravity",
+            "requestType": "agent",
+            "requestId": "agent-1",
+            "request": request,
+        }
+
+    with pool.client() as client:
+        for session in ("-4242", "-4242", "-4242", None, None):
+            answer = client.post("/v1internal:streamGenerateContent?alt=sse", json=body(session))
+            assert answer.status_code == 200, answer.text
+            assert all(set(payload) == {"response"} for payload in _sse_payloads(answer.text))
+    served = [record.account_id for record in pool.finished if record.outcome == "success"]
+    assert len(served) == 5
+    assert len(set(served[:3])) == 1, served  # one session, one account
+    assert set(served[3:]) == set(pool.account_ids), served  # sessionless calls rotate over both
