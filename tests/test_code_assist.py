@@ -19,7 +19,9 @@ from typing import Any
 import httpx
 import pytest
 from gateway_pool import Pool
-from test_bad_input import GEMINI_BODY, MALFORMED
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_bad_input import GEMINI_BODY, JSON_VALUES, MALFORMED
 from test_real_clients import ANSWER, GEMINI_MODELS, _client, _run_cli
 from test_real_clients_cross import TOOL_RESULT_MARKERS
 
@@ -355,3 +357,61 @@ def test_client_6_antigravity_client_wrapper_and_its_session_keep_one_account(
     assert len(served) == 5
     assert len(set(served[:3])) == 1, served  # one session, one account
     assert set(served[3:]) == set(pool.account_ids), served  # sessionless calls rotate over both
+
+
+@pytest.mark.parametrize("method", ["generateContent", "streamGenerateContent?alt=sse"])
+def test_client_6_upstream_refusal_in_google_shape(make_pool: Callable[..., Pool], method: str) -> None:
+    """An upstream's refusal before any output reaches the client in Google's RPC envelope, with the
+    status the Gemini CLI retries on (429), not wrapped in ``response``."""
+    pool = make_pool()
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded"))
+    with pool.client() as client:
+        answer = client.post(f"/v1internal:{method}", json=_generate_body("gpt-5-codex"))
+    error = _google_error(answer, 429, "RESOURCE_EXHAUSTED")
+    assert error["details"][0]["reason"] == "upstream_rate_limited"
+    assert "response" not in answer.json()
+
+
+_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": st.sampled_from(["gpt-5-codex", "models/gpt-5-codex", ""]) | JSON_VALUES,
+        "project": JSON_VALUES,
+        "request": st.fixed_dictionaries(
+            {},
+            optional={
+                "contents": st.just(GEMINI_BODY["contents"]) | JSON_VALUES,
+                "model": st.just("models/gpt-5-codex") | JSON_VALUES,
+                "session_id": JSON_VALUES,
+                "sessionId": JSON_VALUES,
+                "generationConfig": JSON_VALUES,
+            },
+        )
+        | JSON_VALUES,
+    },
+)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    method=st.sampled_from(
+        [
+            "generateContent",
+            "streamGenerateContent?alt=sse",
+            "countTokens",
+            "loadCodeAssist",
+            "retrieveUserQuota",
+        ]
+    ),
+    body=_BODIES,
+)
+def test_client_6_no_body_is_ever_a_5xx(code_assist_pool: Pool, method: str, body: dict[str, Any]) -> None:
+    answer = code_assist_pool.client().post(f"/v1internal:{method}", json=body)
+    assert answer.status_code < 500, (method, body, answer.text)
+    if answer.status_code >= 400:
+        assert answer.json()["error"]["status"], answer.text  # Google's envelope
+
+
+@pytest.fixture
+def code_assist_pool(make_pool: Callable[..., Pool]) -> Pool:
+    return make_pool()
