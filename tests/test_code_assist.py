@@ -415,3 +415,37 @@ def test_client_6_no_body_is_ever_a_5xx(code_assist_pool: Pool, method: str, bod
 @pytest.fixture
 def code_assist_pool(make_pool: Callable[..., Pool]) -> Pool:
     return make_pool()
+
+
+def test_client_6_a_client_leaving_mid_stream_ends_the_call(make_pool: Callable[..., Pool]) -> None:
+    """Closing the enveloped stream closes the relay under it: the slot is given back and the call
+    is recorded, as on the Gemini route (ADM-8)."""
+    pool = make_pool()
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.stall(1, stall_ms=5000))
+    with (
+        pool.client() as client,
+        client.stream(
+            "POST", "/v1internal:streamGenerateContent?alt=sse", json=_generate_body("gpt-5-codex")
+        ) as answer,
+    ):
+        assert answer.status_code == 200
+        first = next(answer.iter_lines())
+        assert first.startswith("data: ") and set(json.loads(first[6:])) == {"response"}
+    deadline = time.monotonic() + 4
+    while (pool.runtime.leases.total_in_flight() or not pool.finished) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pool.runtime.leases.total_in_flight() == 0
+    assert pool.finished and pool.finished[-1].protocol == "code_assist"
+
+
+def test_client_6_a_stream_cut_upstream_ends_with_google_error_event(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.cut(2))
+    with pool.client() as client:
+        answer = client.post("/v1internal:streamGenerateContent?alt=sse", json=_generate_body("gpt-5-codex"))
+    assert answer.status_code == 200, answer.text
+    payloads = _sse_payloads(answer.text)
+    assert payloads[0].keys() == {"response"}
+    assert payloads[-1].keys() == {"error"} and payloads[-1]["error"]["status"], payloads[-1]
+    assert pool.finished[-1].outcome != "success"
+    assert pool.runtime.leases.total_in_flight() == 0
