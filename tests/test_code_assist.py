@@ -421,7 +421,7 @@ def test_client_6_a_client_leaving_mid_stream_ends_the_call(make_pool: Callable[
     """Closing the enveloped stream closes the relay under it: the slot is given back and the call
     is recorded, as on the Gemini route (ADM-8)."""
     pool = make_pool()
-    pool.sim.script(pool.sim_accounts[0].id, Behaviour.stall(1, stall_ms=5000))
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.stall(1, stall_ms=2500))
     with (
         pool.client() as client,
         client.stream(
