@@ -319,6 +319,7 @@ class RequestRecord(SQLModel, table=True):
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
     served_model: str | None = Field(default=None, max_length=128)  # the alias's model (ALIAS-1)
+    cache_miss_reason: str | None = Field(default=None, max_length=16)  # COST-4
 
 
 # -- operations -----------------------------------------------------------------------------------
@@ -429,6 +430,24 @@ class UsageDay(SQLModel, table=True):
     output_tokens: int | None = Field(default=None, sa_column=_tokens_column())
     cached_tokens: int | None = Field(default=None, sa_column=_tokens_column())
     unknown_usage_requests: int = 0
+    # COST-4: input and cached tokens of the attempts that reported cache figures (the hit rate's
+    # denominator and numerator); ``NULL`` while none has.
+    hit_input_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    hit_cached_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+
+
+class UsageCacheAccount(SQLModel, table=True):
+    """One UTC day of one member's calls served by one account that reported cache figures (COST-4):
+    the token-weighted hit rate per account. No foreign key: an account's rows outlive it, like records."""
+
+    __tablename__ = "usage_cache_accounts"
+
+    day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
+    user_id: int = Field(primary_key=True)
+    account_id: int = Field(primary_key=True)
+    requests: int = 0
+    hit_input_tokens: int = Field(default=0, sa_type=sa.BigInteger)
+    hit_cached_tokens: int = Field(default=0, sa_type=sa.BigInteger)
 
 
 class UsageHour(SQLModel, table=True):

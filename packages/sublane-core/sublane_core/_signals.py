@@ -274,6 +274,9 @@ class RequestFinished:
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = None
     served_model: str | None = None  # the model an alias in ``model`` was served as (ALIAS-1)
+    #: Why a later turn of a conversation mostly missed the upstream's prompt cache (COST-4):
+    #: ``first_turn``, ``account_changed``, ``prefix_changed``, ``expired`` or ``unknown``.
+    cache_miss_reason: str | None = None
 
 
 # -- signals ---------------------------------------------------------------------------------------

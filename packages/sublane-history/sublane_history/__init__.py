@@ -18,7 +18,14 @@ from sublane_history._budgets import (
     period_bounds,
     rule_of,
 )
-from sublane_history._cache_rate import NO_RATE, cache_hit_rate
+from sublane_history._cache_rate import (
+    MISS_BELOW,
+    MISS_REASONS,
+    NO_RATE,
+    cache_hit_rate,
+    hit_rate,
+    weighted_hit_rate,
+)
 from sublane_history._filters import HistoryFilter, InvalidFilter
 from sublane_history._queries import (
     CHOICES_LIMIT,
@@ -102,4 +109,9 @@ __all__ = [
     "DELETED_ACCOUNT",
     "cache_hit_rate",
     "NO_RATE",
+    # the prompt cache (COST-4)
+    "hit_rate",
+    "weighted_hit_rate",
+    "MISS_REASONS",
+    "MISS_BELOW",
 ]

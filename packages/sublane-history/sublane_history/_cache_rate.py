@@ -34,3 +34,34 @@ def cache_hit_rate(input_tokens: int | None, cached_tokens: int | None) -> str:
     percent = min(max(percent, _LOWEST), _HIGHEST)
     text = f"{percent:f}"
     return (text[:-2] if text.endswith(".0") else text) + "%"
+
+
+MISS_REASONS: Final = ("first_turn", "account_changed", "prefix_changed", "expired", "unknown")
+"""Why a later turn of a conversation mostly missed the upstream's prompt cache (COST-4)."""
+
+MISS_BELOW: Final = 0.5
+"""A turn whose hit rate is under this has a miss reason (COST-4)."""
+
+
+def hit_rate(input_tokens: int | None, cached_tokens: int | None) -> float | None:
+    """COST-4's ``cache.hit_rate``: cached input ÷ input (input as the upstream counts it, cached
+    included), or ``None`` when the upstream reported no cache figures — never 0 for "no data".
+
+    Counts that contradict each other (cached > input, negative) or an empty input give ``None``
+    too, like HIST-10's em dash.
+
+    >>> hit_rate(1000, 875), hit_rate(1000, 0), hit_rate(1000, None), hit_rate(0, 0)
+    (0.875, 0.0, None, None)
+    """
+    if input_tokens is None or cached_tokens is None:
+        return None
+    if input_tokens <= 0 or cached_tokens < 0 or cached_tokens > input_tokens:
+        return None
+    return cached_tokens / input_tokens
+
+
+def weighted_hit_rate(input_tokens: int | None, cached_tokens: int | None) -> float | None:
+    """Σcached ÷ Σinput over the attempts with cache figures, rounded to 4 decimals; ``None`` when
+    none had any (a summary's hit rate, COST-4)."""
+    rate = hit_rate(input_tokens, cached_tokens)
+    return None if rate is None else round(rate, 4)

@@ -11,6 +11,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from sublane_core import signals, storable_text
+from sublane_history._cache_rate import MISS_REASONS
 from sublane_history._statements import DriverStatement
 from sublane_history._tables import RECORDS
 
@@ -105,7 +106,7 @@ def _attempts(value: object) -> list[dict[str, Any]]:
 RECORD_COLUMNS: Final = (
     "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
-    "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model",
+    "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model", "cache_miss_reason",
 )  # fmt: skip
 INSERT_RECORDS: Final = DriverStatement(
     sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
@@ -139,6 +140,7 @@ def record_values(payload: RequestFinished) -> tuple[Any, ...]:
         _count(payload.cached_tokens),
         _routing_text(routing_explanation(payload.routing)),
         _text(payload.served_model, 128),
+        payload.cache_miss_reason if payload.cache_miss_reason in MISS_REASONS else None,
     )
 
 

@@ -23,8 +23,9 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from sublane_core import NO_GROUP, NO_PROVIDER, signals, storable_text
+from sublane_history._cache_rate import hit_rate
 from sublane_history._statements import DriverStatement
-from sublane_history._tables import USAGE_DAYS, USAGE_HOURS
+from sublane_history._tables import USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_HOURS
 
 DAY_S: Final = 86_400
 KEPT_DAYS: Final = 90
@@ -32,6 +33,8 @@ MAX_MODEL_LABELS: Final = 64
 OTHER_MODEL: Final = "other"
 OUTCOME_COLUMNS: Final = ("success", "incomplete", "error", "canceled", "rejected")
 TOKEN_COLUMNS: Final = ("input_tokens", "output_tokens", "cached_tokens")
+#: COST-4: input and cached tokens of the attempts that reported cache figures.
+HIT_COLUMNS: Final = ("hit_input_tokens", "hit_cached_tokens")
 
 
 def utc_day(moment: float) -> int:
@@ -71,6 +74,17 @@ class _Day:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     unknown_usage_requests: int = 0
+    hit_input_tokens: int | None = None
+    hit_cached_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class _CacheAccount:
+    """What one batch adds to one member's day on one account (COST-4)."""
+
+    requests: int = 0
+    hit_input_tokens: int = 0
+    hit_cached_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -89,6 +103,11 @@ class AttemptUsage:
     output_tokens: int | None
     cached_tokens: int | None
     unknown: bool
+
+    @property
+    def has_cache_figures(self) -> bool:
+        """Whether the attempt reported what COST-4's hit rate needs (:func:`hit_rate` is a number)."""
+        return hit_rate(self.input_tokens, self.cached_tokens) is not None
 
     @classmethod
     def of(cls, payload: signals.RequestFinished) -> AttemptUsage:
@@ -149,9 +168,12 @@ def _upsert_sql(table: sa.Table, names: tuple[str, ...]) -> DriverStatement:
 
 
 _DAY_KEY: Final = ("day", "user_id", "group_id", "provider", "model")
-_DAY_COUNTS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests")
+_DAY_COUNTS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests", *HIT_COLUMNS)
 _UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS, (*_DAY_KEY, *_DAY_COUNTS))
 _UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS, ("day", "hour", "user_id", "requests", "tokens"))
+_UPSERT_CACHE_ACCOUNTS: Final = _upsert_sql(
+    USAGE_CACHE_ACCOUNTS, ("day", "user_id", "account_id", "requests", *HIT_COLUMNS)
+)
 
 
 class UsageWriter:
@@ -175,6 +197,7 @@ class UsageWriter:
         """Add ``payloads`` to the buckets in the caller's transaction; expire old days once a day."""
         days: dict[tuple[int, int, int, str, str], _Day] = {}
         hours: dict[tuple[int, int, int], _Hour] = {}
+        accounts: dict[tuple[int, int, int], _CacheAccount] = {}
         for payload in payloads:
             usage = AttemptUsage.of(payload)
             started = float(payload.started_at)
@@ -196,6 +219,17 @@ class UsageWriter:
             bucket.output_tokens = add_known(bucket.output_tokens, usage.output_tokens)
             bucket.cached_tokens = add_known(bucket.cached_tokens, usage.cached_tokens)
             bucket.unknown_usage_requests += usage.unknown
+            if payload.account_id is not None and usage.has_cache_figures:
+                cached, fed = usage.cached_tokens or 0, usage.input_tokens or 0
+                bucket.hit_input_tokens = add_known(bucket.hit_input_tokens, fed)
+                bucket.hit_cached_tokens = add_known(bucket.hit_cached_tokens, cached)
+                account_key = (day, user_id, payload.account_id)
+                served = accounts.get(account_key)
+                if served is None:
+                    served = accounts[account_key] = _CacheAccount()
+                served.requests += 1
+                served.hit_input_tokens += fed
+                served.hit_cached_tokens += cached
             hour_key = (day, min(23, math.floor((started - day) / 3600)), user_id)
             hour = hours.get(hour_key)
             if hour is None:
@@ -206,6 +240,12 @@ class UsageWriter:
             _UPSERT_DAYS.execute(connection, [_day_row(key, bucket) for key, bucket in days.items()])
             hour_rows = [(*key, cell.requests, cell.tokens) for key, cell in hours.items()]
             _UPSERT_HOURS.execute(connection, hour_rows)
+        if accounts:
+            account_rows = [
+                (*key, cell.requests, cell.hit_input_tokens, cell.hit_cached_tokens)
+                for key, cell in accounts.items()
+            ]
+            _UPSERT_CACHE_ACCOUNTS.execute(connection, account_rows)
         self._expire(connection, now)
 
     def _label(self, connection: sa.Connection, user_id: int, day: int, model: str) -> str:
@@ -235,6 +275,7 @@ class UsageWriter:
         cutoff = usage_cutoff(now)
         connection.execute(sa.delete(USAGE_DAYS).where(USAGE_DAYS.c.day < cutoff))
         connection.execute(sa.delete(USAGE_HOURS).where(USAGE_HOURS.c.day < cutoff))
+        connection.execute(sa.delete(USAGE_CACHE_ACCOUNTS).where(USAGE_CACHE_ACCOUNTS.c.day < cutoff))
         self._cleaned_day = today
         for key in [key for key in self._labels if key[1] < today - DAY_S]:
             del self._labels[key]

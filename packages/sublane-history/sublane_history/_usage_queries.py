@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sublane_core import NO_GROUP, NO_PROVIDER, Clock
-from sublane_history._tables import GROUPS, USAGE_DAYS, USAGE_HOURS, USERS
-from sublane_history._usage import DAY_S, OUTCOME_COLUMNS, TOKEN_COLUMNS, utc_day
+from sublane_history._cache_rate import weighted_hit_rate
+from sublane_history._tables import ACCOUNTS, GROUPS, USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_HOURS, USERS
+from sublane_history._usage import DAY_S, HIT_COLUMNS, OUTCOME_COLUMNS, TOKEN_COLUMNS, utc_day
 
 RANGES: Final = (1, 7, 30, 90)
 """The ``days`` a summary may cover."""
@@ -24,27 +25,35 @@ RANGES: Final = (1, 7, 30, 90)
 COUNTERS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests")
 """The fields of every totals and breakdown row, in answer order."""
 
-_SUMS = [sa.func.sum(USAGE_DAYS.c[name]).label(name) for name in COUNTERS]
+_SUMS = [sa.func.sum(USAGE_DAYS.c[name]).label(name) for name in (*COUNTERS, *HIT_COLUMNS)]
 
 
-def _counters(row: Any) -> dict[str, int | None]:
-    """A row's sums: counts as integers (0 when empty), token sums ``None`` when none was known."""
-    values: dict[str, int | None] = {}
+def _counters(row: Any) -> dict[str, int | float | None]:
+    """A row's sums: counts as integers (0 when empty), token sums ``None`` when none was known;
+    and COST-4's token-weighted ``hit_rate`` (``None`` when no attempt reported cache figures)."""
+    values: dict[str, int | float | None] = {}
     for name in COUNTERS:
         value = row[name] if row is not None else None
         if name in TOKEN_COLUMNS:
             values[name] = None if value is None else int(value)
         else:
             values[name] = int(value or 0)
+    values["hit_rate"] = _hit_rate(row)
     return values
 
 
-def _empty() -> dict[str, int | None]:
-    return {name: (None if name in TOKEN_COLUMNS else 0) for name in COUNTERS}
+def _hit_rate(row: Any) -> float | None:
+    if row is None or row["hit_input_tokens"] is None or row["hit_cached_tokens"] is None:
+        return None
+    return weighted_hit_rate(int(row["hit_input_tokens"]), int(row["hit_cached_tokens"]))
+
+
+def _empty() -> dict[str, int | float | None]:
+    return {**{name: (None if name in TOKEN_COLUMNS else 0) for name in COUNTERS}, "hit_rate": None}
 
 
 def _by_tokens(row: dict[str, Any]) -> tuple[int, int]:
-    tokens = (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
+    tokens = int(row["input_tokens"] or 0) + int(row["output_tokens"] or 0)
     return (-tokens, -int(row["requests"]))
 
 
@@ -101,6 +110,7 @@ class UsageReader:
             }
             if not personal:
                 answer["by_member"] = sorted(self._by_member(connection, scope), key=_by_tokens)
+                answer["by_account"] = self._by_account(connection, start, until, member)
             heatmap, heatmap_tokens = self._heatmap(connection, hour_scope)
         answer["heatmap"] = heatmap
         answer["heatmap_tokens"] = heatmap_tokens
@@ -159,6 +169,40 @@ class UsageReader:
             {"user_id": row["user_id"], "username": names.get(row["user_id"]), **_counters(row)}
             for row in rows
         ]
+
+    @staticmethod
+    def _by_account(
+        connection: sa.Connection, start: int, until: int, member: int | None
+    ) -> list[dict[str, Any]]:
+        """COST-4: the token-weighted hit rate per account, over the attempts with cache figures."""
+        table = USAGE_CACHE_ACCOUNTS
+        scope = [table.c.day >= start, table.c.day < until]
+        if member is not None:
+            scope.append(table.c.user_id == member)
+        query = (
+            sa.select(
+                table.c.account_id,
+                ACCOUNTS.c.name,
+                sa.func.sum(table.c.requests).label("requests"),
+                sa.func.sum(table.c.hit_input_tokens).label("hit_input_tokens"),
+                sa.func.sum(table.c.hit_cached_tokens).label("hit_cached_tokens"),
+            )
+            .select_from(table.outerjoin(ACCOUNTS, ACCOUNTS.c.id == table.c.account_id))
+            .where(*scope)
+            .group_by(table.c.account_id, ACCOUNTS.c.name)
+        )
+        rows = [
+            {
+                "account_id": row["account_id"],
+                "account_name": row["name"],
+                "requests": int(row["requests"] or 0),
+                "input_tokens": int(row["hit_input_tokens"] or 0),
+                "cached_tokens": int(row["hit_cached_tokens"] or 0),
+                "hit_rate": _hit_rate(row),
+            }
+            for row in connection.execute(query).mappings()
+        ]
+        return sorted(rows, key=lambda row: (-row["input_tokens"], row["account_id"]))
 
     @staticmethod
     def _heatmap(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sublane_history._cache_rate import cache_hit_rate
+from sublane_history._cache_rate import cache_hit_rate, hit_rate
 from sublane_history._queries import Choice, FilterChoices, RecordRow
 
 DELETED_ACCOUNT: Final = "deleted"  # HIST-9: how an account deleted since is named
@@ -85,6 +85,10 @@ def record_view(row: RecordRow, *, personal: bool) -> dict[str, Any]:
         "output_tokens": row.output_tokens,
         "cached_tokens": row.cached_tokens,
         "cache_hit_rate": cache_hit_rate(row.input_tokens, row.cached_tokens),
+        "cache": {  # COST-4
+            "hit_rate": hit_rate(row.input_tokens, row.cached_tokens),
+            "miss_reason": row.cache_miss_reason,
+        },
         "routing": personal_routing(row.routing) if personal else row.routing,
         "served_model": row.served_model or row.model,  # an alias's model (ALIAS-1)
     }

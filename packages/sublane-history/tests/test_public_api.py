@@ -15,6 +15,7 @@ EXPECTED = [
     "PAGE_SIZE", "CHOICES_LIMIT",
     "record_view", "choices_view", "personal_routing", "compact_request_id", "DELETED_ACCOUNT",
     "cache_hit_rate", "NO_RATE",
+    "hit_rate", "weighted_hit_rate", "MISS_REASONS", "MISS_BELOW",
 ]  # fmt: skip
 
 
