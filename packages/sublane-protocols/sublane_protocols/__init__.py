@@ -25,6 +25,7 @@ from sublane_protocols._hub import (
     upstream_side,
 )
 from sublane_protocols._intent import CallIntent, read_intent, require_model
+from sublane_protocols._prefix import PrefixDigest, prefix_digest
 from sublane_protocols._translators import (
     StreamTranslator,
     TranslationRefused,
@@ -46,6 +47,9 @@ __all__ = [
     "read_intent",
     "require_model",
     "body_field_problem",
+    # the prompt prefix (COST-4)
+    "PrefixDigest",
+    "prefix_digest",
     # errors
     "ErrorAnswer",
     "error_headers",

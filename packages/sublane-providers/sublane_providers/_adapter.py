@@ -99,6 +99,10 @@ class ProviderAdapter(ABC):
     json_from_stream: ClassVar[bool] = False
     #: What accounts of this provider are known to serve, used while discovery fails.
     fallback_models: ClassVar[frozenset[str]] = frozenset()
+    #: How long the upstream keeps a prompt-cache prefix unused, in seconds (COST-4: a later turn
+    #: that missed after a longer pause is ``expired``). Each provider declares its own; see
+    #: :meth:`cache_lifetime_s` for one a request can choose.
+    cache_lifetime: ClassVar[float] = 300.0
 
     # -- credentials ----------------------------------------------------------------------------------
 
@@ -144,6 +148,11 @@ class ProviderAdapter(ABC):
     @abstractmethod
     def quota_from_headers(self, headers: Mapping[str, str], now: float) -> Quota:
         """``(plan, windows)`` reported on an inference response's headers (empty when none)."""
+
+    def cache_lifetime_s(self, body: Mapping[str, Any]) -> float:
+        """The prompt-cache lifetime a request in the adapter's protocol asks for (COST-4):
+        :attr:`cache_lifetime` unless the provider lets a request choose another."""
+        return self.cache_lifetime
 
     # -- metadata -------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ._accounts import Account
+from ._cache import CACHE_LIFETIME_S
 from ._claude_events import build_claude_plan, claude_sse_encode
 from ._claude_limits import unified_headers, usage_payload
 from ._content import estimate_tokens
@@ -126,6 +127,21 @@ def serves(models: tuple[str, ...], model: str) -> bool:
     return any(other.startswith(f"{base}-20") for other in models)
 
 
+def _cache_lifetime(body: dict[str, Any]) -> float:
+    """An hour when a breakpoint asks ``"ttl": "1h"`` (Anthropic's extended cache), else 5 minutes."""
+    blocks: list[Any] = []
+    for part in (body.get("system"), body.get("tools")):
+        blocks += part if isinstance(part, list) else []
+    for message in body["messages"]:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks += content if isinstance(content, list) else []
+    for block in blocks:
+        control = block.get("cache_control") if isinstance(block, dict) else None
+        if isinstance(control, dict) and control.get("ttl") == "1h":
+            return 3600.0
+    return CACHE_LIFETIME_S
+
+
 def _cache_parts(body: dict[str, Any]) -> tuple[str, int]:
     """Affinity key and size of the cacheable prefix: the system prompt plus the first message."""
     prefix = json.dumps([body.get("system"), body["messages"][0]], sort_keys=True).encode()
@@ -179,7 +195,12 @@ async def messages(request: Request) -> Response:
     cache_key, prefix_tokens = _cache_parts(body)
     sim = sim_of(request)
     turn = sim.begin_turn(
-        record, account, body["model"], prompt_tokens=estimate_tokens(raw), cache_key=cache_key
+        record,
+        account,
+        body["model"],
+        prompt_tokens=estimate_tokens(raw),
+        cache_key=cache_key,
+        cache_lifetime_s=_cache_lifetime(body),
     )
     if turn.behaviour.kind == "error":
         return _error_response(request, turn)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._accounts import Account, AccountBook, AuthProblem, TokenKind
-from ._cache import PromptCache
+from ._cache import CACHE_LIFETIME_S, PromptCache
 from ._catalog import PROVIDERS, Provider
 from ._clock import SimClock
 from ._credentials import credential_file
@@ -499,6 +499,7 @@ class Simulator:
         prompt_tokens: int,
         cache_key: str | None,
         consume_script: bool = True,
+        cache_lifetime_s: float = CACHE_LIFETIME_S,
     ) -> Turn:
         """Pick what this model request does and start counting it.
 
@@ -532,7 +533,7 @@ class Simulator:
             elif behaviour.cached_tokens is not None:
                 cached = min(behaviour.cached_tokens, prompt)
             else:
-                cached = self._cache.lookup(account.id, cache_key, prompt)
+                cached = self._cache.lookup(account.id, cache_key, prompt, now, cache_lifetime_s)
             turn.usage = Usage(
                 prompt_tokens=prompt, cached_tokens=cached, output_tokens=0, reasoning_tokens=0
             )

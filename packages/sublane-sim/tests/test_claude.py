@@ -96,6 +96,27 @@ def test_cache_read_on_same_account_only(sim: Simulator, http: httpx.Client) -> 
     assert usage(second, **longer)["cache_read_input_tokens"] == 0
 
 
+def test_cost_4_a_cached_prefix_expires_after_its_lifetime(sim: Simulator, http: httpx.Client) -> None:
+    """Anthropic's prompt cache: 5 minutes unused by default, an hour when a breakpoint asks for it."""
+    account = sim.create_account("claude")
+    url = f"{sim.claude_base_url}/v1/messages"
+
+    def cached(**extra: Any) -> int:
+        events = parse_sse(http.post(url, json=body(**extra), headers=oauth(account)).text)
+        read: int = events[0].data["message"]["usage"]["cache_read_input_tokens"]
+        return read
+
+    assert cached() == 0
+    sim.clock.advance(299)
+    assert cached() > 0  # within the lifetime, which each use renews
+    sim.clock.advance(301)
+    assert cached() == 0  # expired
+    marked = [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    assert cached(system=marked) == 0
+    sim.clock.advance(3000)
+    assert cached(system=marked) > 0
+
+
 def test_oauth_requires_the_beta_flag(sim: Simulator, http: httpx.Client) -> None:
     account = sim.create_account("claude")
     url = f"{sim.claude_base_url}/v1/messages"

@@ -12,6 +12,7 @@ from sublane_providers import StreamState
 from sublane_scheduler import Grant
 
 if TYPE_CHECKING:
+    from sublane_gateway.pipeline._cache_turns import ConversationTurns, TurnNote
     from sublane_gateway.pipeline._tracing import Tracing
 
 
@@ -50,6 +51,11 @@ class ModelCall:
     trace_headers: dict[str, str] | None = None  # the client's traceparent/tracestate
     granted_at: float | None = None
     accepted_at: float | None = None
+    # COST-4, set when the call belongs to a conversation: the turn as it began, where the
+    # conversation's previous turn is kept, and the prompt-cache lifetime its upstream gave it
+    cache_note: TurnNote | None = None
+    cache_turns: ConversationTurns | None = None
+    cache_lifetime_s: float | None = None
 
     @classmethod
     def start(
@@ -120,8 +126,9 @@ class ModelCall:
         if self.finished:
             return False
         self.finished = True
+        reason = self._cache_miss_reason(outcome) if self.cache_note is not None else None
         if signals.request_finished.has_receivers:
-            self._report(outcome, error_code)
+            self._report(outcome, error_code, reason)
         self._report_upstream(outcome, error_code)
         if self.tracing is not None:
             usage = self.state.usage
@@ -165,7 +172,27 @@ class ModelCall:
                     sender=self.sender,
                 )
 
-    def _report(self, outcome: Outcome, error_code: str | None) -> None:
+    def note_turn(self, turns: ConversationTurns, note: TurnNote) -> None:
+        """The call is a turn of a conversation (COST-4): its miss reason is decided as it ends."""
+        self.cache_turns, self.cache_note = turns, note
+
+    def _cache_miss_reason(self, outcome: Outcome) -> str | None:
+        """COST-4: why this turn missed the cache; a served turn becomes the conversation's previous."""
+        turns, note, account_id = self.cache_turns, self.cache_note, self.account_id
+        if turns is None or note is None or account_id is None:
+            return None
+        usage = self.state.usage
+        return turns.finish(
+            note,
+            account_id=account_id,
+            at=self.started_wall,
+            lifetime_s=self.cache_lifetime_s,
+            outcome=outcome,
+            input_tokens=usage.input_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+        )
+
+    def _report(self, outcome: Outcome, error_code: str | None, cache_miss_reason: str | None) -> None:
         now = self.clock.monotonic()
         usage = self.state.usage
         routing = self.routing
@@ -198,6 +225,7 @@ class ModelCall:
                 cached_tokens=usage.cached_tokens if usage else None,
                 routing=routing,
                 served_model=self.model if self.requested_model is not None else None,
+                cache_miss_reason=cache_miss_reason,
             ),
             sender=self.sender,
         )

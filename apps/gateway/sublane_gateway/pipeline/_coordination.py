@@ -33,6 +33,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 
 from sublane_core import SubLaneError, signals
 from sublane_gateway.pipeline._background import BackgroundTasks
+from sublane_gateway.pipeline._cache_turns import PreviousTurn, turn_event
 from sublane_quota import QuotaObserver, QuotaReader, QuotaReadSkipped
 from sublane_scheduler import AffinityStore, Cooldown, CooldownBook, SharedSlots
 from sublane_scheduler.shared import RefreshLocks, SharedLimits
@@ -255,6 +256,11 @@ class Coordination:
         affinity.on_changed = lambda digest: self.publish("binding", digest=digest)
         if quota is not None:
             quota.on_saved = self.publish_quota
+
+    def publish_cache_turn(self, key: bytes, turn: PreviousTurn) -> None:
+        """COST-4: a conversation's turn served here; the others judge its next turn against it
+        (not urgent: batched with what else this loop turn raises)."""
+        self.publish("cache_turn", urgent=False, **turn_event(key, turn))
 
     # -- quota reads ---------------------------------------------------------------------------------
 

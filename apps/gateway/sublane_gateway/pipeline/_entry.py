@@ -189,6 +189,17 @@ async def _open(
         review = review_link(spec.headers, spec.body)  # an auto-review child keys its own thread
         key = review.child_key if review is not None else intent.conversation_key
         parent_key = review.parent_key if review is not None else None
+        if key is not None and spec.operation is None:  # an inference turn of a conversation (COST-4)
+            turns = runtime.cache_turns
+            note = turns.begin(
+                principal.group_id,
+                key,
+                call.model,
+                spec.protocol,
+                spec.body,
+                continuation=intent.continuation,
+            )
+            call.note_turn(turns, note)
         grant = await schedule(
             runtime,
             principal,
@@ -258,6 +269,8 @@ async def _attempt(
     if upstream.body is None:  # a token count this upstream cannot do: estimated, no call
         return _estimated_count(call, spec.protocol, upstream)
     body = upstream.body
+    if call.cache_note is not None:
+        call.cache_lifetime_s = adapter.cache_lifetime_s(body)
     wanted = upstream_operation(adapter, operation, translated=adapter.protocol != spec.protocol)
     bound = key is not None
 

@@ -24,6 +24,7 @@ from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, group_r
 from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._background import BackgroundTasks
+from sublane_gateway.pipeline._cache_turns import ConversationTurns, turn_of
 from sublane_gateway.pipeline._catalog import ModelCatalog
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
@@ -89,6 +90,8 @@ class ClientRuntime:
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
     coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
+    #: COST-4: each conversation's previous turn, to tell why a turn missed the prompt cache.
+    cache_turns: ConversationTurns = field(default_factory=ConversationTurns)
     _engine: Engine | None = None  # where a replica reads what another told it changed
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
@@ -108,6 +111,7 @@ class ClientRuntime:
             coordination.on_released = self.scheduler.offer
             coordination.on_event = self._remote_event
             coordination.on_resync = self._resync
+            self.cache_turns.on_stored = coordination.publish_cache_turn
             await coordination.start()
         self.connect_signals()
         if self.alerts is not None:
@@ -276,6 +280,8 @@ class ClientRuntime:
             )
         elif kind == "budget_rules" and self.budgets is not None and self._engine is not None:
             self._background(anyio.to_thread.run_sync, self.budgets.load, self._engine, int(event["user_id"]))
+        elif kind == "cache_turn":  # COST-4: a conversation's turn served on another replica
+            self.cache_turns.apply(*turn_of(event))
         elif kind == "binding":  # AFF: a conversation bound, moved or released on another replica
             self.scheduler.affinity.evict(str(event["digest"]))
         elif kind == "failure":  # MCOOL-2 counted over every replica

@@ -240,6 +240,12 @@ class SocketTurns:
             return
         call.take(grant)
         key = review.child_key if review is not None else intent.conversation_key
+        if key is not None and not prewarm:  # COST-4: a turn of a conversation
+            turns = runtime.cache_turns
+            note = turns.begin(
+                principal.group_id, key, model, WireProtocol.RESPONSES, body, continuation=intent.continuation
+            )
+            call.note_turn(turns, note)
         self._adopt_prewarm_binding(grant, prewarm)
         while True:
             try:
@@ -412,6 +418,8 @@ class SocketTurns:
 
     async def _run(self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool) -> None:
         adapter = self.runtime.adapters[grant.account.provider]
+        if call.cache_note is not None:
+            call.cache_lifetime_s = adapter.cache_lifetime_s(body)
         if adapter.protocol != WireProtocol.RESPONSES or not isinstance(adapter, OpensSessions):
             await self._run_translated(call, grant, body, prewarm)
             return

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
+from sublane_provider_antigravity._cache import CACHE_LIFETIME_S
 from sublane_provider_antigravity._client_names import GEMINI_CLI_NAMES
 from sublane_provider_antigravity._credentials import parse_credentials
 from sublane_provider_antigravity._failures import classify_failure, no_capacity
@@ -87,6 +88,7 @@ class AntigravityAdapter(
     operations = frozenset(_PATHS)
     refresh_fallback = False  # plain validity (GEM-3)
     fallback_models = KNOWN_MODELS
+    cache_lifetime = CACHE_LIFETIME_S  # COST-4 (_cache.py)
 
     def __init__(
         self,

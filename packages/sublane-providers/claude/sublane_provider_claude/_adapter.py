@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
+from sublane_provider_claude._cache import CACHE_LIFETIME_S, cache_lifetime_s
 from sublane_provider_claude._credentials import parse_credentials
 from sublane_provider_claude._failures import classify_failure
 from sublane_provider_claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
@@ -142,6 +143,11 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False
     fallback_models = frozenset(KNOWN_MODELS)
+    cache_lifetime = CACHE_LIFETIME_S  # COST-4 (_cache.py)
+
+    def cache_lifetime_s(self, body: Mapping[str, Any]) -> float:
+        """Five minutes, or an hour when a breakpoint asks ``"ttl": "1h"``."""
+        return cache_lifetime_s(body)
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
+from sublane_provider_codex._cache import CACHE_LIFETIME_S
 from sublane_provider_codex._credentials import parse_credentials
 from sublane_provider_codex._errors import error_code
 from sublane_provider_codex._failures import classify_failure
@@ -79,6 +80,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
     json_from_stream = True  # the backend only streams: JSON answers are collected from the stream
     quota_events = frozenset({"codex.rate_limits"})
     fallback_models = KNOWN_MODELS
+    cache_lifetime = CACHE_LIFETIME_S  # COST-4 (_cache.py)
 
     def __init__(self, *, base_url: str, auth_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.base_url = base_url.rstrip("/")

@@ -1,0 +1,88 @@
+"""The prompt prefix of a call, digested, to tell whether a turn extends the previous one (COST-4).
+
+An upstream's prompt cache holds a prefix of what it was sent: the instructions and tools (the
+*head*), then the conversation's items in order. A turn extends the previous turn of its
+conversation when its head and its first *N* items are those of the previous turn (*N* = the
+previous turn's item count). Only digests are kept: a BLAKE2b of the canonical bytes of the head
+and of the items up to a point — never the prompt.
+
+The items are digested one by one into one running hash (one pass over the body, each item
+serialised once by orjson in C): a copy of the hash after the previous turn's *N* items is the
+digest to compare, the hash after the last item the one the next turn compares with. Anthropic's
+``cache_control`` markers are left out of an item's bytes: Claude Code moves its breakpoints to the
+newest messages every turn, which does not change the prefix the upstream caches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+
+from sublane_core import WireProtocol, immutable, json_dumps
+
+_SEPARATOR: Final = b"\x1e"  # between items: no item's bytes can run into the next one's
+_CONTROL: Final = re.compile(rb'"cache_control":\{[^{}]*\},|,"cache_control":\{[^{}]*\}')
+_CONTROL_NAME: Final = b'"cache_control"'
+
+
+@immutable
+class PrefixDigest:
+    """A turn's prefix, digested.
+
+    ``extends``: the digest of the head and this turn's first ``previous_count`` items (``None``
+    when it has fewer); ``whole``: the digest of the head and all of this turn's ``count`` items.
+    """
+
+    count: int
+    whole: bytes
+    extends: bytes | None
+
+
+def _canonical(value: Any) -> bytes:
+    try:
+        data = orjson.dumps(value)
+    except TypeError:  # what orjson cannot write (an integer beyond 64 bits, …): the stdlib's bytes
+        data = json_dumps(value)
+    if data.find(_CONTROL_NAME) != -1:
+        data = _CONTROL.sub(b"", data)
+    return data
+
+
+def _parts(protocol: WireProtocol, body: Mapping[str, Any]) -> tuple[tuple[Any, ...], Sequence[Any]]:
+    """``(head, items)`` of a body of ``protocol``."""
+    if protocol is WireProtocol.MESSAGES:
+        return (body.get("system"), body.get("tools")), _items(body.get("messages"))
+    if protocol is WireProtocol.GEMINI:
+        request = body.get("generateContentRequest")
+        request = request if isinstance(request, dict) else body
+        return (request.get("systemInstruction"), request.get("tools")), _items(request.get("contents"))
+    if protocol is WireProtocol.CHAT_COMPLETIONS:
+        return (body.get("tools"),), _items(body.get("messages"))
+    # Responses: a string input is one item
+    return (body.get("instructions"), body.get("tools")), _items(body.get("input"))
+
+
+def _items(value: Any) -> Sequence[Any]:
+    if isinstance(value, list):
+        return value
+    return () if value is None else (value,)
+
+
+def prefix_digest(
+    protocol: WireProtocol, body: Mapping[str, Any], previous_count: int | None
+) -> PrefixDigest:
+    """The digests of a call's prefix (see the module); ``previous_count``: the previous turn's
+    item count, ``None`` when no previous turn is known."""
+    head, items = _parts(protocol, body)
+    running = hashlib.blake2b(_canonical(head), digest_size=16)
+    extends = running.digest() if previous_count == 0 else None
+    for index, item in enumerate(items, 1):
+        running.update(_SEPARATOR)
+        running.update(_canonical(item))
+        if index == previous_count:
+            extends = running.digest()
+    return PrefixDigest(len(items), running.digest(), extends)
