@@ -18,9 +18,8 @@ SESSION = {"x-claude-code-session-id": "session-cost-4"}
 
 def _turn(pool: Pool, *texts: str, headers: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
     """One turn whose messages are ``texts`` (user and assistant in turn); its record's view."""
-    messages = [
-        {"role": "user" if index % 2 == 0 else "assistant", "content": text} for index, text in enumerate(texts)
-    ]
+    roles = ("user", "assistant")
+    messages = [{"role": roles[index % 2], "content": text} for index, text in enumerate(texts)]
     body = {"model": MODEL, "max_tokens": 64, "messages": messages, "stream": True, **extra}
     response = pool.client().post("/v1/messages", json=body, headers=headers or SESSION)
     assert response.status_code == 200, response.text

@@ -26,5 +26,6 @@ def test_cost_4_claude_cache_lifetime_is_five_minutes_by_default() -> None:
 def test_cost_4_claude_cache_lifetime_is_an_hour_when_a_breakpoint_asks() -> None:
     assert cache_lifetime_s({"system": [_text(HOUR)], "messages": []}) == CACHE_LIFETIME_1H_S == 3600
     assert cache_lifetime_s({"tools": [{"name": "t", "cache_control": HOUR}], "messages": []}) == 3600
-    latest = {"messages": [{"role": "user", "content": [_text()]}, {"role": "user", "content": [_text(HOUR)]}]}
+    older, newest = {"role": "user", "content": [_text()]}, {"role": "user", "content": [_text(HOUR)]}
+    latest = {"messages": [older, newest]}
     assert cache_lifetime_s(latest) == 3600
