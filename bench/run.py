@@ -307,6 +307,11 @@ def responses_body(
         "stream": stream,
         "store": False,
     }
+    turns = int(os.environ.get("BENCH_CONVERSATION", "0"))
+    if turns:  # a later turn of a conversation with this many earlier items (COST-4, AFF)
+        item = body["input"][0]
+        body["input"] = [item] * turns + body["input"]
+        body["prompt_cache_key"] = "bench-conversation"
     return json.dumps(body, separators=(",", ":")).encode()
 
 
