@@ -43,6 +43,7 @@ function detailsList(record, admin) {
     ["Output tokens", formatCount(record.output_tokens)],
     ["Cached tokens", formatCount(record.cached_tokens)],
     ["Cache hit rate", record.cache_hit_rate],
+    ["Cache miss reason", MISS_REASONS[record.cache?.miss_reason] || DASH],
   ];
   if (admin) {
     rows.splice(1, 0, ["Member", record.username ? `${record.username} (#${record.user_id})` : (record.user_id ?? DASH)]);
@@ -50,6 +51,13 @@ function detailsList(record, admin) {
   }
   return h("dl", {class: "facts details"}, rows.map(([label, ...value]) => [h("dt", {}, label), h("dd", {}, value)]));
 }
+
+/** COST-4: why a later turn of a conversation missed the prompt cache. */
+const MISS_REASONS = {
+  first_turn: "first turn (no earlier turn known)", account_changed: "account changed (the binding moved)",
+  prefix_changed: "prefix changed (not a continuation of the last turn)",
+  expired: "expired (longer than the provider's cache lifetime)", unknown: "unknown",
+};
 
 const RULES = {
   kept_binding: "Kept binding", parent_preference: "Parent preference (auto-review)",

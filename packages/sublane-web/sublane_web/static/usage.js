@@ -12,6 +12,12 @@ function dayLabel(iso, long) {
     : {month: "short", day: "numeric", timeZone: "UTC"});
 }
 
+/** A token-weighted cache hit rate (COST-4) as a percentage; a dash when no call reported cache figures. */
+export function formatRate(rate) {
+  if (rate === null || rate === undefined) return DASH;
+  return `${(rate * 100).toFixed(1).replace(/\.0$/, "")}%`;
+}
+
 function tokensOf(row) {
   if (row.input_tokens === null && row.output_tokens === null) return null;
   return (row.input_tokens || 0) + (row.output_tokens || 0);
@@ -36,6 +42,8 @@ function totalsTiles(totals) {
       `${formatCount(totals.success)} succeeded · ${formatCount(failed)} failed, refused or canceled`),
     tile("Input tokens", formatCount(totals.input_tokens), `${formatCount(totals.cached_tokens)} from cache`),
     tile("Output tokens", formatCount(totals.output_tokens)),
+    tile("Cache hit rate", formatRate(totals.hit_rate),
+      "cached ÷ input tokens of the requests that reported cache figures"),
     tile("Without reported usage", formatCount(totals.unknown_usage_requests),
       "requests whose tokens the provider did not report (not counted as 0)"));
 }
@@ -69,7 +77,7 @@ function heatmapFigure(usage) {
 /** A breakdown table: `name(row)` in the first column, then the counters. */
 function breakdown(title, column, rows, name, aria) {
   if (!rows.length) return section(title, h("p", {class: "empty"}, "Nothing in this range."));
-  const heads = ["", "Requests", "Errors", "Input", "Output", "Cached", "Unknown"];
+  const heads = ["", "Requests", "Errors", "Input", "Output", "Cached", "Hit rate", "Unknown"];
   return section(title, h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": aria},
     h("table", {class: "usage-table"},
       h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", {scope: "col", class: i ? "num" : ""}, i ? label : column)))),
@@ -80,7 +88,24 @@ function breakdown(title, column, rows, name, aria) {
         h("td", {class: "num"}, formatCount(row.input_tokens)),
         h("td", {class: "num"}, formatCount(row.output_tokens)),
         h("td", {class: "num"}, formatCount(row.cached_tokens)),
+        h("td", {class: "num hit-rate"}, formatRate(row.hit_rate)),
         h("td", {class: "num"}, formatCount(row.unknown_usage_requests))))))));
+}
+
+/** COST-4: the prompt cache's hit rate per account, over the calls that reported cache figures. */
+function cacheByAccount(rows) {
+  const title = "Cache by account";
+  if (!rows.length) return section(title, h("p", {class: "empty"}, "No call reported cache figures in this range."));
+  const heads = ["Account", "Requests", "Input", "Cached", "Hit rate"];
+  return section(title, h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Cache hit rate by account"},
+    h("table", {class: "usage-table"},
+      h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", {scope: "col", class: i ? "num" : ""}, label)))),
+      h("tbody", {}, rows.map((row) => h("tr", {"data-account-id": row.account_id},
+        h("th", {scope: "row"}, row.account_name || `#${row.account_id} (deleted)`),
+        h("td", {class: "num"}, formatCount(row.requests)),
+        h("td", {class: "num"}, formatCount(row.input_tokens)),
+        h("td", {class: "num"}, formatCount(row.cached_tokens)),
+        h("td", {class: "num hit-rate"}, formatRate(row.hit_rate))))))));
 }
 
 function meter(used, limit) {
@@ -125,6 +150,7 @@ function usageSections(usage, admin) {
     sections.push(breakdown("Top members", "Member", usage.by_member,
       (row) => h("a", {href: `/admin/usage?days=${usage.range.days}&user_id=${row.user_id}`}, row.username || `#${row.user_id} (deleted)`),
       "Usage by member"));
+    sections.push(cacheByAccount(usage.by_account || []));
   }
   return sections;
 }
