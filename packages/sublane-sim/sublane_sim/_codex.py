@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from ._accounts import Account
 from ._codex_errors import auth_error, codex_error, rate_limit_headers, usage_payload
 from ._codex_events import build_codex_plan, codex_sse_encoder
-from ._codex_rules import codex_cache_key, validate_codex_body
+from ._codex_rules import codex_cache_key, codex_prefix_key, validate_codex_body
 from ._codex_ws import codex_websocket
 from ._content import estimate_tokens
 from ._http import bearer_token, parse_json_object, record_request, sim_of
@@ -110,7 +110,7 @@ async def responses(request: Request) -> Response:
         account,
         body["model"],
         prompt_tokens=estimate_tokens(raw),
-        cache_key=codex_cache_key(body, record.headers),
+        cache_key=codex_prefix_key(body, codex_cache_key(body, record.headers)),
     )
     if turn.behaviour.kind == "error":
         return error_response(request, turn)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from ._accounts import Account
 from ._field_types import CODEX_TYPES, type_problem
 
-__all__ = ["codex_cache_key", "validate_codex_body"]
+__all__ = ["codex_cache_key", "codex_prefix_key", "validate_codex_body"]
 
 
 def codex_cache_key(body: dict[str, Any], headers: dict[str, str]) -> str | None:
@@ -19,6 +21,19 @@ def codex_cache_key(body: dict[str, Any], headers: dict[str, str]) -> str | None
         if headers.get(name):
             return headers[name]
     return None
+
+
+def codex_prefix_key(body: dict[str, Any], key: str | None) -> str | None:
+    """The affinity key and the prefix it caches over HTTP: OpenAI's prompt cache matches a prompt's
+    exact prefix, so a request whose instructions or first input item changed misses (COST-4). A
+    WebSocket turn continuing a response (``previous_response_id``) sends only the new items, so
+    the socket keeps the plain key."""
+    if key is None:
+        return None
+    items = body.get("input")
+    first = items[0] if isinstance(items, list) and items else items
+    prefix = json.dumps([body.get("instructions"), first], sort_keys=True).encode()
+    return f"{key}:{hashlib.sha256(prefix).hexdigest()}"
 
 
 def validate_codex_body(body: dict[str, Any] | None, account: Account, *, websocket: bool) -> str | None:

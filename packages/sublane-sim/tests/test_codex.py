@@ -181,6 +181,23 @@ def test_cache_model_rewards_affinity(sim: Simulator, http: httpx.Client) -> Non
     assert _cached(http, sim, first, "thread-2") == 0
 
 
+def test_cost_4_a_changed_prefix_misses_the_cache(sim: Simulator, http: httpx.Client) -> None:
+    account = sim.create_account("codex")
+    url = f"{sim.codex_base_url}/codex/responses"
+
+    def cached(**fields: Any) -> int:
+        body = codex_body(prompt_cache_key="thread-1", **fields)
+        completed = parse_sse(http.post(url, json=body, headers=codex_headers(account)).text)[-1].data
+        tokens: int = completed["response"]["usage"]["input_tokens_details"]["cached_tokens"]
+        return tokens
+
+    assert cached(instructions="be brief") == 0
+    assert cached(instructions="be brief") > 0
+    assert cached(instructions="be verbose") == 0  # another prefix: not in the cache
+    sim.clock.advance(301)
+    assert cached(instructions="be verbose") == 0  # unused for longer than its lifetime
+
+
 def test_session_header_is_an_affinity_key(sim: Simulator, http: httpx.Client) -> None:
     account = sim.create_account("codex")
     url = f"{sim.codex_base_url}/codex/responses"
