@@ -6,25 +6,25 @@ conversation when its head and its first *N* items are those of the previous tur
 previous turn's item count). Only digests are kept: a BLAKE2b of the canonical bytes of the head
 and of the items up to a point — never the prompt.
 
-The items are digested one by one into one running hash (one pass over the body, each item
-serialised once by orjson in C): a copy of the hash after the previous turn's *N* items is the
-digest to compare, the hash after the last item the one the next turn compares with. Anthropic's
-``cache_control`` markers are left out of an item's bytes: Claude Code moves its breakpoints to the
-newest messages every turn, which does not change the prefix the upstream caches.
+The head and the items are serialised by orjson (in C), the items as one list: the digest of the
+list of the first *N* items is the one to compare, the digest of the list of all items the one the
+next turn compares with — two serialisations of the items and a constant number of Python calls,
+whatever the length of the conversation (a call per item cost more than the serialising itself).
+Anthropic's ``cache_control`` markers are left out of the bytes: Claude Code moves its breakpoints
+to the newest messages every turn, which does not change the prefix the upstream caches.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
 
 from sublane_core import WireProtocol, immutable, json_dumps
 
-_SEPARATOR: Final = b"\x1e"  # between items: no item's bytes can run into the next one's
 _CONTROL: Final = re.compile(rb'"cache_control":\{[^{}]*\},|,"cache_control":\{[^{}]*\}')
 _CONTROL_NAME: Final = b'"cache_control"'
 
@@ -52,7 +52,7 @@ def _canonical(value: Any) -> bytes:
     return data
 
 
-def _parts(protocol: WireProtocol, body: Mapping[str, Any]) -> tuple[tuple[Any, ...], Sequence[Any]]:
+def _parts(protocol: WireProtocol, body: Mapping[str, Any]) -> tuple[tuple[Any, ...], list[Any]]:
     """``(head, items)`` of a body of ``protocol``."""
     if protocol is WireProtocol.MESSAGES:
         return (body.get("system"), body.get("tools")), _items(body.get("messages"))
@@ -66,10 +66,10 @@ def _parts(protocol: WireProtocol, body: Mapping[str, Any]) -> tuple[tuple[Any, 
     return (body.get("instructions"), body.get("tools")), _items(body.get("input"))
 
 
-def _items(value: Any) -> Sequence[Any]:
+def _items(value: Any) -> list[Any]:
     if isinstance(value, list):
         return value
-    return () if value is None else (value,)
+    return [] if value is None else [value]
 
 
 def prefix_digest(
@@ -78,11 +78,14 @@ def prefix_digest(
     """The digests of a call's prefix (see the module); ``previous_count``: the previous turn's
     item count, ``None`` when no previous turn is known."""
     head, items = _parts(protocol, body)
-    running = hashlib.blake2b(_canonical(head), digest_size=16)
-    extends = running.digest() if previous_count == 0 else None
-    for index, item in enumerate(items, 1):
-        running.update(_SEPARATOR)
-        running.update(_canonical(item))
-        if index == previous_count:
-            extends = running.digest()
-    return PrefixDigest(len(items), running.digest(), extends)
+    start = hashlib.blake2b(_canonical(head), digest_size=16)
+    whole = start.copy()
+    whole.update(_canonical(items))
+    count = len(items)
+    extends: bytes | None = None
+    if previous_count == count:
+        extends = whole.digest()
+    elif previous_count is not None and previous_count < count:
+        start.update(_canonical(items[:previous_count]))
+        extends = start.digest()
+    return PrefixDigest(count, whole.digest(), extends)
