@@ -23,23 +23,16 @@ from typing import Any, Final
 
 import orjson
 
-from sublane_core import WireProtocol, immutable, json_dumps
+from sublane_core import WireProtocol, json_dumps
 
 _CONTROL: Final = re.compile(rb'"cache_control":\{[^{}]*\},|,"cache_control":\{[^{}]*\}')
 _CONTROL_NAME: Final = b'"cache_control"'
 
 
-@immutable
-class PrefixDigest:
-    """A turn's prefix, digested.
-
-    ``extends``: the digest of the head and this turn's first ``previous_count`` items (``None``
-    when it has fewer); ``whole``: the digest of the head and all of this turn's ``count`` items.
-    """
-
-    count: int
-    whole: bytes
-    extends: bytes | None
+PrefixDigest = tuple[int, bytes, "bytes | None"]
+"""A turn's prefix, digested: ``(count, whole, extends)`` — its number of items, the digest of the
+head and all its items, and the digest of the head and its first ``previous_count`` items
+(``None`` when it has fewer). A tuple: one is made per model call."""
 
 
 def _canonical(value: Any) -> bytes:
@@ -88,4 +81,4 @@ def prefix_digest(
     elif previous_count is not None and previous_count < count:
         start.update(_canonical(items[:previous_count]))
         extends = start.digest()
-    return PrefixDigest(count, whole.digest(), extends)
+    return count, whole.digest(), extends

@@ -68,6 +68,8 @@ def miss_reason(
     note: TurnNote, account_id: int, at: float, input_tokens: int | None, cached_tokens: int | None
 ) -> str | None:
     """COST-4's reason, or ``None`` when the turn hit (or reported no cache figures)."""
+    if cached_tokens is None:  # no cache figures: decided without computing a rate
+        return None
     rate = hit_rate(input_tokens, cached_tokens)
     if rate is None or rate >= MISS_BELOW:
         return None
@@ -109,9 +111,11 @@ class ConversationTurns:
         (``previous_response_id``), so it extends the previous turn whatever its items."""
         key = conversation_id(group_id, conversation_key, model)
         previous = self._turns.get(key)
-        digest = prefix_digest(protocol, body, previous.count if previous is not None else None)
-        extends = continuation or (previous is not None and digest.extends == previous.digest)
-        return TurnNote(key, previous, extends, digest.count, digest.whole)
+        if previous is None:
+            count, whole, _extends = prefix_digest(protocol, body, None)
+            return TurnNote(key, None, continuation, count, whole)
+        count, whole, extends = prefix_digest(protocol, body, previous.count)
+        return TurnNote(key, previous, continuation or extends == previous.digest, count, whole)
 
     def finish(
         self,
