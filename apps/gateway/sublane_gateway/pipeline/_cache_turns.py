@@ -2,8 +2,8 @@
 
 For each conversation (group, conversation key and model: a cache holds one model's prefixes) the
 gateway remembers its previous turn: the account that served it, when it began, the prompt-cache
-lifetime its provider gave it, its item count and the digest of its prefix
-(:func:`sublane_protocols.prefix_digest`, a hash — never the prompt). A turn whose hit rate is under
+lifetime its provider gave it, and the length and checksum of its prefix
+(:func:`sublane_protocols.prefix_digest` — never the prompt). A turn whose hit rate is under
 50 % gets the first reason that holds:
 
 - ``first_turn``: no previous turn is known;
@@ -12,7 +12,7 @@ lifetime its provider gave it, its item count and the digest of its prefix
 - ``expired``: it began longer after the previous turn than the provider's cache lifetime;
 - ``unknown``: none of these.
 
-The memory is an LRU bounded by count (:data:`MAX_CONVERSATIONS`, about 200 bytes each). With
+The memory is an LRU bounded by count (:data:`MAX_CONVERSATIONS`, about 250 bytes each). With
 replicas (SCALE-2) each turn stored is published to the others (:meth:`ConversationTurns.apply`), so
 a conversation whose turns alternate between replicas is judged against its real previous turn.
 """
@@ -41,8 +41,8 @@ class PreviousTurn:
     account_id: int
     at: float  # wall-clock seconds when it began
     lifetime_s: float
-    count: int
-    digest: bytes
+    length: int  # of its items' bytes
+    digest: int  # the checksum of its head and items
 
 
 @immutable
@@ -53,8 +53,8 @@ class TurnNote:
     key: bytes
     previous: PreviousTurn | None
     extends: bool
-    count: int
-    digest: bytes
+    length: int
+    digest: int
 
 
 def conversation_id(group_id: int | None, conversation_key: str, model: str) -> bytes:
@@ -112,10 +112,10 @@ class ConversationTurns:
         key = conversation_id(group_id, conversation_key, model)
         previous = self._turns.get(key)
         if previous is None:
-            count, whole, _extends = prefix_digest(protocol, body, None)
-            return TurnNote(key, None, continuation, count, whole)
-        count, whole, extends = prefix_digest(protocol, body, previous.count)
-        return TurnNote(key, previous, continuation or extends == previous.digest, count, whole)
+            length, whole, _extends = prefix_digest(protocol, body, None)
+            return TurnNote(key, None, continuation, length, whole)
+        length, whole, extends = prefix_digest(protocol, body, previous.length)
+        return TurnNote(key, previous, continuation or extends == previous.digest, length, whole)
 
     def finish(
         self,
@@ -135,7 +135,7 @@ class ConversationTurns:
                 account_id,
                 at,
                 lifetime_s if lifetime_s is not None else DEFAULT_LIFETIME_S,
-                note.count,
+                note.length,
                 note.digest,
             )
             self._store(note.key, turn)
@@ -157,14 +157,14 @@ class ConversationTurns:
 
 
 def turn_event(key: bytes, turn: PreviousTurn) -> dict[str, Any]:
-    """A stored turn as a coordination event's fields (digests in hex)."""
+    """A stored turn as a coordination event's fields (the conversation's key in hex)."""
     return {
         "key": key.hex(),
         "account_id": turn.account_id,
         "at": turn.at,
         "lifetime_s": turn.lifetime_s,
-        "count": turn.count,
-        "digest": turn.digest.hex(),
+        "length": turn.length,
+        "digest": turn.digest,
     }
 
 
@@ -174,7 +174,7 @@ def turn_of(event: Mapping[str, Any]) -> tuple[bytes, PreviousTurn]:
         int(event["account_id"]),
         float(event["at"]),
         float(event["lifetime_s"]),
-        int(event["count"]),
-        bytes.fromhex(str(event["digest"])),
+        int(event["length"]),
+        int(event["digest"]),
     )
     return bytes.fromhex(str(event["key"])), turn
