@@ -115,3 +115,28 @@ def test_cost_4_usage_summaries_show_hit_rates(make_pool: Callable[..., Pool]) -
     ]
     personal = pool.admin.get("/api/me/usage", params={"days": 1}).json()
     assert personal["totals"]["hit_rate"] == round(cached / fed, 4)
+
+
+def test_cost_4_each_protocol_reports_the_cache(make_pool: Callable[..., Pool]) -> None:
+    """Gemini (through Antigravity) and Responses (Codex) turns get their cache object too."""
+    gemini = make_pool(provider="antigravity")
+    client = gemini.gateway.client(headers={"x-goog-api-key": gemini.key, "session_id": "gemini-thread"})
+    contents = [{"role": "user", "parts": [{"text": "say hi"}]}]
+    url = "/v1beta/models/gemini-3-flash:generateContent"
+    first = client.post(url, json={"contents": contents})
+    later = client.post(url, json={"contents": [*contents, {"role": "model", "parts": [{"text": "hi"}]}]})
+    assert first.status_code == later.status_code == 200, later.text
+    records = [_record(gemini.admin, r.headers["x-request-id"]) for r in (first, later)]
+    assert records[0]["cache"] == {"hit_rate": 0.0, "miss_reason": "first_turn"}
+    assert records[1]["cache"]["hit_rate"] > 0 and records[1]["cache"]["miss_reason"] in (None, "unknown")
+    codex = make_pool()
+    responses = codex.client()
+    body = {"model": "gpt-5-codex", "instructions": "be brief", "prompt_cache_key": "codex-thread"}
+    turn = {"role": "user", "content": "say hi " * 40}
+    one = responses.post("/v1/responses", json={**body, "input": [turn]})
+    two = responses.post("/v1/responses", json={**body, "input": [turn, turn]})
+    other = responses.post("/v1/responses", json={**body, "instructions": "be verbose", "input": [turn] * 3})
+    reasons = [_record(codex.admin, r.headers["x-request-id"])["cache"] for r in (one, two, other)]
+    assert reasons[0] == {"hit_rate": 0.0, "miss_reason": "first_turn"}
+    assert reasons[1]["hit_rate"] > 0.5 and reasons[1]["miss_reason"] is None
+    assert reasons[2] == {"hit_rate": 0.0, "miss_reason": "prefix_changed"}

@@ -74,6 +74,10 @@ from sublane_providers import Credentials, FailureKind, ProviderAdapter, Upstrea
 from sublane_scheduler import Grant
 
 
+#: The operations that are a conversation's turns (COST-4): not token counts, not compactions.
+_INFERENCES = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
+
+
 @immutable(kw_only=True)
 class CallSpec:
     """A model call as a route received it."""
@@ -189,7 +193,7 @@ async def _open(
         review = review_link(spec.headers, spec.body)  # an auto-review child keys its own thread
         key = review.child_key if review is not None else intent.conversation_key
         parent_key = review.parent_key if review is not None else None
-        if key is not None and spec.operation is None:  # an inference turn of a conversation (COST-4)
+        if key is not None and operation in _INFERENCES:  # a turn of a conversation (COST-4)
             turns = runtime.cache_turns
             note = turns.begin(
                 principal.group_id,
