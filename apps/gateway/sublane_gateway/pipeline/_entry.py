@@ -73,7 +73,6 @@ from sublane_protocols import (
 from sublane_providers import Credentials, FailureKind, ProviderAdapter, UpstreamRequest, UpstreamResponse
 from sublane_scheduler import Grant
 
-
 #: The operations that are a conversation's turns (COST-4): not token counts, not compactions.
 _INFERENCES = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
 
