@@ -10,7 +10,9 @@ proxy, a TOTP user, one with TOTP pending, a webhook, the key check); then
   documented move) leaves every marked value opening under the new key, and the moved installation
   serves through the account's proxy, signs the TOTP user in and delivers to the webhook;
 - ``sublane restore`` into a folder whose ``SUBLANE_CREDENTIALS_KEY`` is another key re-seals too;
-- a bundle carries every marked column of an account into an installation with another key.
+- a bundle carries every marked column of an account into an installation with another key;
+- ``sublane rotate-key`` seals every marked value with a new key (a new key file, or a new
+  ``SUBLANE_CREDENTIALS_KEY`` read from standard input).
 """
 
 from __future__ import annotations
@@ -251,3 +253,35 @@ def test_scale_8_a_bundle_carries_every_sealed_account_column_to_another_key(
     after = _opened(_marked_values(other.gateway.engine), other_key)
     for column in sealed_columns()["accounts"]:
         assert after[("accounts", column)] == before[("accounts", column)], column
+
+
+def test_scale_8_rotate_key_reseals_every_marked_column_under_a_new_key(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    source_key = load_or_create_key(seeded.data_dir / "credentials.key", create=False)
+    before = _opened(_marked_values(_sqlite(seeded.data_dir / "sublane.db")), source_key)
+    folder = tmp_path / "stopped"  # a copy of the installation, not served (rotate-key needs it stopped)
+    folder.mkdir(mode=0o700)
+    copy = sqlite3.connect(folder / "sublane.db")
+    original = sqlite3.connect(seeded.data_dir / "sublane.db")
+    try:
+        original.backup(copy)
+    finally:
+        original.close()
+        copy.close()
+    (folder / "credentials.key").write_bytes((seeded.data_dir / "credentials.key").read_bytes())
+    rotated = _run([SUBLANE, "rotate-key"], _env(folder))
+    assert rotated.returncode == 0, rotated.stderr
+    new_key = load_or_create_key(folder / "credentials.key", create=False)
+    assert new_key != source_key and len(list(folder.glob("credentials.key.old-*"))) == 1
+    assert _opened(_marked_values(_sqlite(folder / "sublane.db")), new_key) == before
+    # With SUBLANE_CREDENTIALS_KEY (replicas): the new key comes on standard input.
+    current = (folder / "credentials.key").read_text().strip()
+    given = _new_key()
+    rotated = subprocess.run(
+        [SUBLANE, "rotate-key"], env=_env(folder, SUBLANE_CREDENTIALS_KEY=current), input=given + "\n",
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert rotated.returncode == 0, rotated.stderr
+    assert given not in rotated.stderr and current not in rotated.stderr
+    assert _opened(_marked_values(_sqlite(folder / "sublane.db")), decode_key(given, "test")) == before
