@@ -1074,6 +1074,7 @@ def test_auth_2_sign_in_with_sso_through_the_providers_page(
             oidc_client_secret="web-sso-secret",
             oidc_auto_create=True,
             oidc_allowed_domains="example.org",
+            trusted_proxies="127.0.0.1",  # the browser's Host is believed (AUTH-2 redirect)
         )
         provider.set_user("u-ivy", email="ivy@example.org", email_verified=True)
         provider.set_user("u-zed", email="zed@elsewhere.net", email_verified=True)
@@ -1094,6 +1095,42 @@ def test_auth_2_sign_in_with_sso_through_the_providers_page(
         expect(page.get_by_role("button", name="Sign out")).to_be_visible()
         expect(page.locator("#who")).to_contain_text("ivy@example.org")
         assert page.url.endswith("/requests")
+
+
+def test_auth_2_link_sso_from_my_account_in_the_browser(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    """An existing user's e-mail is refused at SSO sign-in; signed in with the password, My account's
+    button links the identity, and SSO then signs them in."""
+    from oidc_server import oidc_provider
+
+    with oidc_provider() as provider:
+        pool = make_pool(
+            oidc_issuer=provider.issuer,
+            oidc_client_id="sublane",
+            oidc_client_secret="web-sso-secret",
+            trusted_proxies="127.0.0.1",
+        )
+        pool.gateway.add_member(pool.admin, "kim@example.org")
+        provider.set_user("u-kim", email="kim@example.org", email_verified=True)
+        page = open_context(pool.gateway.url).new_page()
+        page.goto("/requests")
+        page.get_by_role("link", name="Sign in with SSO").click()
+        page.locator("input[name=sub]").fill("u-kim")
+        page.get_by_role("button", name="Authorize").click()
+        expect(page.locator("p.notice")).to_contain_text("account_exists")
+        page = _sign_in(page.context, "kim@example.org", MEMBER_PASSWORD, "/password")
+        page.get_by_role("button", name="Link single sign-on").click()
+        page.locator("input[name=sub]").fill("u-kim")
+        page.get_by_role("button", name="Authorize").click()
+        expect(page.locator("p.notice")).to_contain_text("Single sign-on is linked")
+        expect(page.get_by_role("region", name="Single sign-on")).to_contain_text("Linked")
+        _shoot(page, "account-sso-linked")
+        page.get_by_role("button", name="Sign out").click()
+        page.get_by_role("link", name="Sign in with SSO").click()
+        page.locator("input[name=sub]").fill("u-kim")
+        page.get_by_role("button", name="Authorize").click()
+        expect(page.locator("#who")).to_contain_text("kim@example.org")
 
 
 # --- AUTH-3: a key's client networks in the web views ------------------------------------------------

@@ -1,5 +1,5 @@
-"""The ``sublane`` command: ``serve``, ``migrate``, ``backup``, ``restore``, ``admin reset-password`` and
-``admin reset-totp``."""
+"""The ``sublane`` command: ``serve``, ``migrate``, ``import-sqlite``, ``backup``, ``restore``,
+``rotate-key``, ``admin reset-password`` and ``admin reset-totp``."""
 
 from __future__ import annotations
 
@@ -72,6 +72,15 @@ def _parser() -> argparse.ArgumentParser:
         description="What the data folder held is kept beside it as *.pre-restore-<time>.",
     )
     restore.add_argument("src", type=Path, help="a folder written by sublane backup")
+    commands.add_parser(
+        "rotate-key",
+        help="seal every sealed value with a new credential key; SubLane must be stopped (SCALE-8)",
+        description=(
+            "With credentials.key: a new key file is made (the old one is kept as "
+            "credentials.key.old-<time>). With SUBLANE_CREDENTIALS_KEY: the new key is read from "
+            "standard input; give it to every replica."
+        ),
+    )
     admin = commands.add_parser("admin", help="administration from the shell")
     admin_commands = admin.add_subparsers(dest="admin_command", required=True)
     reset = admin_commands.add_parser(
@@ -300,6 +309,22 @@ def _restore(settings: Settings, src: Path) -> None:
     )
 
 
+def _rotate_key(settings: Settings) -> None:
+    from sublane_gateway._rotate_key import RotateRefused, rotate_key
+
+    new_key = sys.stdin.readline().strip() if settings.credentials_key is not None else None
+    try:
+        changed = rotate_key(settings, new_key)
+    except (RotateRefused, DataFolderBusy, CredentialKeyError) as exc:
+        raise SystemExit(f"sublane: rotate-key failed: {exc}") from None
+    where = (
+        "set SUBLANE_CREDENTIALS_KEY to the new key on every replica before starting them"
+        if settings.credentials_key is not None
+        else f"the new key is in {settings.credentials_key_path}; back it up with the database"
+    )
+    print(f"sublane: {changed} sealed value(s) sealed with the new key; {where}", file=sys.stderr)
+
+
 def _utc(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(seconds))
 
@@ -317,6 +342,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _backup(_load_settings(), args.dest)
     elif args.command == "restore":
         _restore(_load_settings(), args.src)
+    elif args.command == "rotate-key":
+        _rotate_key(_load_settings())
     elif args.admin_command == "reset-totp":
         _reset_totp(_load_settings(), args.username)
     else:

@@ -47,6 +47,7 @@ from sublane_core._schema import (
     NO_PROVIDER,
     ROLE_ADMIN,
     ROLE_MEMBER,
+    SEALED,
     Account,
     AccountCooldown,
     AccountModels,
@@ -69,6 +70,7 @@ from sublane_core._schema import (
     WebhookDelivery,
     WebSession,
 )
+from sublane_core._sealing import reseal_database, reseal_rows, sealed_columns
 from sublane_core._settings import Settings, settings_help
 from sublane_core._text import MAX_JSON_DEPTH, json_problem, storable_text
 from sublane_core._vocabulary import PLAIN_DIALECT, Dialect, Outcome, UpstreamOperation, WireProtocol
@@ -127,6 +129,10 @@ __all__ = [
     "CredentialKeyError",
     "decode_key",
     "load_or_create_key",
+    "SEALED",
+    "sealed_columns",
+    "reseal_rows",
+    "reseal_database",
     # events
     "signals",
     "checked_proxy_url",

@@ -41,6 +41,11 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "forbidden": ErrorSpec(403, "You may not do that."),
     "setup_not_available": ErrorSpec(409, "Set-up is finished or the link is not valid."),
     "wrong_password": ErrorSpec(400, "The current password is not right."),
+    "sso_not_configured": ErrorSpec(409, "Single sign-on is not configured here."),
+    "sso_public_url_required": ErrorSpec(
+        409, "Single sign-on needs SUBLANE_PUBLIC_URL (or a trusted proxy's forwarded host)."
+    ),
+    "sso_unavailable": ErrorSpec(502, "The OpenID provider could not be reached."),
     # -- management ------------------------------------------------------------------------------
     "name_taken": ErrorSpec(409, "That name is taken."),
     "last_admin": ErrorSpec(409, "The last enabled admin cannot be demoted or disabled."),

@@ -30,6 +30,15 @@ ACCOUNT_WIDE = ""  # the ``model`` of an account-wide cooldown row
 DEFAULT_GROUP_NAME = "default"
 DEFAULT_MAX_CONCURRENCY = 30
 MAX_CONCURRENCY_RANGE = (1, 1000)
+#: The ``info`` of a column holding values sealed with the credential key (SCALE-8). Whatever
+#: changes the key (``import-sqlite``, a restore under another key, bundles) re-seals every column
+#: so marked (``sublane_core.sealed_columns``); a test fails on a sealed value in an unmarked column.
+SEALED: dict[str, Any] = {"sealed": True}
+
+
+def _sealed(**kwargs: Any) -> Any:
+    """A column of sealed values (AES-GCM, ``CredentialCipher``), marked :data:`SEALED`."""
+    return Field(sa_type=sa.LargeBinary, sa_column_kwargs={"info": SEALED}, **kwargs)
 
 
 def _fk(target: str, *, cascade: bool = True) -> Any:
@@ -58,8 +67,8 @@ class User(SQLModel, table=True):
     updated_at: float
     # AUTH-1 TOTP: the secrets sealed with the credential key (recovery codes: ``TotpRecoveryCode``).
     totp_enabled: bool = False
-    totp_secret: bytes | None = None  # the confirmed secret
-    totp_pending: bytes | None = None  # set up, not yet confirmed with a code
+    totp_secret: bytes | None = _sealed(default=None)  # the confirmed secret
+    totp_pending: bytes | None = _sealed(default=None)  # set up, not yet confirmed with a code
     totp_last_step: int | None = None  # the newest accepted time step: a code is accepted once
     # AUTH-2: the OpenID provider's identity this user signs in as (issuer + subject, unique).
     oidc_issuer: str | None = Field(default=None, max_length=512)
@@ -181,7 +190,7 @@ class Account(SQLModel, table=True):
     name: str = Field(max_length=64, sa_column_kwargs={"unique": True})
     enabled: bool = True
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    credentials: bytes = Field(sa_type=sa.LargeBinary, description="AES-GCM sealed JSON bundle")
+    credentials: bytes = _sealed(description="AES-GCM sealed JSON bundle")
     credentials_expires_at: float | None = Field(default=None, description="access token expiry")
     credentials_rejected_at: float | None = Field(
         default=None, description="CRED-5: the current access token was rejected upstream"
@@ -200,9 +209,7 @@ class Account(SQLModel, table=True):
         sa_column_kwargs={"server_default": "0"},
         description="SCALE-2: the fencing token of the last refresh stored; older ones are refused",
     )
-    proxy_url: bytes | None = Field(
-        default=None, sa_type=sa.LargeBinary, description="EGRESS-1: the sealed egress proxy URL"
-    )
+    proxy_url: bytes | None = _sealed(default=None, description="EGRESS-1: the sealed egress proxy URL")
     proxy_shown: str | None = Field(
         default=None, max_length=2048, description="EGRESS-1: that URL with its password as ***"
     )
@@ -359,7 +366,7 @@ class Webhook(SQLModel, table=True):
     events: list[str] = Field(default_factory=list, sa_column=sa.Column(sa.JSON, nullable=False))
     format: str = Field(default="json", max_length=8)
     enabled: bool = True
-    secret: bytes = Field(sa_type=sa.LargeBinary)
+    secret: bytes = _sealed()
     created_at: float
     updated_at: float
 
@@ -483,5 +490,5 @@ class KeyCheck(SQLModel, table=True):
     __tablename__ = "key_checks"
 
     id: int | None = Field(default=None, primary_key=True)
-    sealed: bytes
+    sealed: bytes = _sealed()
     created_at: float

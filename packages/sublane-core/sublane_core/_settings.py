@@ -6,6 +6,7 @@ import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -211,6 +212,20 @@ class Settings(BaseSettings):
     oidc_allowed_domains: StringList = Field(
         default_factory=list, description="AUTH-2 e-mail domains auto-creation accepts; empty: any."
     )
+    oidc_link_by_email: bool = Field(
+        False,
+        description=(
+            "AUTH-2 the first SSO sign-in of an existing member whose name is the verified e-mail links"
+            " them (never an admin); false: they link SSO from My account."
+        ),
+    )
+    public_url: str | None = Field(
+        None,
+        description=(
+            "AUTH-2 the URL users reach SubLane at (https://host[:port]); the SSO redirect URI is made"
+            " from it. Unset: from the host a trusted proxy (OPS-6) forwards, never an untrusted Host."
+        ),
+    )
     oidc_admin_claim: str = Field("groups", description="AUTH-2 the ID-token claim that can make an admin.")
     oidc_admin_value: str | None = Field(
         None, description="AUTH-2 the value of that claim that makes an admin; unset: SSO makes none."
@@ -225,6 +240,18 @@ class Settings(BaseSettings):
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or unix:// URL")
         return SecretStr(url)
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("must be an http:// or https:// URL without query or fragment")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("must not hold a user name or password")
+        return value.strip().rstrip("/")
 
     @field_validator("egress_proxy")
     @classmethod

@@ -15,6 +15,7 @@ EXPECTED = [
     "User", "WebSession", "Webhook", "WebhookDelivery",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "TotpRecoveryCode", "UsageDay", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "decode_key", "load_or_create_key",
+    "SEALED", "sealed_columns", "reseal_rows", "reseal_database",
     "signals", "checked_proxy_url", "masked_proxy_url",
     "ALERT_EVENTS", "AlertOutbox", "account_ref", "group_ref",
     "Outcome", "UpstreamOperation", "WireProtocol", "Dialect", "PLAIN_DIALECT",

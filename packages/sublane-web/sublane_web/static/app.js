@@ -53,6 +53,8 @@ const SSO_ERRORS = {
   sso_user_disabled: "Your SubLane user is disabled.",
   sso_expired: "The sign-in took too long, or started in another browser: try again.",
   sso_denied: "The sign-in was refused at your identity provider.",
+  account_exists: "A SubLane user with your e-mail exists: sign in with its password, then link single sign-on on My account.",
+  sso_public_url_required: "SubLane does not know its public address (SUBLANE_PUBLIC_URL): ask an admin.",
 };
 
 function signIn(notice) {
