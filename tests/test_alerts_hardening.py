@@ -16,13 +16,14 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-from gateway_pool import Pool
+from gateway_pool import Pool, settings_for
 from ports import free_port
 from postgres_server import PostgresServer, postgres_bin, running_postgres
 from redis_server import REDIS_SERVER, running_redis
 from replicas import Cluster, cluster
 from webhook_receiver import received, receiver
 
+from sublane_gateway.testing import running_gateway
 from sublane_sim import Behaviour, RefreshOutcome, Simulator
 
 UNUSABLE = [
@@ -246,6 +247,57 @@ def test_alert_2_the_refresh_failing_alert_is_written_off_the_requests_path(
         "failures": 3,
         "reason": "http_500",
     }
+
+
+def test_alert_6_a_delivery_claimed_by_a_deliverer_that_died_is_sent_when_its_claim_runs_out(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    """A claim is a lease on the row (``next_attempt_at`` moved a minute ahead), not a state: a
+    replica that died after claiming, before writing a result, leaves a row that comes back."""
+    pool = make_pool(accounts=0)
+    port, log = free_port(), tmp_path / "received.jsonl"
+    made = pool.admin.post("/api/webhooks", json={"url": f"http://127.0.0.1:{port}/hook"}).json()
+    now = pool.gateway.clock.time()
+    payload = json.dumps(
+        {"id": "evt_dead", "event": "webhook.test", "at": now, "workspace": "SubLane", "data": {}}
+    )
+    with pool.gateway.engine.begin() as connection:  # as a replica left it when it was SIGKILLed
+        connection.execute(
+            sa.text(
+                "INSERT INTO webhook_deliveries (webhook_id, event_id, event, payload, status, attempts,"
+                " next_attempt_at, created_at) VALUES (:hook, 'evt_dead', 'webhook.test', :payload,"
+                " 'pending', 0, :lease, :now)"
+            ),
+            {"hook": made["id"], "payload": payload, "lease": now + 60, "now": now},
+        )
+    with receiver(port, made["secret"], log):
+        time.sleep(1.5)  # more than a poll: still someone else's
+        assert received(log, 1, timeout_s=0.1) == []
+        pool.gateway.clock.advance(61)
+        got = received(log, 1, timeout_s=5)
+        _until(lambda: _deliveries(pool.admin, made["id"])[0]["status"] == "delivered")
+    assert [item["delivery"] for item in got] == ["evt_dead"] and got[0]["valid"]
+
+
+def test_alert_6_a_delivery_being_sent_at_shutdown_is_given_back_to_the_next_start(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    settings = settings_for(sim, tmp_path / "data")
+    port, log = free_port(), tmp_path / "received.jsonl"
+    with running_gateway(settings) as gateway:
+        admin = gateway.admin()
+        made = admin.post("/api/webhooks", json={"url": f"http://127.0.0.1:{port}/hook"}).json()
+    # the receiver outlives the gateway: its delivery is still being sent when the gateway stops
+    with receiver(port, made["secret"], log, silent=1), running_gateway(settings) as gateway:
+        event_id = gateway.admin().post(f"/api/webhooks/{made['id']}/test").json()["event_id"]
+        assert len(received(log, 1)) == 1  # being sent: the receiver holds it
+    with receiver(port, made["secret"], log), running_gateway(settings) as gateway:
+        started = time.monotonic()
+        got = received(log, 2, timeout_s=10)
+        took = time.monotonic() - started
+        _until(lambda: _deliveries(gateway.admin(), made["id"])[0]["status"] == "delivered")
+    assert [item["delivery"] for item in got] == [event_id, event_id]
+    assert took < 5, took  # at once, not when the one-minute claim ran out
 
 
 # -- ALERT-6: two replicas -------------------------------------------------------------------------
