@@ -102,6 +102,8 @@ def test_alert_1_url_user_info_and_path_are_secrets_in_answers_logs_and_audit(
     changed = admin.patch(f"/api/webhooks/{hook}", json={"url": url.replace("pathtoken42", "pathtoken42b")})
     assert changed.status_code == 200 and changed.json()["url"] == f"http://***@127.0.0.1:{port}/***"
     admin.patch(f"/api/webhooks/{hook}", json={"url": url})
+    kept = admin.patch(f"/api/webhooks/{hook}", json={"url": listed["url"]})  # the masked URL sent back
+    assert kept.status_code == 200  # changes nothing: the deliveries below still reach the real URL
     with receiver(port, signing, log, fail=1):
         event_id = admin.post(f"/api/webhooks/{hook}/test").json()["event_id"]
         got = received(log, 2)

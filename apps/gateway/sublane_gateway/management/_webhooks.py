@@ -104,8 +104,8 @@ def update_webhook(
     """Change a webhook's URL, events, format or enabled flag."""
     hook: Webhook = get_or_404(db, Webhook, webhook_id, "webhook")
     fields = body.model_fields_set
-    if "url" in fields and body.url is not None:
-        hook.url = _checked_url(body.url)
+    if "url" in fields and body.url is not None and body.url != masked_url(hook.url):
+        hook.url = _checked_url(body.url)  # (the URL as answers show it, sent back, changes nothing)
     if "events" in fields and body.events is not None:
         hook.events = _checked_events(body.events)
     if "format" in fields and body.format is not None:

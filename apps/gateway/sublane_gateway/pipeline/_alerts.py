@@ -225,6 +225,14 @@ class Deliverer:
         now = self._clock.time()
         lease = now + LEASE_S
         with self._engine.begin() as connection:
+            # a read first: a poll that finds nothing due writes nothing (SQLite has one writer)
+            anything_due = sa.select(col(WebhookDelivery.id)).where(
+                col(WebhookDelivery.status) == "pending",
+                col(WebhookDelivery.next_attempt_at) <= now,
+                col(WebhookDelivery.id).not_in(busy),
+            )
+            if connection.execute(anything_due.limit(1)).first() is None:
+                return []
             connection.execute(
                 sa.update(WebhookDelivery)
                 .where(
