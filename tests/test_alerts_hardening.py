@@ -139,7 +139,8 @@ def test_alert_1_a_delivery_that_cannot_be_sent_is_a_failed_attempt_never_a_hot_
     while a healthy webhook's event was never sent. Each is now one failed attempt, backing off."""
     caplog.set_level(logging.INFO)
     pool = make_pool(accounts=0)  # the default first retry, 10 s: one attempt each in this test
-    bad = [_unusable_hook(pool, url) for url in UNUSABLE[:6]]
+    storable = [url for url in UNUSABLE if "\x00" not in url]  # PostgreSQL stores no NUL
+    bad = [_unusable_hook(pool, url) for url in storable[:6]]
     for index in range(30):
         assert pool.admin.post(f"/api/webhooks/{bad[index % len(bad)]}/test").status_code == 202
     port, log = free_port(), tmp_path / "received.jsonl"
