@@ -1196,6 +1196,7 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     pool = make_pool(alert_retry_s=0.2)
     port, log = free_port(), tmp_path / "received.jsonl"
     url = f"http://127.0.0.1:{port}/hook"
+    shown = f"http://127.0.0.1:{port}/***"  # ALERT-1: the path is a secret, shown masked
     page = _admin_page(pool, open_context, "/admin/alerts")
     expect(page.get_by_text("No webhooks yet")).to_be_visible()
     add = page.get_by_role("form", name="Add a webhook")
@@ -1207,12 +1208,12 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     secret = page.get_by_role("region", name="New webhook secret").locator("code").inner_text()
     assert secret.startswith("whsec_")
     [hook] = pool.admin.get("/api/webhooks").json()["items"]
-    assert hook["url"] == url and hook["events"] == ["account.cooling", "account.reauth_required"]
+    assert hook["url"] == shown and hook["events"] == ["account.cooling", "account.reauth_required"]
     assert "secret" not in hook
     row = page.locator(f"tr[data-webhook='{hook['id']}']")
     expect(row).to_contain_text("account.cooling, account.reauth_required")
     with receiver(port, secret, log):
-        page.get_by_role("button", name=f"Test {url}").click()
+        page.get_by_role("button", name=f"Test {shown}").click()
         got = received(log, 1)
         assert got[0]["event"] == "webhook.test" and got[0]["valid"]  # signed with the secret shown
         deadline = time.monotonic() + 10
@@ -1229,10 +1230,10 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     page.screenshot(path=DOC_IMAGES / "alerts.png", full_page=True)  # docs/alerts.md shows it
     row.get_by_role("button", name="Disable").click()
     expect(row).to_contain_text("off")
-    expect(row.get_by_role("button", name=f"Test {url}")).to_be_disabled()
+    expect(row.get_by_role("button", name=f"Test {shown}")).to_be_disabled()
     assert pool.admin.get("/api/webhooks").json()["items"][0]["enabled"] is False
     page.once("dialog", lambda dialog: dialog.accept())
-    row.get_by_role("button", name=f"Remove {url}").click()
+    row.get_by_role("button", name=f"Remove {shown}").click()
     expect(page.get_by_text("No webhooks yet")).to_be_visible()
     assert pool.admin.get("/api/webhooks").json()["items"] == []
 

@@ -399,6 +399,17 @@ class WebhookDelivery(SQLModel, table=True):
     created_at: float
 
 
+class AlertMark(SQLModel, table=True):
+    """When an event that is told at most once per period was last raised, by key (ALERT-6):
+    ``pool.unavailable`` per group and model. Replicas decide in the database — a raise writes the
+    row only when the last one is older than the period — so the bound holds over all of them."""
+
+    __tablename__ = "alert_marks"
+
+    key: str = Field(primary_key=True, max_length=255)
+    raised_at: float
+
+
 # -- team controls (TEAM) -------------------------------------------------------------------------
 
 BUDGET_PERIODS = ("day", "month")

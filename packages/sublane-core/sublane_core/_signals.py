@@ -238,6 +238,17 @@ class CredentialsRejected:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RefreshFailing:
+    """An account's credential refresh failed ``failures`` times in a row (ALERT-2
+    ``account.refresh_failing``, at the third); ``reason`` is the last failure's code. Sent by the
+    credential vault with itself as sender; the alert is written off the request's path."""
+
+    account_id: int
+    failures: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PoolUnavailable:
     """A group had no account that could serve a model now (every one cooling, out of quota,
     waiting to refresh, disabled or needing re-authorization); ``reason`` is the refusal's code."""
@@ -293,6 +304,9 @@ credentials_refreshed = TypedSignal(
 )
 pool_unavailable = TypedSignal(
     "pool-unavailable", PoolUnavailable, "A group had no eligible account for a model."
+)
+refresh_failing = TypedSignal(
+    "refresh-failing", RefreshFailing, "An account's credential refresh failed again and again."
 )
 request_finished = TypedSignal("request-finished", RequestFinished, "A model attempt ended.")
 credentials_rejected = TypedSignal(

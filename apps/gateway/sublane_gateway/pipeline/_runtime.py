@@ -20,7 +20,7 @@ import anyio.to_thread
 from sqlalchemy.engine import Connection, Engine
 from starlette.requests import HTTPConnection
 
-from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, group_ref, signals
+from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, account_ref, group_ref, signals
 from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._background import BackgroundTasks
@@ -59,6 +59,8 @@ _log = logging.getLogger("sublane.gateway")
 
 #: ALERT-2: ``pool.unavailable`` at most once per group and model in this time.
 POOL_ALERT_EVERY_S = 600.0
+#: How soon this replica asks the database again when the event was not told (another told it).
+POOL_ALERT_RECHECK_S = 10.0
 
 Change = signals.AccountChange
 
@@ -132,7 +134,9 @@ class ClientRuntime:
 
     def _pool_unavailable(self, payload: signals.PoolUnavailable) -> None:
         """ALERT-2 ``pool.unavailable``: a group had no eligible account for a model — told at most
-        once per group and model in 10 minutes (in-memory state: written right after)."""
+        once per group and model in 10 minutes over every replica (ALERT-6: the database decides,
+        ``once_per``), written right after, in the background. This replica asks the database again
+        for a group and model at most every :data:`POOL_ALERT_RECHECK_S` when it was not told."""
         alerts = self.alerts
         if alerts is None:
             return
@@ -147,10 +151,26 @@ class ClientRuntime:
             return {"group": group_ref(connection, group_id), "model": model, "reason": payload.reason}
 
         async def tell() -> None:
-            if await alerts.raise_event("pool.unavailable", describe) is None:
-                self._pool_told_at.pop((group_id, model), None)  # no webhook wanted it: not told
+            once_per = (f"pool.unavailable:{group_id}:{model}", POOL_ALERT_EVERY_S)
+            if await alerts.raise_event("pool.unavailable", describe, once_per=once_per) is None:
+                # told by another replica, or no webhook wanted it: look again a little later
+                self._pool_told_at[(group_id, model)] = now - POOL_ALERT_EVERY_S + POOL_ALERT_RECHECK_S
 
         self._background(tell)
+
+    def _refresh_failing(self, payload: signals.RefreshFailing) -> None:
+        """ALERT-2 ``account.refresh_failing`` (the third refresh failure in a row, in-memory state):
+        written in the background, never on the path of the request whose refresh failed."""
+        alerts = self.alerts
+        if alerts is None:
+            return
+        account_id = payload.account_id
+
+        def describe(connection: Connection) -> dict[str, Any]:
+            account = account_ref(connection, account_id)
+            return {"account": account, "failures": payload.failures, "reason": payload.reason[:64]}
+
+        self._background(alerts.raise_event, "account.refresh_failing", describe)
 
     def poke_alerts(self) -> None:
         """Events were queued (from any thread): deliver them now, not at the next poll."""
@@ -243,6 +263,7 @@ class ClientRuntime:
         self._disconnects += [
             signals.credentials_rejected.connect(on_rejected),
             signals.pool_unavailable.connect(self._pool_unavailable, sender=scheduler),
+            signals.refresh_failing.connect(self._refresh_failing, sender=self.vault),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
