@@ -1,5 +1,5 @@
 """The ``sublane`` command: ``serve``, ``migrate``, ``import-sqlite``, ``backup``, ``restore``,
-``rotate-key``, ``admin reset-password`` and ``admin reset-totp``."""
+``rotate-key``, ``connect``, ``admin reset-password`` and ``admin reset-totp``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ from sublane_gateway._data_folder import DataFolderBusy, DataFolderLock
 from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import forget_sessions_of
 from sublane_gateway._settings import gateway_settings, gateway_settings_help
+from sublane_gateway.connect import ConnectError
+from sublane_gateway.connect import template as connect_template
+from sublane_gateway.connect import templates as connect_templates
 
 SHUTDOWN_GRACE_S = 5
 
@@ -81,6 +84,18 @@ def _parser() -> argparse.ArgumentParser:
             "standard input; give it to every replica."
         ),
     )
+    connect = commands.add_parser(
+        "connect",
+        help="print a client's set-up and a one-call try for SubLane at --url (CONNECT-2)",
+        description=(
+            "The same texts as GET /api/connect: paste the set-up, then the try, in a shell where"
+            " SUBLANE_API_KEY holds your key. Without a gateway to ask, the model is the client's own"
+            " first choice (--model to name another)."
+        ),
+    )
+    connect.add_argument("client", choices=list(connect_templates()))
+    connect.add_argument("--url", help="the URL clients reach SubLane at (default: SUBLANE_PUBLIC_URL)")
+    connect.add_argument("--model", help="the model the try asks for")
     admin = commands.add_parser("admin", help="administration from the shell")
     admin_commands = admin.add_subparsers(dest="admin_command", required=True)
     reset = admin_commands.add_parser(
@@ -325,6 +340,22 @@ def _rotate_key(settings: Settings) -> None:
     print(f"sublane: {changed} sealed value(s) sealed with the new key; {where}", file=sys.stderr)
 
 
+def _connect(client: str, url: str | None, model: str | None) -> None:
+    if url is None:
+        url = _load_settings().public_url
+        if url is None:
+            raise SystemExit("sublane connect: give --url (or set SUBLANE_PUBLIC_URL)")
+    chosen = connect_template(client)
+    try:
+        text = chosen.render(url, model or chosen.choose_model(()))
+    except ConnectError as exc:
+        raise SystemExit(f"sublane connect: {exc}") from None
+    print(f"# {text['title']}: set-up (SUBLANE_API_KEY holds your key)")
+    print(text["setup"])
+    print("# try it: one model call")
+    print(text["try"])
+
+
 def _utc(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(seconds))
 
@@ -344,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _restore(_load_settings(), args.src)
     elif args.command == "rotate-key":
         _rotate_key(_load_settings())
+    elif args.command == "connect":
+        _connect(args.client, args.url, args.model)
     elif args.admin_command == "reset-totp":
         _reset_totp(_load_settings(), args.username)
     else:

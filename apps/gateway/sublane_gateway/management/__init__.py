@@ -13,6 +13,8 @@ from sublane_gateway.management import (
     _bundles,
     _catalogue,
     _check,
+    _checklist,
+    _connect,
     _groups,
     _history,
     _keys,
@@ -49,6 +51,8 @@ for _module in (
     _providers,
     _audit,
     _webhooks,
+    _connect,
+    _checklist,
 ):
     router.include_router(_module.router)
 for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL
