@@ -153,7 +153,7 @@ def test_web_4_sign_in_sign_out_and_the_menus_by_role(
         "Members", "Groups", "Audit log",
     ):  # fmt: skip
         expect(nav.get_by_role("link", name=link, exact=True)).to_be_visible()
-    assert page.url.endswith("/requests")
+    assert page.url.endswith("/get-started")  # CONNECT-3: no model call yet, admins land on the checklist
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     page.goto("/accounts")

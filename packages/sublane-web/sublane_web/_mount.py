@@ -32,6 +32,7 @@ PAGES: tuple[str, ...] = (
     "/groups",
     "/admin/alerts",
     "/admin/audit",
+    "/get-started",
 )
 """The page paths that answer the app shell; the browser picks the view from the path."""
 

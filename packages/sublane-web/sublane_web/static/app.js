@@ -9,6 +9,7 @@ import {teamUsageView, usageView} from "./usage.js";
 import {passwordView} from "./password.js";
 import {poolView} from "./pool.js";
 import {alertsView} from "./alerts.js";
+import {checklistPending, checklistView} from "./checklist.js";
 
 const NAV = [
   {heading: "General", links: [
@@ -18,6 +19,7 @@ const NAV = [
     {path: "/keys", label: "Keys", view: keysView},
   ]},
   {heading: "Administration", admin: true, links: [
+    {path: "/get-started", label: "Get started", view: checklistView},
     {path: "/accounts", label: "Accounts", view: accountsView},
     {path: "/scheduling", label: "Scheduling settings", view: schedulingView},
     {path: "/admin/requests", label: "All requests", view: (me) => requestsView(me, true)},
@@ -101,7 +103,7 @@ function signIn(notice) {
 
 async function signOut() {
   await api("POST", "/api/auth/logout").catch(() => null);
-  history.replaceState(null, "", "/requests");
+  history.replaceState(null, "", "/");
   signIn();
 }
 
@@ -114,7 +116,10 @@ async function start() {
     render("SubLane", h("p", {class: "error", role: "alert"}, failure.message));
     return;
   }
-  if (location.pathname === "/") history.replaceState(null, "", "/requests");
+  if (location.pathname === "/") {  // CONNECT-3: admins land on the checklist until the first call
+    const first = me.user.role === "admin" && await checklistPending() ? "/get-started" : "/requests";
+    history.replaceState(null, "", first);
+  }
   document.getElementById("nav").replaceChildren(...navigation(me));
   document.getElementById("who").replaceChildren(
     h("span", {class: "user"}, `${me.user.username}`, h("small", {}, ` (${me.user.role})`)),
