@@ -43,7 +43,8 @@ CLIENTS: dict[str, tuple[str, str | None, str]] = {
 def paste(setup: str, try_: str, home: Path, key: str) -> subprocess.CompletedProcess[str]:
     """``bash -c "$setup; $try"`` as a person pastes it: a fresh ``HOME``, the key in
     ``SUBLANE_API_KEY``, the real CLIs and this Python (with the SDKs) first on ``PATH``."""
-    path = os.pathsep.join([str(NODE_BIN), str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    python = str(Path(sys.executable).parent)
+    path = os.pathsep.join([str(NODE_BIN), python, "/usr/local/bin", "/usr/bin", "/bin"])
     env = {"PATH": path, "HOME": str(home), "TERM": "dumb", "SUBLANE_API_KEY": key}
     return subprocess.run(
         ["bash", "-c", f"{setup}; {try_}"],
@@ -67,7 +68,7 @@ def test_connect_2_model_of_the_keys_group_url_and_bad_input(
     make_pool: Callable[..., Pool], capsys: pytest.CaptureFixture[str]
 ) -> None:
     pool = make_pool(provider="codex")
-    user, member = pool.gateway.member(pool.admin, "bob")
+    _, member = pool.gateway.member(pool.admin, "bob")
     assert member.get("/api/connect", params={"client": "codex"}).json()["model"] == "gpt-5.5"
     # the group allows one model: the try asks for it
     assert pool.admin.patch("/api/groups/1", json={"model_policy": {"allow": ["gpt-5.4"]}}).status_code == 200

@@ -10,23 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import test_web
 from gateway_pool import Pool
 from playwright.sync_api import Page, expect
-from test_web import (  # noqa: F401  (fixtures)
-    ADMIN_PASSWORD,
-    ADMIN_USERNAME,
-    DOC_IMAGES,
-    MEMBER_PASSWORD,
-    _shoot,
-    _sign_in,
-    browser,
-    open_context,
-    pytestmark,
-)
+from test_web import ADMIN_PASSWORD, ADMIN_USERNAME, DOC_IMAGES, MEMBER_PASSWORD, _shoot, _sign_in
 
 from sublane_sim import Behaviour
 
 ANSWER = "Hello through SubLane"
+# the browser and its profiles, as the other web tests have them
+browser = test_web.browser
+open_context = test_web.open_context
+pytestmark = test_web.pytestmark
 
 
 def _snippet(panel: Any, label: str) -> str:
