@@ -124,3 +124,15 @@ def test_connect_2_template_runs_as_pasted(
     assert ANSWER in run.stdout
     served_calls = [r for r in pool.finished if r.outcome == "success" and r.protocol == protocol]
     assert served_calls, [(r.protocol, r.outcome) for r in pool.finished]
+
+
+def test_connect_item_5_readme_and_set_up_pages_name_the_providers_terms(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """Issue 50 item 5: the operator decides; metered (API-key) accounts stay within the terms."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "may be against a provider's terms of use; the operator decides" in readme
+    assert "Metered (API-key) accounts are the way to stay within those terms" in readme
+    page = " ".join(make_pool().gateway.client().get("/setup").text.split())
+    assert "may be against a provider's terms: you, the operator, decide" in page
+    assert "Metered (API-key) accounts are the way to stay within them" in page

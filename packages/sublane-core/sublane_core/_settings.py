@@ -222,8 +222,9 @@ class Settings(BaseSettings):
     public_url: str | None = Field(
         None,
         description=(
-            "AUTH-2 the URL users reach SubLane at (https://host[:port]); the SSO redirect URI is made"
-            " from it. Unset: from the host a trusted proxy (OPS-6) forwards, never an untrusted Host."
+            "AUTH-2 the URL users reach SubLane at (https://host[:port]); the SSO redirect URI and the"
+            " clients' set-up texts (CONNECT-1) are made from it. Unset: from the host a trusted proxy"
+            " (OPS-6) forwards, never an untrusted Host."
         ),
     )
     oidc_admin_claim: str = Field("groups", description="AUTH-2 the ID-token claim that can make an admin.")
