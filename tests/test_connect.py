@@ -136,3 +136,27 @@ def test_connect_item_5_readme_and_set_up_pages_name_the_providers_terms(
     page = " ".join(make_pool().gateway.client().get("/setup").text.split())
     assert "may be against a provider's terms: you, the operator, decide" in page
     assert "Metered (API-key) accounts are the way to stay within them" in page
+
+
+def test_connect_2_codex_setup_keeps_an_existing_config_and_runs_twice(tmp_path: Path) -> None:
+    import tomllib
+
+    from sublane_gateway.connect import connect_text
+
+    text = connect_text("codex", "http://127.0.0.1:8080", ["gpt-5.4"])
+    config = tmp_path / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"\napproval_policy = "never"\n\n[profiles.x]\nmodel = "keep"\n')
+    for _ in range(2):  # pasted twice: the second changes nothing
+        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        subprocess.run(["bash", "-c", text["setup"]], env=env, check=True, timeout=30)
+    settings = tomllib.loads(config.read_text())
+    assert settings["model_provider"] == "sublane" and settings["model"] == "gpt-5.4"
+    assert settings["approval_policy"] == "never" and settings["profiles"] == {"x": {"model": "keep"}}
+    assert settings["model_providers"]["sublane"] == {
+        "name": "SubLane",
+        "base_url": "http://127.0.0.1:8080/v1",
+        "env_key": "SUBLANE_API_KEY",
+        "wire_api": "responses",
+    }
+    assert (tmp_path / ".codex" / "config.toml.before-sublane").read_text().startswith('model = "o3"')
