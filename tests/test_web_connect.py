@@ -77,6 +77,7 @@ def test_connect_1_the_key_page_connect_panel_at_creation_and_from_the_list(
     assert run.returncode == 0 and ANSWER in run.stdout, (run.stdout, run.stderr)
     panel.get_by_role("tab", name="Codex CLI").click()
     expect(panel.get_by_label("Try", exact=True)).to_contain_text("codex exec")
+    expect(page.locator("#status")).to_have_text("", timeout=6000)  # the "Copied" notice is gone
     _shoot(page, "connect-a-client")
     page.screenshot(path=DOC_IMAGES / "connect-a-client.png", full_page=True)
 
