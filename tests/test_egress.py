@@ -406,3 +406,20 @@ def test_egress_3_the_check_answers_for_every_accepted_proxy_url(
     assert checked.json()["ok"] is False and checked.json()["error"]["code"] == "egress_proxy_failed"
     served = pool.client().post("/v1/responses", json=BODY)
     assert served.status_code == 502 and served.json()["error"]["code"] == "egress_proxy_failed"
+
+
+def test_alias_1_a_catalogue_refresh_through_a_dead_proxy_is_a_503_not_the_old_list(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    assert pool.admin.post(f"/api/accounts/{account_id}/models/refresh").status_code == 200
+    stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()
+    assert stored["models"]
+    _set_proxy(pool, account_id, f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    refused = pool.admin.post(f"/api/accounts/{account_id}/models/refresh")
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "model_catalog_unavailable"
+    assert "retry-after" in refused.headers
+    kept = pool.admin.get(f"/api/accounts/{account_id}/models").json()
+    assert kept["models"] == stored["models"] and kept["discovered_at"] == stored["discovered_at"]
