@@ -423,3 +423,49 @@ def test_alias_1_a_catalogue_refresh_through_a_dead_proxy_is_a_503_not_the_old_l
     assert "retry-after" in refused.headers
     kept = pool.admin.get(f"/api/accounts/{account_id}/models").json()
     assert kept["models"] == stored["models"] and kept["discovered_at"] == stored["discovered_at"]
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [
+        {"note": "not a login"},
+        {"access_token": 5, "refresh_token": ["x"]},
+        {"access_token": "a"},
+        {"access_token": None, "refresh_token": None, "account_id": {"a": 1}},
+    ],
+)
+def test_egress_3_the_check_answers_for_stored_credentials_of_a_wrong_shape(
+    make_pool: Callable[..., Pool], credentials: dict[str, Any]
+) -> None:
+    """Accounts a bundle imported before BULK-3 checked credentials may hold any shape."""
+    from sqlmodel import Session
+
+    from sublane_core import Account, signals
+
+    pool = make_pool()
+    cipher = pool.gateway.app.state.gateway.cipher
+    with Session(pool.gateway.engine) as db:
+        account = Account(
+            provider="codex",
+            name="broken",
+            credentials=cipher.encrypt(credentials),
+            created_at=1,
+            updated_at=1,
+        )
+        db.add(account)
+        db.commit()
+        db.refresh(account)
+    assert account.id is not None
+    signals.account_changed.send(
+        signals.AccountChanged(
+            account_id=account.id,
+            change=signals.AccountChange.CREATED,
+            lifecycle_revision=account.lifecycle_revision,
+            max_concurrency=account.max_concurrency,
+        )
+    )
+    checked = pool.admin.post(f"/api/accounts/{account.id}/check")
+    assert checked.status_code == 200, checked.text
+    assert checked.json()["ok"] is False and checked.json()["error"]["code"] in (
+        "invalid_credentials", "account_refresh_failed", "reauth_required", "upstream_unauthorized",
+    ), checked.json()  # fmt: skip
