@@ -102,7 +102,7 @@ async def _proxy_failed(runtime: ClientRuntime, url: str, egress: str) -> bool:
     except EgressFailed:
         return True
     except (UpstreamConnectError, UpstreamTimeout):
-        return False
+        pass  # the proxy opened the way: what failed is beyond it
     return False
 
 
