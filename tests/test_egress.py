@@ -287,6 +287,13 @@ def test_egress_1_proxy_passwords_never_leave_the_sealed_column(
     assert all(b"s3cret-pw" not in (row[0] or b"") and "s3cret-pw" not in (row[1] or "") for row in stored)
 
 
+def _applied_proxy(pool: Pool, account_id: int, url: str | None) -> dict[str, Any]:
+    """:func:`_set_proxy`, and wait until the account's next calls use it (applied on the loop)."""
+    answer = _set_proxy(pool, account_id, url)
+    _eventually(lambda: pool.runtime.vault.egress_of(account_id) == url)
+    return answer
+
+
 @pytest.fixture
 def silent_proxies() -> Iterator[Callable[[bool], str]]:
     """Proxy addresses on loopback that never answer: ``silent(accepting=False)`` is a listener
@@ -327,7 +334,7 @@ def test_egress_2_an_unroutable_silent_or_plain_proxy_spoken_tls_is_a_502_within
     account_id = pool.account_ids[0]
     plain = proxies("http", HTTP_FROM, user=None)
     for url in (silent_proxies(False), silent_proxies(True), plain.url(scheme="https")):
-        _set_proxy(pool, account_id, url)
+        _applied_proxy(pool, account_id, url)
         started = time.monotonic()
         refused = pool.client().post("/v1/responses", json=BODY)
         took = time.monotonic() - started
@@ -348,12 +355,12 @@ def test_egress_2_the_check_reports_an_http_proxy_refusing_the_password_as_an_eg
 ) -> None:
     pool = make_pool()
     server = proxies("http", HTTP_FROM)
-    _set_proxy(pool, pool.account_ids[0], server.url(password="wrong-password"))
+    _applied_proxy(pool, pool.account_ids[0], server.url(password="wrong-password"))
     checked = pool.admin.post(f"/api/accounts/{pool.account_ids[0]}/check").json()
     assert checked["ok"] is False and checked["egress"] == "proxy"
     assert checked["error"]["code"] == "egress_proxy_failed", checked  # not the provider's 401
     assert _runtime(pool, pool.account_ids[0])["egress_error"] is not None
-    _set_proxy(pool, pool.account_ids[0], server.url())  # the right password: the check passes
+    _applied_proxy(pool, pool.account_ids[0], server.url())  # the right password: the check passes
     assert pool.admin.post(f"/api/accounts/{pool.account_ids[0]}/check").json()["ok"] is True
 
 
@@ -365,7 +372,7 @@ def test_egress_3_the_check_clears_no_egress_error(
     pool = make_pool(failover_attempts=0)
     account_id = pool.account_ids[0]
     socks = proxies("socks5", SOCKS_FROM)
-    _set_proxy(pool, account_id, socks.url())
+    _applied_proxy(pool, account_id, socks.url())
     socks.stop()
     assert pool.client().post("/v1/responses", json=BODY).status_code == 502
     failed = _runtime(pool, account_id)["egress_error"]
@@ -401,6 +408,7 @@ def test_egress_3_the_check_answers_for_every_accepted_proxy_url(
     account_id = pool.account_ids[0]
     if pool.admin.patch(f"/api/accounts/{account_id}", json={"proxy_url": url}).status_code != 200:
         pytest.skip("refused when set: nothing to check")
+    _eventually(lambda: pool.runtime.vault.egress_of(account_id) is not None)
     checked = pool.admin.post(f"/api/accounts/{account_id}/check")
     assert checked.status_code == 200, checked.text
     assert checked.json()["ok"] is False and checked.json()["error"]["code"] == "egress_proxy_failed"
@@ -416,7 +424,7 @@ def test_alias_1_a_catalogue_refresh_through_a_dead_proxy_is_a_503_not_the_old_l
     assert pool.admin.post(f"/api/accounts/{account_id}/models/refresh").status_code == 200
     stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()
     assert stored["models"]
-    _set_proxy(pool, account_id, f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    _applied_proxy(pool, account_id, f"http://127.0.0.1:{free_port()}")  # nothing listens there
     refused = pool.admin.post(f"/api/accounts/{account_id}/models/refresh")
     assert refused.status_code == 503, refused.text
     assert refused.json()["error"]["code"] == "model_catalog_unavailable"
