@@ -462,6 +462,19 @@ class UsageHour(SQLModel, table=True):
     tokens: int | None = Field(default=None, sa_column=_tokens_column())
 
 
+class UsageGroupHour(SQLModel, table=True):
+    """One UTC hour of one member's tokens in one group (POOL-1: a member's share of the group's
+    tokens in the last hours), added to by the history writer like :class:`UsageHour`; kept
+    two days."""
+
+    __tablename__ = "usage_group_hours"
+
+    hour: int = Field(primary_key=True, description="Unix seconds of the hour's start")
+    group_id: int = Field(primary_key=True, description="NO_GROUP when the attempt had none")
+    user_id: int = Field(primary_key=True)
+    tokens: int | None = Field(default=None, sa_column=_tokens_column())
+
+
 class TokenBudget(SQLModel, table=True):
     """A member's token budget rule (TEAM-4): input + output tokens per UTC day or month, optionally
     only in one group and/or for one model."""

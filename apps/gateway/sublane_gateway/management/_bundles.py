@@ -36,6 +36,7 @@ from sublane_gateway.management._audit import record_action
 from sublane_gateway.management._models import BundleExport
 from sublane_gateway.management._names import free_name
 from sublane_gateway.pipeline import client_runtime
+from sublane_providers import CredentialFormatError, UnknownProviderError, parse_credentials
 
 router = APIRouter(tags=["accounts"])
 _log = logging.getLogger("sublane.bundles")
@@ -176,6 +177,14 @@ def _import(
             if not isinstance(entry.get("credentials"), dict):
                 skipped.append({"name": name, "reason": "invalid_entry"})
                 continue
+            try:  # BULK-3: checked as POST /api/accounts/import checks a credential file
+                parsed = parse_credentials(str(entry["provider"]), entry["credentials"])
+            except CredentialFormatError:
+                skipped.append({"name": name, "reason": "invalid_credentials"})
+                continue
+            except UnknownProviderError:
+                skipped.append({"name": name, "reason": "unknown_provider"})
+                continue
             final = free_name(name, taken, 64)
             taken.add(final.lower())
             found = entry.get("identity")
@@ -188,11 +197,13 @@ def _import(
                 max_concurrency=limit
                 if isinstance(limit, int) and 1 <= limit <= 1000
                 else DEFAULT_MAX_CONCURRENCY,
-                credentials=state.cipher.encrypt(entry["credentials"]),
-                credentials_expires_at=_number(entry.get("credentials_expires_at")),
-                identity_email=_text(identity.get("email"), 256),
-                identity_plan=_text(identity.get("plan"), 64),
-                identity_subject=_text(identity.get("subject"), 256),
+                # what the provider's parser made of the fields it knows wins; fields a refresh
+                # added beside them (a project, a tier) are kept
+                credentials=state.cipher.encrypt({**entry["credentials"], **parsed.bundle}),
+                credentials_expires_at=_number(entry.get("credentials_expires_at")) or parsed.expires_at,
+                identity_email=_text(identity.get("email"), 256) or parsed.identity.email,
+                identity_plan=_text(identity.get("plan"), 64) or parsed.identity.plan,
+                identity_subject=_text(identity.get("subject"), 256) or parsed.identity.subject,
                 created_at=now,
                 updated_at=now,
             )
