@@ -53,6 +53,7 @@ from sublane_core._schema import (
     Affinity,
     ApiKey,
     AuditEntry,
+    ClientVersion,
     GroupAccount,
     GroupAlias,
     GroupMember,
@@ -113,6 +114,7 @@ __all__ = [
     "WebSession",
     "Webhook",
     "WebhookDelivery",
+    "ClientVersion",
     # schema: team controls
     "BUDGET_PERIODS",
     "NO_GROUP",

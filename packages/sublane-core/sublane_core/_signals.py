@@ -247,6 +247,20 @@ class PoolUnavailable:
     reason: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientVersionRefused:
+    """CLIENT-3: an upstream (or its model catalogue) refused a call's client version for a model.
+
+    The seam for observers such as a list of upstream changes (CLIENT-7); ``needed`` is the version
+    asked for when the upstream or catalogue named one, ``carried`` the version the call carried.
+    """
+
+    provider: str
+    model: str
+    needed: str | None
+    carried: str | None
+
+
 @immutable(kw_only=True)
 class RequestFinished:
     """A model attempt ended: the metadata of HIST-2, sent before its slot is handed on (WAIT-7).
@@ -295,6 +309,9 @@ pool_unavailable = TypedSignal(
     "pool-unavailable", PoolUnavailable, "A group had no eligible account for a model."
 )
 request_finished = TypedSignal("request-finished", RequestFinished, "A model attempt ended.")
+client_version_refused = TypedSignal(
+    "client-version-refused", ClientVersionRefused, "An upstream refused a call's client version."
+)
 credentials_rejected = TypedSignal(
     "credentials-rejected", CredentialsRejected, "An account's credentials were rejected."
 )

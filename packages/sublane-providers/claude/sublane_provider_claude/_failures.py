@@ -16,9 +16,18 @@ from typing import Any
 
 from sublane_provider_claude._quota import rejected_main_windows
 from sublane_providers import FailureKind, UpstreamFailure, parse_retry_after
-from sublane_providers.kit import MAX_RETRY_AFTER_S, header
+from sublane_providers.kit import MAX_RETRY_AFTER_S, VERSION_IN_TEXT, header
 
 QUOTA_CODE = "usage_limit_reached"
+#: CLIENT-3: Anthropic's refusal of a Claude Code too old for a model: a 400 whose error ``type``
+#: or ``code`` is this (``invalid_request_error`` with the code in ``error.code`` or the message is
+#: taken too); the version asked for is read from the message when it names one.
+VERSION_REFUSAL = "claude_code_version_too_old"
+CLIENT_VERSION_CODE = "client_version_too_old"
+
+
+def _version_refusal(error: Mapping[str, Any], message: str) -> bool:
+    return VERSION_REFUSAL in (error.get("type"), error.get("code")) or VERSION_REFUSAL in message
 
 
 def _error_object(body: bytes) -> dict[str, Any]:
@@ -61,4 +70,13 @@ def classify_failure(status: int, headers: Mapping[str, str], body: bytes, now: 
         return UpstreamFailure(FailureKind.FORBIDDEN, status, code, message)
     if status == 408 or status >= 500:
         return UpstreamFailure(FailureKind.TRANSIENT, status, code, message, retry_after)
+    if status == 400 and _version_refusal(error, message):
+        found = VERSION_IN_TEXT.search(message)
+        return UpstreamFailure(
+            FailureKind.CLIENT_VERSION,
+            status,
+            CLIENT_VERSION_CODE,
+            message,
+            needed_version=found[1] if found else None,
+        )
     return UpstreamFailure(FailureKind.CLIENT_ERROR, status, code, message)
