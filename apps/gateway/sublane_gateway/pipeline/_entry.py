@@ -309,7 +309,9 @@ async def _attempt(
     bound = key is not None
 
     def build(credentials: Credentials) -> UpstreamRequest:
-        headers = identity.headers_for(adapter)  # CLIENT-1: the client's identity or SubLane's
+        # CLIENT-1: the client's identity or SubLane's (always on a recovery probe, COOL-4)
+        probe = runtime.scheduler.cooldowns.probe_only(account.id, call.model)
+        headers = identity.headers_for(adapter, probe=probe)
         return adapter.build_request(
             wanted, credentials.bundle, body, headers, bound=bound, conversation_key=key
         )

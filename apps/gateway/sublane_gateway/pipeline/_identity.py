@@ -64,14 +64,16 @@ class CallIdentity:
         effective = versions.effective(adapter.name)
         return self._own_version(adapter, effective) or effective
 
-    def headers_for(self, adapter: ProviderAdapter) -> Mapping[str, str]:
-        """The headers an attempt on ``adapter`` is built from: the client's, or with SubLane's identity."""
+    def headers_for(self, adapter: ProviderAdapter, *, probe: bool = False) -> Mapping[str, str]:
+        """The headers an attempt on ``adapter`` is built from: the client's, or with SubLane's
+        identity (always for a recovery probe, COOL-4: whether the account recovered is SubLane's
+        question, not the client's)."""
         versions = self._versions
         if versions is None or adapter.name not in versions.identities:
             self.carried = None
             return self._headers
         effective = versions.effective(adapter.name)
-        own = self._own_version(adapter, effective)
+        own = None if probe else self._own_version(adapter, effective)
         if own is not None:  # the upstream's acceptance of it counts as seen (CLIENT-2)
             self.carried = own
             if self._call is not None:

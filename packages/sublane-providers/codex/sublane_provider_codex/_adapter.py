@@ -208,6 +208,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
                     "grant_type": "refresh_token",
                     "refresh_token": bundle["refresh_token"],
                 },
+                headers=self.identity.headers(),  # CLIENT-1: refresh carries SubLane's identity
                 timeout=self._metadata_timeout,
             )
         except httpx.HTTPError as exc:
