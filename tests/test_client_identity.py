@@ -13,6 +13,9 @@ from typing import Any
 import httpx
 import pytest
 from gateway_pool import Pool, settings_for
+from postgres_server import postgres_bin, running_postgres
+from redis_server import REDIS_SERVER, running_redis
+from replicas import cluster
 
 from sublane_core import WireProtocol, signals
 from sublane_gateway.testing import running_gateway
@@ -350,3 +353,37 @@ def test_client_3_catalogue_floor_refused_before_any_upstream_call(
     newer = "codex_exec/0.180.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.180.0)"
     with _codex_client(pool, newer) as client:
         assert client.post("/v1/responses", json=RESPONSES).status_code == 200
+
+
+# -- CLIENT-2 across replicas (real PostgreSQL and Redis, replicas.py) ------------------------------
+
+
+@pytest.mark.xdist_group("scale-out")
+@pytest.mark.skipif(
+    REDIS_SERVER is None or postgres_bin() is None, reason="needs redis-server and PostgreSQL"
+)
+def test_client_2_effective_version_is_shared_across_two_replicas(sim: Simulator, tmp_path: Path) -> None:
+    with (
+        running_postgres() as postgres,
+        running_redis() as redis,
+        cluster(tmp_path, postgres.new_database(), redis.url, sim) as nodes,
+    ):
+        a, b = nodes.start(2)
+        on_a, on_b = a.admin(), b.admin()
+        account = sim.create_account("codex")
+        body = {"provider": "codex", "name": "c", "credentials": account.credentials, "group_ids": [1]}
+        assert on_a.post("/api/accounts/import", json=body).status_code == 201
+        key = on_a.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        # a native client seen on A raises the effective version on B
+        newer = {"user-agent": "codex_exec/0.176.0 (Debian 12.0.0; x86_64) xterm", "originator": "codex_exec"}
+        with a.client(key) as client:
+            _until(lambda: client.post("/v1/responses", json=RESPONSES, headers=newer).status_code == 200)
+        _until(lambda: _client_version(on_b, "codex")["effective"] == "0.176.0", 2.0)
+        # a pin made on B holds on A
+        assert on_b.put("/api/providers/codex/client-version", json={"version": "0.190.0"}).is_success
+        _until(lambda: _client_version(on_a, "codex")["pinned"] == "0.190.0", 2.0)
+        with a.client(key) as client:  # and A presents it: a translated call carries 0.190.0
+            assert client.post("/v1/messages", json=MESSAGES, headers={"x-api-key": key}).status_code == 200
+        _pure_codex_identity(sim.requests(endpoint="codex.responses")[-1].headers, "0.190.0")
+        on_a.close()
+        on_b.close()
