@@ -169,17 +169,23 @@ def _error_response(request: Request, turn: Turn) -> Response:
 
 async def _floor_refusal(request: Request, record: RequestRecord, model: str) -> Response | None:
     """Anthropic's 400 for a model above the request's Claude Code version (CLIENT-3, ``_floors``):
-    an ``invalid_request_error`` whose ``code`` (and message) say ``claude_code_version_too_old``."""
+    an ``invalid_request_error`` with ``details.error_code: claude_code_version_too_old`` and the
+    message Claude Code 2.1.332 itself recognizes ("Claude Code X does not support this model;
+    version Y or newer is required")."""
     floor = sim_of(request).floors.get("claude", model)
-    if floor is None or not below(claude_code_version(request.headers), floor[0]):
+    version = claude_code_version(request.headers)
+    if floor is None or not below(version, floor[0]):
         return None
     if floor[1] > 0:
         await asyncio.sleep(floor[1])
     record.status, record.outcome = 400, "rejected"
     rid = _request_id(record)
-    message = f"{model} requires Claude Code {floor[0]} or later. Please update Claude Code."
+    message = (
+        f"Claude Code {version or 'unknown'} does not support this model; "
+        f"version {floor[0]} or newer is required"
+    )
     body = error_body("invalid_request_error", message, rid)
-    body["error"]["code"] = "claude_code_version_too_old"
+    body["error"]["details"] = {"error_code": "claude_code_version_too_old"}
     return JSONResponse(body, status_code=400, headers={"request-id": rid})
 
 
