@@ -387,3 +387,22 @@ def test_client_2_effective_version_is_shared_across_two_replicas(sim: Simulator
         _pure_codex_identity(sim.requests(endpoint="codex.responses")[-1].headers, "0.190.0")
         on_a.close()
         on_b.close()
+
+
+# -- with the real clients ------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_client_1_real_claude_code_on_a_codex_account_carries_a_pure_codex_identity(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    from test_real_clients import _claude, _client
+
+    _client("claude")
+    pool = make_pool(provider="codex")
+    run = _claude(pool, tmp_path, "-p", "--model", "gpt-5-codex", "say hi")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    sent = _upstream(pool, "codex.responses")
+    assert sent
+    for request in sent:  # never Claude Code's user agent beside Codex's originator
+        _pure_codex_identity(request.headers)
