@@ -51,6 +51,9 @@ class ClientVersions:
         self._clock = clock
         self.identities = dict(identities)
         self._rows: dict[str, _Row] = {name: _Row() for name in self.identities}
+        # provider: (effective, until when it holds): asked once per attempt, worked out once per change
+        self._memo: dict[str, tuple[str, float]] = {}
+        self._generation = 0  # a change from another thread meanwhile: the memo is not stored
         self._lock = threading.Lock()
         #: Told the provider after a change was written (SCALE-2: the coordination publishes it).
         self.on_changed: Callable[[str], None] = lambda _provider: None
@@ -61,13 +64,27 @@ class ClientVersions:
 
     def effective(self, provider: str) -> str:
         """The provider's effective version now (a seen version past its 30 days no longer counts)."""
+        now = self._clock.time()
+        memo = self._memo.get(provider)
+        if memo is not None and now < memo[1]:
+            return memo[0]
+        generation = self._generation
         identity = self.identities[provider]
         row = self._rows[provider]
-        seen = row.seen if row.seen_at is not None and self._clock.time() - row.seen_at < SEEN_FOR_S else None
-        effective = newest_version(identity.built_in, seen, row.pinned) or identity.built_in
+        counts = row.seen_at is not None and now - row.seen_at < SEEN_FOR_S
+        effective = newest_version(identity.built_in, row.seen if counts else None, row.pinned)
+        effective = effective or identity.built_in
+        if generation == self._generation:
+            self._memo[provider] = (effective, (row.seen_at or 0.0) + SEEN_FOR_S if counts else float("inf"))
         if identity.effective != effective:
             identity.use(effective)
         return effective
+
+    def _changed(self, provider: str) -> None:
+        """A row changed: work the effective version out again (and tell the identity)."""
+        self._generation += 1
+        self._memo.pop(provider, None)
+        self.effective(provider)
 
     def view(self, provider: str) -> dict[str, Any]:
         """``{"effective","built_in","seen","pinned"}`` of ``GET /api/providers``."""
@@ -98,7 +115,7 @@ class ClientVersions:
             else:
                 return
             seen, seen_at = row.seen, row.seen_at
-        self.effective(provider)
+        self._changed(provider)
         self.in_background(lambda: self._write_seen(provider, seen, seen_at))
 
     def stage_pin(self, db: Session, provider: str, version: str | None) -> str | None:
@@ -118,7 +135,7 @@ class ClientVersions:
         """A pin was committed: apply it here and tell the other replicas."""
         with self._lock:
             self._rows[provider].pinned = version
-        self.effective(provider)
+        self._changed(provider)
         self.on_changed(provider)
 
     def _write_seen(self, provider: str, seen: str | None, seen_at: float | None) -> None:
@@ -152,4 +169,4 @@ class ClientVersions:
                 if parse_version(row.seen_version) is not None:
                     kept.seen, kept.seen_at = row.seen_version, row.seen_at
         for provider in self._rows:
-            self.effective(provider)
+            self._changed(provider)
