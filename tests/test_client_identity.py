@@ -144,6 +144,21 @@ def test_client_1_metadata_calls_carry_sublane_identity(make_pool: Callable[...,
         assert sent[-1].headers.get("originator") == "codex_cli_rs", (endpoint, sent[-1].headers)
         assert sent[-1].headers["user-agent"].startswith("codex_cli_rs/0.171.0 ("), endpoint
     assert "client_version=0.171.0" in _upstream(pool, "codex.models")[-1].query
+    # sign-in: the code exchange of an OAuth login (CRED-9)
+    login_account = pool.sim.create_account("codex")
+    pool.sim.prepare_login("codex", login_account.id)
+    started = pool.admin.post("/api/accounts/oauth/start", json={"provider": "codex"}).json()
+    with httpx.Client(follow_redirects=False, timeout=10) as browser:
+        pasted = browser.get(started["authorize_url"]).headers["location"]
+    before = len(_upstream(pool, "openai.token"))
+    completed = pool.admin.post(
+        "/api/accounts/oauth/complete", json={"state": started["state"], "callback_url": pasted}
+    )
+    assert completed.status_code == 201, completed.text
+    exchange = _upstream(pool, "openai.token")[before].headers
+    assert exchange["originator"] == "codex_cli_rs" and exchange["user-agent"].startswith(
+        "codex_cli_rs/0.171.0 ("
+    )
 
     claude = make_pool(accounts=1, provider="claude")
     assert claude.admin.post(f"/api/accounts/{claude.account_ids[0]}/check").status_code == 200
