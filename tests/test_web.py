@@ -501,6 +501,29 @@ def test_web_2_clear_cooldown_after_a_429_and_change_a_limit(
 # --- WEB-3, HIST-10, HIST-11: the request tables -----------------------------------------------
 
 
+def test_client_2_web_shows_client_versions_and_pins_one(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/accounts")
+    row = page.locator("tr.client-version[data-provider=codex]")
+    expect(row.locator(".effective")).to_have_text("0.171.0")
+    expect(page.locator("tr.client-version[data-provider=claude] .effective")).to_have_text("2.1.332")
+    row.get_by_role("textbox", name="Pinned version").fill("0.99")
+    row.get_by_role("button", name="Pin").click()
+    assert row.get_by_role("textbox", name="Pinned version").evaluate(
+        "input => input.validity.patternMismatch"
+    )  # refused by the form
+    row.get_by_role("textbox", name="Pinned version").fill("0.180.0")
+    row.get_by_role("button", name="Pin").click()
+    row = page.locator("tr.client-version[data-provider=codex]")
+    expect(row.locator(".effective")).to_have_text("0.180.0")
+    providers = pool.admin.get("/api/providers").json()["items"]
+    assert next(p for p in providers if p["name"] == "codex")["client_version"]["pinned"] == "0.180.0"
+    row.get_by_role("button", name="Remove pin").click()
+    expect(page.locator("tr.client-version[data-provider=codex] .effective")).to_have_text("0.171.0")
+
+
 def test_web_3_all_requests_filters_and_pages_of_50(
     make_pool: Callable[..., Pool], open_context: Any
 ) -> None:

@@ -54,6 +54,7 @@ from sublane_core._schema import (
     Affinity,
     ApiKey,
     AuditEntry,
+    ClientVersion,
     GroupAccount,
     GroupAlias,
     GroupMember,
@@ -115,6 +116,7 @@ __all__ = [
     "WebSession",
     "Webhook",
     "WebhookDelivery",
+    "ClientVersion",
     # schema: team controls
     "BUDGET_PERIODS",
     "NO_GROUP",

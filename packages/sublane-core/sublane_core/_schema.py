@@ -516,3 +516,19 @@ class KeyCheck(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     sealed: bytes = _sealed()
     created_at: float
+
+
+# -- clients (CLIENT) -----------------------------------------------------------------------------
+
+
+class ClientVersion(SQLModel, table=True):
+    """A provider's client versions (CLIENT-2): the newest well-formed native client version seen
+    in a successful model call (and when it was last seen), and the admin's pin."""
+
+    __tablename__ = "client_versions"
+
+    provider: str = Field(primary_key=True, max_length=64)
+    seen_version: str | None = Field(default=None, max_length=17)
+    seen_at: float | None = None
+    pinned_version: str | None = Field(default=None, max_length=17)
+    updated_at: float

@@ -12,7 +12,7 @@ EXPECTED = [
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "ROLE_ADMIN", "ROLE_MEMBER",
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
     "KeyCheck", "AccountModels", "QuotaObservation", "GroupAlias", "RequestRecord", "ResourceGroup",
-    "User", "WebSession", "Webhook", "WebhookDelivery",
+    "User", "WebSession", "Webhook", "WebhookDelivery", "ClientVersion",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "TotpRecoveryCode", "UsageDay", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "decode_key", "load_or_create_key",
     "SEALED", "sealed_columns", "reseal_rows", "reseal_database",

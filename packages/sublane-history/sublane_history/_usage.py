@@ -97,6 +97,8 @@ class AttemptUsage:
     @classmethod
     def of(cls, payload: signals.RequestFinished) -> AttemptUsage:
         outcome = payload.outcome if payload.outcome in OUTCOME_COLUMNS else "error"
+        if payload.outcome == "client_version":  # CLIENT-3: a refusal of the client, not a failure
+            outcome = "rejected"
         if payload.account_id is None:  # never sent upstream: known to have used nothing
             return cls(outcome, 0, 0, 0, unknown=False)
         input_tokens, output_tokens = _count(payload.input_tokens), _count(payload.output_tokens)

@@ -17,6 +17,7 @@ from sublane_providers._capabilities import (
     AliasesModels,
     CompletesBundles,
     CompletesImports,
+    HasClientIdentity,
     HasOtherHosts,
     OpensSessions,
     ReportsQuotaInStream,
@@ -27,6 +28,13 @@ from sublane_providers._capabilities import (
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
 from sublane_providers._egress import EgressFailed, current_egress, use_egress
 from sublane_providers._http import parse_retry_after
+from sublane_providers._identity import (
+    ClientIdentity,
+    newest_version,
+    parse_version,
+    plausible_version,
+    version_below,
+)
 from sublane_providers._jwt import expiry_of, unverified_claims
 from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
 from sublane_providers._plugin import ENTRY_POINT_GROUP, ProviderPlugin, ProviderSettings
@@ -85,6 +93,7 @@ __all__ = [
     "AliasesModels",
     "CompletesBundles",
     "CompletesImports",
+    "HasClientIdentity",
     "HasOtherHosts",
     "OpensSessions",
     "ReportsQuotaInStream",
@@ -160,4 +169,10 @@ __all__ = [
     "USUAL_EVENT",
     "usual_event_name",
     "parse_retry_after",
+    # client identities (CLIENT-1, CLIENT-2)
+    "ClientIdentity",
+    "newest_version",
+    "parse_version",
+    "plausible_version",
+    "version_below",
 ]

@@ -7,7 +7,8 @@ import sublane_providers.kit
 
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
-    "AliasesModels", "CompletesBundles", "CompletesImports", "HasOtherHosts", "OpensSessions",
+    "AliasesModels", "CompletesBundles", "CompletesImports", "HasClientIdentity", "HasOtherHosts",
+    "OpensSessions",
     "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names", "provider_plugin",
@@ -26,6 +27,7 @@ EXPECTED = [
     "SseEvent", "SseFramer", "encode_event", "parse_event", "event_fields", "blocks_of",
     "USUAL_EVENT", "usual_event_name",
     "parse_retry_after",
+    "ClientIdentity", "newest_version", "parse_version", "plausible_version", "version_below",
 ]  # fmt: skip
 
 KIT = [
@@ -34,6 +36,7 @@ KIT = [
     "JsonStreamObserver", "ResponsesStreamObserver", "responses_error", "responses_usage",
     "MEMO_MAX_AGE_S", "QuotaHeaderMemo", "headers_with_prefix",
     "WebSocket", "WebSocketRefused", "connect_websocket",
+    "VERSION_IN_TEXT", "VersionedIdentity",
 ]  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import refusal_reply
 from sublane_gateway.pipeline._failover import fails_over
+from sublane_gateway.pipeline._identity import CallIdentity
 from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import recheck_before_retry
@@ -141,12 +142,14 @@ async def run_hub_turn(
         call.finish(Outcome.REJECTED, refused.code)
         raise HubTurnError(400, refused.code, refused.message) from None
 
+    identity = CallIdentity(runtime.client_versions, call, WireProtocol.RESPONSES, headers)
+
     def build(credentials: Credentials) -> UpstreamRequest:
         return adapter.build_request(
             UpstreamOperation.STREAM,
             credentials.bundle,
             upstream_body,
-            headers,
+            identity.headers_for(adapter),  # CLIENT-1: translated: SubLane's identity
             bound=conversation_key is not None,
             conversation_key=conversation_key,
         )
@@ -155,7 +158,7 @@ async def run_hub_turn(
         await recheck_before_retry(runtime, call.principal, account, call.model)
 
     try:
-        response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
+        response, _credentials = await send_with_recovery(runtime, grant, build, recheck, identity)
     except (SubLaneError, UpstreamRefused) as error:
         if fails_over(error):
             raise AttemptFailed(error) from None

@@ -25,6 +25,7 @@ from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._background import BackgroundTasks
 from sublane_gateway.pipeline._catalog import ModelCatalog
+from sublane_gateway.pipeline._client_versions import ClientVersions
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_gateway.pipeline._serving import ServingProviders
@@ -33,6 +34,7 @@ from sublane_history import TokenBudgets
 from sublane_providers import (
     AliasesModels,
     CredentialVault,
+    HasClientIdentity,
     ProviderAdapter,
     UpstreamClients,
     WrapsEvents,
@@ -91,6 +93,8 @@ class ClientRuntime:
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
     coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
+    #: CLIENT-2: every provider's effective client version (providers with a client identity).
+    client_versions: ClientVersions | None = None
     _engine: Engine | None = None  # where a replica reads what another told it changed
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
@@ -106,6 +110,14 @@ class ClientRuntime:
         if self.quota is not None:
             await self.quota.start()  # QUOTA-8: observations survive a restart
         coordination = self.coordination
+        versions = self.client_versions
+        if versions is not None:  # CLIENT-2: persisted, and shared with the other replicas
+            await anyio.to_thread.run_sync(versions.load)
+            versions.in_background = lambda work: self._background(anyio.to_thread.run_sync, work)
+            if coordination is not None:
+                versions.on_changed = lambda provider: coordination.publish(
+                    "client_versions", provider=provider
+                )
         if coordination is not None:
             coordination.on_released = self.scheduler.offer
             coordination.on_event = self._remote_event
@@ -309,6 +321,8 @@ class ClientRuntime:
             from sublane_gateway.pipeline._coordination import quota_observation
 
             self.quota.apply_saved(quota_observation(event))
+        elif kind == "client_versions" and self.client_versions is not None:  # CLIENT-2
+            self._background(anyio.to_thread.run_sync, self.client_versions.load)
         elif kind == "cooldown":
             from sublane_gateway.pipeline._coordination import cooldown_of
 
@@ -323,6 +337,8 @@ class ClientRuntime:
         for account_id in list(self.vault.loaded()):
             self.vault.forget(account_id)
         self._background(self.cooldown_store.restore, self.scheduler.cooldowns)
+        if self.client_versions is not None:
+            self._background(anyio.to_thread.run_sync, self.client_versions.load)
 
     def share_budgets(self, budgets: TokenBudgets, engine: Engine) -> None:
         """TEAM-4 across replicas: the tokens of members who have budget rules and every change of
@@ -516,6 +532,15 @@ def build_runtime(
         outbox=outbox,
         alerts=Deliverer(engine, cipher, clock, outbox, settings.alert_retry_s),
         coordination=coordination,
+        client_versions=ClientVersions(
+            engine,
+            clock,
+            {
+                name: adapter.identity
+                for name, adapter in adapters.items()
+                if isinstance(adapter, HasClientIdentity)
+            },
+        ),
     )
 
 

@@ -38,6 +38,7 @@ from sublane_gateway.pipeline._hub_turn import (
     refusal_error,
     run_hub_turn,
 )
+from sublane_gateway.pipeline._identity import CallIdentity
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import has_level, resolve_level_suffix
 from sublane_gateway.pipeline._quota import observe_exhaustion
@@ -373,11 +374,14 @@ class SocketTurns:
         assert isinstance(adapter, OpensSessions)  # _run sends only such providers' turns here
         credentials = await runtime.vault.get(account.id, account.provider)
         refreshed = False
+        # CLIENT-1: the socket carries the client's identity or SubLane's, decided as it opens
+        identity = CallIdentity(runtime.client_versions, None, WireProtocol.RESPONSES, self.headers)
+        headers = identity.headers_for(adapter)
         while True:
             try:
                 with use_egress(credentials.egress):
                     session = await adapter.open_session(
-                        credentials.bundle, self.headers, open_timeout=runtime.settings.header_timeout_s
+                        credentials.bundle, headers, open_timeout=runtime.settings.header_timeout_s
                     )
             except SessionRefused as refused:
                 failure = refused.failure

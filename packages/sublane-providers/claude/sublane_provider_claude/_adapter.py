@@ -14,6 +14,7 @@ import httpx
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_provider_claude._credentials import parse_credentials
 from sublane_provider_claude._failures import classify_failure
+from sublane_provider_claude._identity import ClaudeIdentity
 from sublane_provider_claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
 from sublane_provider_claude._quota import remembered_windows_from_headers, windows_from_usage
 from sublane_provider_claude._request import (
@@ -31,6 +32,7 @@ from sublane_providers import (
     AccountIdentity,
     AliasesModels,
     CompletesImports,
+    HasClientIdentity,
     ImportedCredentials,
     LoginFlow,
     MetadataHttp,
@@ -118,7 +120,7 @@ def _plan_of(profile: Mapping[str, Any]) -> str | None:
     return None
 
 
-class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
+class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, HasClientIdentity):
     """Talks to the Anthropic API and Claude's OAuth server for one SubLane process.
 
     Args:
@@ -163,6 +165,7 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         self._models = tuple(models)
         self._models_fallback = models_fallback
         self._clock = clock
+        self.identity = ClaudeIdentity()
 
     # -- endpoints --------------------------------------------------------------------------------
 
@@ -219,7 +222,9 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         bound: bool,
     ) -> UpstreamRequest:
         """``POST /v1/messages`` streaming (``stream: true`` forced) for the client's Messages body."""
-        headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=bound)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=self.access(bundle), bound=bound
+        )
         payload = messages_body(body, model=str(body["model"]))
         payload["stream"] = True
         return self._post(self.messages_url, payload, headers, "text/event-stream")
@@ -233,7 +238,9 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         bound: bool,
     ) -> UpstreamRequest:
         """``POST /v1/messages`` answered as one JSON message (``stream: false``)."""
-        headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=bound)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=self.access(bundle), bound=bound
+        )
         payload = messages_body(body, model=str(body["model"]))
         payload["stream"] = False
         return self._post(self.messages_url, payload, headers, "application/json")
@@ -242,9 +249,21 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         self, bundle: Mapping[str, Any], body: Mapping[str, Any], client_headers: Mapping[str, str]
     ) -> UpstreamRequest:
         """``POST /v1/messages/count_tokens`` for the client's body (never bound to a session)."""
-        headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=False)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=self.access(bundle), bound=False
+        )
         payload = messages_body(body, model=str(body["model"]))
         return self._post(self.count_tokens_url, payload, headers, "application/json")
+
+    def identified(self, client_headers: Mapping[str, str]) -> Mapping[str, str]:
+        """The headers with a usable Claude Code identity: the client's, or else SubLane's (CLIENT-1).
+
+        The gateway has already replaced the client's identity where it may not pass (a translated
+        call, an old client); this fills in SubLane's where the call carries none at all.
+        """
+        if self.identity.client_version(client_headers) is None:
+            return self.identity.replaced(client_headers)
+        return client_headers
 
     def new_observer(self, state: StreamState | None = None) -> ClaudeStreamObserver:
         return ClaudeStreamObserver(state)
@@ -269,7 +288,7 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
             return await self._http.post(
                 self.token_url,
                 json=payload,
-                headers={"accept": "application/json"},
+                headers={**self._own_agent(), "accept": "application/json"},
                 timeout=self._metadata_timeout,
             )
         except httpx.HTTPError as exc:
@@ -350,8 +369,14 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
 
     # -- metadata ---------------------------------------------------------------------------------
 
+    def _own_agent(self) -> dict[str, str]:
+        """SubLane's Claude Code ``user-agent`` and ``x-app`` at the effective version (CLIENT-1)."""
+        own = self.identity.headers()
+        return {"user-agent": own["user-agent"], "x-app": own["x-app"]}
+
     def _metadata_headers(self, bundle: Mapping[str, Any]) -> dict[str, str]:
         return {
+            **self._own_agent(),
             "authorization": f"Bearer {self.access(bundle)}",
             "anthropic-beta": OAUTH_BETA,
             "accept": "application/json",
