@@ -1,8 +1,8 @@
 """Client versions per provider (CLIENT-2): the newest native client version seen in a successful
 model call, when it was last seen, and the admin's pin; shared by every replica.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0016
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
-down_revision = "0013"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 

@@ -1,8 +1,8 @@
 """A member's tokens per group and UTC hour (POOL-1): the share of a group's recent tokens comes
 from this usage summary, not from request records (which history may not keep).
 
-Revision ID: 0019
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
-down_revision = "0013"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
