@@ -142,5 +142,6 @@ async def group_pool(request: Request, user_id: int, group_id: int) -> list[dict
     runtime = client_runtime(request)
     state = gateway_state(request)
     now = state.clock.time()
-    loaded = await anyio.to_thread.run_sync(_load, state.engine, user_id, now)
+    reader: UsageReader = request.app.state["usage_reader"]
+    loaded = await anyio.to_thread.run_sync(_load, state.engine, reader, user_id, now)
     return [item for item in _pool(runtime, loaded, now) if item["group_id"] == group_id]
