@@ -15,7 +15,7 @@ from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_
 from sublane_provider_claude._credentials import parse_credentials
 from sublane_provider_claude._failures import classify_failure
 from sublane_provider_claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
-from sublane_provider_claude._quota import remembered_windows_from_headers, windows_from_usage
+from sublane_provider_claude._quota import HEADER_PREFIX, remembered_windows_from_headers, windows_from_usage
 from sublane_provider_claude._request import (
     CLAUDE_DIALECT,
     DEFAULT_ANTHROPIC_VERSION,
@@ -141,6 +141,8 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False
     fallback_models = frozenset(KNOWN_MODELS)
+    # Claude Code shows its subscription limits from these (CLIENT-5): they reach it unchanged.
+    native_reply_header_prefixes = (HEADER_PREFIX,)
 
     def __init__(
         self,
