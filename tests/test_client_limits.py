@@ -4,19 +4,27 @@
 The usage answer is checked against what the Codex CLI deserialises (its backend client's
 ``RateLimitStatusPayload``: ``plan_type`` one of its plan names; ``rate_limit.allowed`` and
 ``limit_reached`` booleans; each window's ``used_percent``, ``limit_window_seconds``,
-``reset_after_seconds`` and ``reset_at`` as ``i32``; ``credits`` optional), read from its source:
-the CLI shows these numbers only in its interactive ``/status``, so no real-CLI run proves it here.
+``reset_after_seconds`` and ``reset_at`` as ``i32``; ``credits`` optional), read from its source,
+and proven with the real CLI: its app server's ``account/rateLimits/read`` (what ``/status`` shows)
+reads SubLane's answer when its ``chatgpt_base_url`` is the gateway and its stored ChatGPT access
+token is a SubLane key.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from gateway_pool import Pool
+from test_real_clients import _client
 
-from sublane_sim import parse_sse
+from sublane_sim import encode_unsigned_jwt, parse_sse
 
 PATHS = ("/api/codex/usage", "/backend-api/wham/usage")
 CLI_PLANS = {"guest", "free", "go", "plus", "pro", "free_workspace", "team", "business", "education"}
@@ -92,6 +100,78 @@ def test_client_5_codex_usage_endpoints_answer_the_pools_windows_in_the_clis_sha
     assert payload["plan_type"] == "plus"  # the simulator's default plan
     text = str(payload)
     assert all(account.email not in text for account in pool.sim_accounts)
+
+
+def _cli_rate_limits(home: Path, base_url: str, key: str) -> dict[str, Any]:
+    """``account/rateLimits/read`` of the real Codex CLI's app server (JSON-RPC over stdio), signed
+    in with ChatGPT tokens whose access token is ``key``; ``chatgpt_base_url`` = ``base_url``."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    claims = {"email": "member@example.test", "exp": int(time.time()) + 86400}
+    claims["https://api.openai.com/auth"] = {"chatgpt_plan_type": "plus", "chatgpt_account_id": "acct-1"}
+    tokens = {"id_token": encode_unsigned_jwt(claims), "access_token": key, "refresh_token": "unused"}
+    auth = {
+        "OPENAI_API_KEY": None,
+        "tokens": {**tokens, "account_id": "acct-1"},
+        "last_refresh": "2026-12-01T00:00:00Z",
+    }
+    (codex_home / "auth.json").write_text(json.dumps(auth))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "CODEX_HOME": str(codex_home)}
+    args = [str(_client("codex")), "app-server", "-c", f'chatgpt_base_url="{base_url}"']
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "t", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "account/rateLimits/read"},
+    ]
+    with subprocess.Popen(
+        args,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=home,
+        text=True,
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("".join(json.dumps(request) + "\n" for request in requests))
+        server.stdin.flush()
+        try:
+            for line in server.stdout:
+                message = json.loads(line)
+                if message.get("id") == 2:
+                    result: dict[str, Any] = message["result"]
+                    return result
+        finally:
+            server.kill()
+    raise AssertionError("the app server did not answer account/rateLimits/read")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("suffix", ["", "/backend-api"], ids=["api-codex-usage", "wham-usage"])
+def test_client_5_the_real_codex_cli_reads_the_pools_windows(
+    make_pool: Callable[..., Pool], tmp_path: Path, suffix: str
+) -> None:
+    _client("codex")
+    pool = make_pool(accounts=2)
+    first, second = (account.id for account in pool.sim_accounts)
+    pool.sim.set_quota(first, "primary", used_percent=20, reset_in_s=3000)
+    pool.sim.set_quota(second, "primary", used_percent=70, reset_in_s=1200)
+    _use_every_account(pool)
+    with pool.client() as client:
+        expected = client.get(PATHS[0]).json()["rate_limit"]["primary_window"]
+    limits = _cli_rate_limits(tmp_path, pool.gateway.url + suffix, pool.key)["rateLimits"]
+    assert limits["primary"] == {
+        "usedPercent": 45,
+        "windowDurationMins": 300,
+        "resetsAt": expected["reset_at"],
+    }
+    assert limits["secondary"]["windowDurationMins"] == 7 * 24 * 60
+    assert limits["planType"] == "plus"
 
 
 def test_client_5_codex_usage_needs_a_sublane_key(make_pool: Callable[..., Pool]) -> None:
