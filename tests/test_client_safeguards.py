@@ -114,3 +114,20 @@ def test_client_4_translated_call_leaks_no_safeguards_and_invents_no_verdict(
     assert b"safeguards" not in upstream.raw_body and b"dangerous_tool_use" not in upstream.raw_body
     assert AUTO_MODE_BETA not in json.dumps(upstream.headers)
     assert b"safeguard_results" not in answer  # no verdict the upstream did not give
+
+
+def test_client_4_an_upstream_refusal_naming_safeguards_reaches_the_client_as_sent(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """Claude Code turns its server check off on a 400 whose message names ``safeguards`` (its gateway
+    guide): the message must arrive as Anthropic wrote it, and the account stays usable."""
+    pool = make_pool(provider="claude")
+    message = "safeguards: Extra inputs are not permitted"
+    refusal = Behaviour.error(400, error_code="invalid_request_error", error_message=message)
+    pool.sim.script(pool.sim_accounts[0].id, refusal)
+    status, answer = _post(pool, _body("claude-opus-5-5", stream=True))
+    assert status == 400
+    error = json.loads(answer)["error"]
+    assert error["type"] == "invalid_request_error" and error["message"] == message
+    status, _ = _post(pool, _body("claude-opus-5-5", stream=False))
+    assert status == 200  # a refused field is the request's fault, not the account's
