@@ -885,7 +885,7 @@ def test_quota_9_and_quota_10_every_card_shows_quota_with_freshness_and_pace(
     refused = api.post("/v1/responses", json=BODY)  # and now refused while routing
     assert refused.status_code == 403
     messages = {
-        "model": "claude-sonnet-4-5-20250929",
+        "model": "claude-haiku-4-5-20251001",
         "max_tokens": 32,
         "messages": [{"role": "user", "content": "hi"}],
     }

@@ -439,6 +439,7 @@ class Simulator:
                 body=body,
                 transport=transport,
                 peer=peer,
+                raw_body=raw_body,
             )
 
     def authenticate(

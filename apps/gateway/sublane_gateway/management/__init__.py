@@ -13,6 +13,7 @@ from sublane_gateway.management import (
     _bundles,
     _catalogue,
     _check,
+    _client_limits,
     _groups,
     _history,
     _keys,
@@ -51,7 +52,7 @@ for _module in (
     _webhooks,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL
+for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits):  # TEAM, POOL, CLIENT-5
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -359,6 +359,17 @@ def _observe_quota(
         )
 
 
+def native_reply_headers(adapter: ProviderAdapter, response: UpstreamResponse) -> dict[str, str]:
+    """The answer's headers the adapter's own clients read (``native_reply_header_prefixes``),
+    by lower-case name, their bytes unchanged (CLIENT-5)."""
+    prefixes = tuple(prefix.encode("latin-1") for prefix in adapter.native_reply_header_prefixes)
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for _raw, name, value in response.headers.triples
+        if name.startswith(prefixes)
+    }
+
+
 async def _relay(
     runtime: ClientRuntime,
     call: ModelCall,
@@ -395,10 +406,14 @@ async def _relay(
             cut_ending=partial(cut_stream_ending, protocol),
             keepalive=JSON_KEEPALIVE if spec.json_array else KEEPALIVE,
         )
+        if translator is None and adapter.native_reply_header_prefixes:
+            reply.headers.update(native_reply_headers(adapter, response))
         if spec.json_array:
             return dataclasses.replace(reply, media_type="application/json")
         return reply
     headers = request_id_headers(protocol, call.request_id)
+    if translator is None and adapter.native_reply_header_prefixes:
+        headers = {**headers, **native_reply_headers(adapter, response)}
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
     if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)

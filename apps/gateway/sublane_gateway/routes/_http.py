@@ -13,14 +13,23 @@ from sublane_gateway.pipeline import CallSpec, client_runtime, serve_call, subla
 from sublane_gateway.routes._bodies import read_json_object
 from sublane_gateway.routes._replies import to_response
 
+#: The Messages protocol's beta list, which a client may spread over several header lines.
+_BETAS = "anthropic-beta"
+_BETAS_RAW = _BETAS.encode()
+
 
 def headers_by_name(connection: HTTPConnection) -> dict[str, str]:
     """A request's or WebSocket's headers by (lower-case) name; of a repeated one the first, as
-    Starlette's ``Headers.get`` reads it. A plain dict: the pipeline looks up a dozen names a
-    call, most of them absent, and ``Headers`` scans its list and raises ``KeyError`` for each
-    miss (issue #19)."""
+    Starlette's ``Headers.get`` reads it (``anthropic-beta``: all of them, joined). A plain dict:
+    the pipeline looks up a dozen names a call, most of them absent, and ``Headers`` scans its
+    list and raises ``KeyError`` for each miss (issue #19)."""
     raw = connection.scope["headers"]
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+    if _BETAS in headers:  # a list header: every line counts, joined as HTTP folds them (CLIENT-4)
+        lines = [value.decode("latin-1") for name, value in raw if name == _BETAS_RAW]
+        if len(lines) > 1:
+            headers[_BETAS] = ",".join(lines)
+    return headers
 
 
 async def serve_http(

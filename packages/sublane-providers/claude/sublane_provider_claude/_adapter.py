@@ -16,7 +16,7 @@ from sublane_provider_claude._credentials import parse_credentials
 from sublane_provider_claude._failures import classify_failure
 from sublane_provider_claude._identity import ClaudeIdentity
 from sublane_provider_claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
-from sublane_provider_claude._quota import remembered_windows_from_headers, windows_from_usage
+from sublane_provider_claude._quota import HEADER_PREFIX, remembered_windows_from_headers, windows_from_usage
 from sublane_provider_claude._request import (
     CLAUDE_DIALECT,
     DEFAULT_ANTHROPIC_VERSION,
@@ -58,21 +58,20 @@ PERMANENT_REFRESH_CODES = frozenset({"invalid_grant"})
 # There is no model-list endpoint for OAuth accounts (and the simulator offers none): the catalogue
 # is the ids known to work with Claude subscriptions (PROTOCOLS §2.9), overridable per adapter.
 KNOWN_MODELS: tuple[str, ...] = (
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+    "claude-fable-5-2",
+    "claude-fable-5-1",
+    "claude-fable-5",
     "claude-opus-5",
     "claude-sonnet-5",
-    "claude-fable-5",
     "claude-opus-4-8",
     "claude-opus-4-7",
     "claude-opus-4-6",
     "claude-sonnet-4-6",
     "claude-opus-4-5-20251101",
-    "claude-sonnet-4-5-20250929",
     "claude-haiku-4-5-20251001",
-    "claude-opus-4-1-20250805",
-    "claude-opus-4-20250514",
-    "claude-sonnet-4-20250514",
-    "claude-3-7-sonnet-20250219",
-    "claude-3-5-haiku-20241022",
 )
 
 _SAFE_CODE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -144,6 +143,8 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, H
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False
     fallback_models = frozenset(KNOWN_MODELS)
+    # Claude Code shows its subscription limits from these (CLIENT-5): they reach it unchanged.
+    native_reply_header_prefixes = (HEADER_PREFIX,)
 
     def __init__(
         self,
