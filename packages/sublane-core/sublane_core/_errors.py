@@ -51,6 +51,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "alias_shadows_model": ErrorSpec(409, "An alias may not name a model an account of the group lists."),
     "alias_chain": ErrorSpec(409, "An alias may not point to another alias."),
     "webhook_limit_reached": ErrorSpec(409, "A workspace has at most 16 webhooks."),
+    "invalid_url": ErrorSpec(400, "The URL cannot be used as given."),
     "bad_bundle": ErrorSpec(400, "The bundle cannot be opened: a wrong passphrase, or a damaged file."),
     "unknown_provider": ErrorSpec(400, "Unknown provider."),
     "invalid_credentials_file": ErrorSpec(400, "The credentials are not a file this provider writes."),

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from sqlmodel import col, func, select
 
 from sublane_core import ALERT_EVENTS, SubLaneError, Webhook, WebhookDelivery
+from sublane_gateway._digits import ascii_int
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
@@ -39,7 +40,10 @@ def _view(hook: Webhook) -> dict[str, Any]:
 
 
 def _checked_url(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # OPS-1: "http://[::1/" and the like are 400, never a 500
+        raise SubLaneError("invalid_url", "The URL cannot be parsed.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SubLaneError("invalid_request", "A webhook URL is http:// or https://.")
     return url
@@ -135,9 +139,7 @@ def deliveries(webhook_id: PathId, request: Request, _admin: AdminUser, db: DbSe
     query = select(WebhookDelivery).where(col(WebhookDelivery.webhook_id) == webhook_id)
     cursor = request.query_params.get("cursor")
     if cursor:
-        if not cursor.isdigit():
-            raise SubLaneError("invalid_request", "cursor is a number.")
-        query = query.where(col(WebhookDelivery.id) < int(cursor))
+        query = query.where(col(WebhookDelivery.id) < ascii_int(cursor, "cursor"))  # OPS-1
     rows = db.exec(query.order_by(col(WebhookDelivery.id).desc()).limit(PAGE + 1)).all()
     items = [
         {
