@@ -107,3 +107,23 @@ def test_adm_6_a_call_whose_client_leaves_while_waiting_for_a_slot_gives_its_pla
         assert pool.finished and pool.finished[-1].outcome == "canceled"
         running.join()
     assert pool.finished[-1].outcome == "success"  # the call that stayed was served
+
+
+def test_adm_6_a_client_that_leaves_during_a_token_refresh_never_loses_the_rotated_tokens(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """The refresh spends the refresh token upstream: the cancellation of a departed client waits
+    for its answer, so the rotated tokens are kept (and the next call needs no second refresh)."""
+    from sublane_sim import RefreshOutcome
+
+    pool = make_pool()
+    account = pool.sim_accounts[0]
+    pool.sim.expire_access_tokens(account.id)  # the next call gets a 401, then refreshes
+    pool.sim.script_refresh(account.id, RefreshOutcome(delay_ms=1500))
+    body = {"model": "gpt-5-codex", "input": "say hi"}
+    _leave_after(pool, "/v1/responses", body, 0.5)  # while the refresh runs
+    _released_within(pool, time.monotonic(), 3.0)
+    assert pool.finished[-1].outcome == "canceled"
+    served = pool.client().post("/v1/responses", json=body)
+    assert served.status_code == 200, served.text
+    assert pool.sim.counters(account.id).refreshes == 1  # the first refresh's tokens were kept
