@@ -209,7 +209,7 @@ def _serve(settings: Settings) -> None:
     rarer_full_collections()
     uvicorn.run(
         asgi_app(app),
-        http=guarded_http(settings.client_header_timeout_s),
+        http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s),
         **common,  # OPS-4: slow clients
     )
 

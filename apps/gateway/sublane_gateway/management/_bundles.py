@@ -29,6 +29,7 @@ from sublane_core import (
     signals,
 )
 from sublane_gateway._bundles import MAX_BUNDLE_BYTES, VERSION, BadBundle, open_bundle, seal_bundle
+from sublane_gateway._digits import ascii_int
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._accounts import set_proxy
@@ -141,10 +142,7 @@ def _group_ids(values: list[Any]) -> list[int] | None:
     for value in values:
         if not isinstance(value, str):
             raise SubLaneError("invalid_request", "group_ids are numbers.")
-        for part in value.replace(",", " ").split():
-            if not part.isdigit():
-                raise SubLaneError("invalid_request", "group_ids are numbers.")
-            ids.append(int(part))
+        ids.extend(ascii_int(part, "group_ids") for part in value.replace(",", " ").split())  # OPS-1
     return ids or None
 
 

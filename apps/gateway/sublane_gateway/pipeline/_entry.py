@@ -126,7 +126,11 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     )
     call.requested_model = requested
     call.trace(runtime.tracing, spec.headers)
-    listing = await providers_listing(runtime, principal, model, providers)
+    try:
+        listing = await providers_listing(runtime, principal, model, providers)
+    except BaseException:  # the client left while the catalogue was read (ADM-6)
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
         call.provider, call.account_id = listing.provider, listing.account_id
         return refusal_reply(runtime, call, listing.error, protocol)
