@@ -62,6 +62,7 @@ from sublane_core._schema import (
     ResourceGroup,
     TokenBudget,
     TotpRecoveryCode,
+    UpstreamChange,
     UsageDay,
     UsageHour,
     User,
@@ -119,6 +120,7 @@ __all__ = [
     "NO_PROVIDER",
     "TokenBudget",
     "TotpRecoveryCode",
+    "UpstreamChange",
     "UsageDay",
     "UsageHour",
     # credentials

@@ -35,6 +35,7 @@ ALERT_EVENTS: Final = (
     "model.limited",
     "pool.unavailable",
     "history.dropped",
+    "upstream.changed",
     "webhook.test",
 )
 

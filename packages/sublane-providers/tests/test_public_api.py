@@ -8,7 +8,9 @@ import sublane_providers.kit
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
     "AliasesModels", "CompletesBundles", "CompletesImports", "HasOtherHosts", "OpensSessions",
-    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents",
+    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents", "DeclaresVocabulary",
+    "UpstreamVocabulary", "UNKNOWN_KINDS", "KIND_EVENT", "KIND_ANSWER_FIELD", "KIND_TERMINAL_FIELD",
+    "KIND_ERROR", "KIND_MODEL", "KIND_CLIENT_VERSION",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names", "provider_plugin",
     "provider_plugins",

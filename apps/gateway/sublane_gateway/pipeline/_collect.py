@@ -13,8 +13,10 @@ from typing import Any
 from sublane_core import Outcome, json_loads_text
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._relay import finish_call
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch
 from sublane_protocols import Collector
 from sublane_providers import (
+    KIND_EVENT,
     USUAL_EVENT,
     SseFramer,
     StreamObserver,
@@ -34,10 +36,12 @@ async def collect_stream(
     timeout_s: float,
     *,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    watch: ProviderWatch = UNWATCHED,
 ) -> dict[str, Any] | None:
     """Read the whole stream into ``collector``; its answer, or ``None`` when the stream failed.
 
-    Finishes the call. ``unwrap`` takes an upstream's envelope off each event first.
+    Finishes the call. ``unwrap`` takes an upstream's envelope off each event first. ``watch``:
+    event names and error codes the provider's upstream is not known to send are noted (CLIENT-7).
     """
     framer = SseFramer()
     clock, deadline = call.clock, call.started + timeout_s
@@ -45,7 +49,7 @@ async def collect_stream(
         while chunk := await response.read(max(0.0, deadline - clock.monotonic())):
             events = framer.cut(chunk)
             if events:
-                _take(events, call, observer, collector, unwrap)
+                _take(events, call, observer, collector, unwrap, watch)
         if chunk is None:  # nothing came before the deadline (one timer only while waiting)
             call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except UpstreamError:
@@ -58,6 +62,8 @@ async def collect_stream(
         raise
     await response.aclose()
     state = call.state
+    if state.outcome is Outcome.ERROR:
+        watch.error(state.error_code, call.request_id)
     finish_call(call)
     if state.outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
         return collector.result()
@@ -70,11 +76,16 @@ def _take(
     observer: StreamObserver,
     collector: Collector,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    watch: ProviderWatch,
 ) -> None:
     """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them)."""
+    known = watch.events
     if events.find(b"\r") != -1:  # lines may end in CR or CRLF: event by event
         for block in blocks_of(events):
-            _feed(*event_fields(block), call, observer, collector, unwrap)
+            name, data = event_fields(block)
+            if name is not None and name not in known:
+                watch.note(KIND_EVENT, name, call.request_id)
+            _feed(name, data, call, observer, collector, unwrap)
         return
     state = observer.state
     observer_wants, collector_wants = observer.wants, collector.wants
@@ -84,6 +95,8 @@ def _take(
         usual = usual_at(events, start)
         if usual is not None:  # "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
             name = usual_event_name(usual[1])
+            if name not in known:
+                watch.note(KIND_EVENT, name, call.request_id)
             if observer_wants(name) or collector_wants(name):
                 _feed(name, usual[2], call, observer, collector, unwrap)
             else:
@@ -93,6 +106,8 @@ def _take(
         stop = events.find(b"\n\n", start) + 2
         if events.startswith(b"event:", start):
             name = events[start + 6 : events.find(b"\n", start)].strip().decode("utf-8", "replace")
+            if name not in known:
+                watch.note(KIND_EVENT, name, call.request_id)
             if not observer_wants(name) and not collector_wants(name):
                 state.events += 1
                 start = stop

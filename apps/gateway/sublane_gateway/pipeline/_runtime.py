@@ -29,6 +29,7 @@ from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_gateway.pipeline._serving import ServingProviders
 from sublane_gateway.pipeline._tracing import Tracing, tracing_from_environment
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch, UpstreamWatch
 from sublane_history import TokenBudgets
 from sublane_providers import (
     AliasesModels,
@@ -89,6 +90,7 @@ class ClientRuntime:
     tracing: Tracing | None = None  # OPS-12; None unless an OTLP endpoint is configured
     alerts: Deliverer | None = None  # ALERT-4: sends the webhook outbox
     coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
+    watch: UpstreamWatch | None = None  # CLIENT-7: what upstreams answer that SubLane does not know
     _engine: Engine | None = None  # where a replica reads what another told it changed
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
@@ -110,9 +112,16 @@ class ClientRuntime:
             coordination.on_resync = self._resync
             await coordination.start()
         self.connect_signals()
+        if self.watch is not None:
+            self.watch.start()
         if self.alerts is not None:
             self.outbox.on_added = self.poke_alerts
             self.alerts.start()
+
+    def watch_of(self, provider: str | None) -> ProviderWatch:
+        """CLIENT-7: what ``provider``'s upstream is known to answer, and where news goes."""
+        watch = self.watch
+        return watch.providers.get(provider or "", UNWATCHED) if watch is not None else UNWATCHED
 
     def egress_failed(self, account_id: int, what: str) -> None:
         """EGRESS-2: the account's proxy failed (shown in its runtime view; no cooldown)."""
@@ -363,6 +372,8 @@ class ClientRuntime:
             await self.quota.close()  # running reads end; queued writes finish
         if self.tracing is not None:
             self.tracing.shutdown()  # the last spans are exported
+        if self.watch is not None:
+            await self.watch.close()  # what was noted is stored (and alerted) before the outbox stops
         if self.alerts is not None:
             await self.alerts.close()  # pending deliveries stay in the outbox for the next start
         await self.http.aclose()
@@ -390,6 +401,7 @@ def build_runtime(
             namespace=settings.redis_namespace,
         )
     outbox = AlertOutbox(settings.workspace_name, clock)  # ALERT-2: state changes write their events
+    watch = UpstreamWatch(engine, clock, outbox, adapters)  # CLIENT-7
     vault = CredentialVault(
         engine,
         cipher,
@@ -426,9 +438,11 @@ def build_runtime(
             try:
                 credentials = await vault.get(account_id, adapter.name, margin=metadata_margin)
                 with use_egress(credentials.egress):  # EGRESS-1: through the account's egress
-                    return await adapter.list_models(credentials.bundle)
+                    models = await adapter.list_models(credentials.bundle)
             finally:
                 ticket.close()
+            watch.of(adapter.name).catalogue(models)  # CLIENT-7: a model SubLane does not know
+            return models
 
         return discover
 
@@ -495,6 +509,7 @@ def build_runtime(
         outbox=outbox,
         alerts=Deliverer(engine, cipher, clock, outbox, settings.alert_retry_s),
         coordination=coordination,
+        watch=watch,
     )
 
 

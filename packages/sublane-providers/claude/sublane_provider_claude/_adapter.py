@@ -27,6 +27,7 @@ from sublane_provider_claude._request import (
 )
 from sublane_provider_claude._settings import ClaudeSettings
 from sublane_provider_claude._stream import ClaudeStreamObserver
+from sublane_provider_claude._vocabulary import VOCABULARY
 from sublane_providers import (
     AccountIdentity,
     AliasesModels,
@@ -142,6 +143,9 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     refresh_fallback = False
     fallback_models = frozenset(KNOWN_MODELS)
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported); its catalogue
+    #: lists the dated ids and their aliases.
+    vocabulary = dataclasses.replace(VOCABULARY, models=fallback_models | aliases_of(KNOWN_MODELS))
 
     def __init__(
         self,

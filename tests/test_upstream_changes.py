@@ -1,0 +1,183 @@
+"""Upstream changes watched (CLIENT-7): what an upstream answers that SubLane does not know is
+relayed as before, counted, logged once a day, listed, and alerted once per new name — against
+the simulator scripted to answer as a newer upstream would."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from gateway_pool import Pool
+from ports import free_port
+from webhook_receiver import received, receiver
+
+from sublane_sim import Behaviour
+
+CODEX_BODY = {"model": "gpt-5-codex", "input": "hi", "stream": True}
+CLAUDE_BODY = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _changes(admin: httpx.Client, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """The listed upstream changes, once there are ``count`` of them (written in the background)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = admin.get("/api/upstream-changes")
+        assert answer.status_code == 200, answer.text
+        items: list[dict[str, Any]] = answer.json()["items"]
+        if len(items) >= count or time.monotonic() > deadline:
+            return items
+        time.sleep(0.05)
+
+
+def _unknown_total(admin: httpx.Client) -> dict[tuple[str, str], float]:
+    found = {}
+    for line in admin.get("/metrics").text.splitlines():
+        if line.startswith("sublane_upstream_unknown_total{"):
+            labels, value = line[len("sublane_upstream_unknown_total{") :].split("} ")
+            parts = dict(part.split("=") for part in labels.split(","))
+            found[(parts["provider"].strip('"'), parts["kind"].strip('"'))] = float(value)
+    return found
+
+
+def test_client_7_unknown_event_relayed_counted_listed(make_pool: Callable[..., Pool]) -> None:
+    """A new SSE event type and a new field on the terminal event reach the client byte for byte
+    (the call succeeds as before); each is counted, and listed with a request that carried it."""
+    pool = make_pool()
+    account = pool.sim_accounts[0]
+    changed = Behaviour.ok(extra_event="response.thinking_budget.updated", extra_field="safety_report")
+    pool.sim.script(account.id, changed, changed)
+    with pool.client() as client:
+        first = client.post("/v1/responses", json=CODEX_BODY)
+        second = client.post("/v1/responses", json=CODEX_BODY)
+    for answer in (first, second):
+        assert answer.status_code == 200
+        assert "event: response.thinking_budget.updated\n" in answer.text  # relayed as it came
+        assert '"safety_report":true' in answer.text.replace(" ", "")
+        assert "event: response.completed" in answer.text
+    items = _changes(pool.admin, 2)
+    by_name = {(item["kind"], item["name"]): item for item in items}
+    event = by_name[("event", "response.thinking_budget.updated")]
+    field = by_name[("terminal_field", "safety_report")]
+    assert len(items) == 2  # nothing else the simulator sends is news
+    for item in (event, field):
+        assert item["provider"] == "codex" and item["count"] == 2
+        assert item["first_seen"] <= item["last_seen"]
+        assert item["example_request_id"] == first.headers["x-request-id"]
+    assert _unknown_total(pool.admin) == {("codex", "event"): 2, ("codex", "terminal_field"): 2}
+    records = pool.admin.get("/api/requests").json()["items"]
+    assert {record["outcome"] for record in records} == {"success"}  # relayed, not a failure
+
+
+def test_client_7_unknown_answer_field_and_error_code(make_pool: Callable[..., Pool]) -> None:
+    """A JSON answer's new top-level field, and an error type SubLane has never seen: relayed as
+    before (the error keeps its status and message for the client), and listed."""
+    pool = make_pool(provider="claude")
+    account = pool.sim_accounts[0]
+    pool.sim.script(
+        account.id,
+        Behaviour.ok(extra_field="thinking_audit"),
+        Behaviour.error(400, error_code="prompt_policy_error", error_message="Not allowed."),
+    )
+    with pool.client() as client:
+        answer = client.post("/v1/messages", json=CLAUDE_BODY)
+        refused = client.post("/v1/messages", json=CLAUDE_BODY)
+    assert answer.status_code == 200 and answer.json()["thinking_audit"] is True
+    assert refused.status_code == 400 and "Not allowed." in refused.json()["error"]["message"]  # as before
+    items = _changes(pool.admin, 2)
+    assert {(item["provider"], item["kind"], item["name"]) for item in items} == {
+        ("claude", "answer_field", "thinking_audit"),
+        ("claude", "error", "prompt_policy_error"),
+    }
+    refused_item = next(item for item in items if item["kind"] == "error")
+    assert refused_item["example_request_id"] == refused.headers["request-id"]
+
+
+def test_client_7_unknown_catalogue_model(make_pool: Callable[..., Pool]) -> None:
+    """A model the provider's catalogue lists that SubLane does not know is listed (and served:
+    the catalogue is the upstream's)."""
+    pool = make_pool(account_options={"models": ["gpt-5-codex", "gpt-7-orion"]})
+    items = _changes(pool.admin, 1)
+    assert [(item["provider"], item["kind"], item["name"]) for item in items] == [
+        ("codex", "model", "gpt-7-orion")
+    ]
+    assert items[0]["example_request_id"] is None  # seen by a catalogue read, not by a call
+    served = pool.client().post("/v1/responses", json={"model": "gpt-7-orion", "input": "hi"})
+    assert served.status_code == 200
+
+
+def test_client_7_logged_once_per_day(make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture) -> None:
+    """The same unknown name is logged once per day however often it comes, and again the next day."""
+    pool = make_pool()
+    account = pool.sim_accounts[0]
+    changed = Behaviour.ok(extra_event="response.annotations.added")
+    pool.sim.script(account.id, *[changed] * 4)
+
+    def logged() -> list[str]:
+        return [
+            record.getMessage()
+            for record in caplog.records
+            if record.name == "sublane.upstream" and "response.annotations.added" in record.getMessage()
+        ]
+
+    def seen(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while _changes(pool.admin, 1)[0]["count"] < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    with caplog.at_level(logging.WARNING, logger="sublane.upstream"):
+        for _ in range(2):
+            assert pool.client().post("/v1/responses", json=CODEX_BODY).status_code == 200
+            seen(_ + 1)
+        assert len(logged()) == 1
+        pool.gateway.clock.advance(86400)
+        for count in (3, 4):
+            assert pool.client().post("/v1/responses", json=CODEX_BODY).status_code == 200
+            seen(count)
+    assert len(logged()) == 2, logged()
+
+
+def test_client_7_alert_once_per_new_name(make_pool: Callable[..., Pool], tmp_path: Path) -> None:
+    """``upstream.changed`` goes out once per new name, not once per sighting (to a real receiver)."""
+    pool = make_pool(alert_retry_s=0.2)
+    port, log = free_port(), tmp_path / "received.jsonl"
+    made = pool.admin.post(
+        "/api/webhooks", json={"url": f"http://127.0.0.1:{port}/a", "events": ["upstream.changed"]}
+    ).json()
+    account = pool.sim_accounts[0]
+    pool.sim.script(
+        account.id,
+        *[Behaviour.ok(extra_event="response.audio.delta")] * 3,
+        Behaviour.ok(extra_event="response.video.delta"),
+    )
+    with receiver(port, made["secret"], log):
+        first = pool.client().post("/v1/responses", json=CODEX_BODY)
+        for _ in range(2):
+            pool.client().post("/v1/responses", json=CODEX_BODY)
+        got = received(log, 1)
+        pool.client().post("/v1/responses", json=CODEX_BODY)
+        got = received(log, 2)
+        time.sleep(1.2)  # two more flushes: nothing more
+        got = received(log, 2)
+    assert [item["event"] for item in got] == ["upstream.changed", "upstream.changed"]
+    assert all(item["valid"] for item in got)
+    assert got[0]["body"]["data"] == {
+        "provider": "codex",
+        "kind": "event",
+        "name": "response.audio.delta",
+        "example_request_id": first.headers["x-request-id"],
+    }
+    assert got[1]["body"]["data"]["name"] == "response.video.delta"
+    assert "upstream.changed" in pool.admin.get("/api/webhooks").json()["events_available"]
+
+
+def test_client_7_api_admin_only(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    _member, session = pool.gateway.member(pool.admin, "mo")
+    assert session.get("/api/upstream-changes").status_code == 403
+    assert httpx.get(f"{pool.gateway.url}/api/upstream-changes").status_code == 401
+    assert pool.admin.get("/api/upstream-changes").json() == {"items": []}
