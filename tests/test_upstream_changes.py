@@ -4,7 +4,10 @@ the simulator scripted to answer as a newer upstream would."""
 
 from __future__ import annotations
 
+import base64
+import concurrent.futures
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,14 +15,20 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_pool import Pool
+from gateway_pool import Pool, settings_for
 from ports import free_port
+from postgres_server import postgres_bin, running_postgres
 from webhook_receiver import received, receiver
 
-from sublane_sim import Behaviour
+from sublane_gateway.testing import running_gateway
+from sublane_sim import Behaviour, Simulator
 
 CODEX_BODY = {"model": "gpt-5-codex", "input": "hi", "stream": True}
-CLAUDE_BODY = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+CLAUDE_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "hi"}],
+}
 
 
 def _changes(admin: httpx.Client, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
@@ -110,7 +119,9 @@ def test_client_7_unknown_catalogue_model(make_pool: Callable[..., Pool]) -> Non
     assert served.status_code == 200
 
 
-def test_client_7_logged_once_per_day(make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture) -> None:
+def test_client_7_logged_once_per_day(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
     """The same unknown name is logged once per day however often it comes, and again the next day."""
     pool = make_pool()
     account = pool.sim_accounts[0]
@@ -181,3 +192,51 @@ def test_client_7_api_admin_only(make_pool: Callable[..., Pool]) -> None:
     assert session.get("/api/upstream-changes").status_code == 403
     assert httpx.get(f"{pool.gateway.url}/api/upstream-changes").status_code == 401
     assert pool.admin.get("/api/upstream-changes").json() == {"items": []}
+
+
+@pytest.mark.xdist_group("postgres")
+@pytest.mark.skipif(postgres_bin() is None, reason="needs PostgreSQL's server binaries")
+def test_client_7_alert_once_per_new_name_across_replicas(sim: Simulator, tmp_path: Path) -> None:
+    """Two replicas on one PostgreSQL see the same new event type at the same time: the insert that
+    makes its row decides, so one alert goes out, and either replica lists every sighting."""
+    port, log = free_port(), tmp_path / "received.jsonl"
+    account = sim.create_account("codex")
+    sim.set_default(account.id, Behaviour.ok(extra_event="response.hologram.delta"))
+    with running_postgres() as postgres:
+        url = postgres.new_database()
+        key = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+        settings = [
+            settings_for(
+                sim, tmp_path / f"replica-{n}", database_url=url, credentials_key=key, alert_retry_s=0.2
+            )
+            for n in (1, 2)
+        ]
+        with running_gateway(settings[0]) as first, running_gateway(settings[1]) as second:
+            admin = first.admin()
+            body = {
+                "provider": "codex",
+                "name": "shared",
+                "credentials": account.credentials,
+                "group_ids": [1],
+            }
+            assert admin.post("/api/accounts/import", json=body).status_code == 201
+            made = admin.post(
+                "/api/webhooks", json={"url": f"http://127.0.0.1:{port}/a", "events": ["upstream.changed"]}
+            ).json()
+            secret = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+            clients = [g.client(headers={"authorization": f"Bearer {secret}"}) for g in (first, second)] * 3
+            with receiver(port, made["secret"], log):
+                with concurrent.futures.ThreadPoolExecutor(6) as workers:
+                    answers = list(
+                        workers.map(lambda client: client.post("/v1/responses", json=CODEX_BODY), clients)
+                    )
+                assert all(answer.status_code == 200 for answer in answers)
+                for gateway in (first, second):
+                    deadline = time.monotonic() + 10
+                    while _changes(gateway.admin(), 1)[0]["count"] < 6:
+                        assert time.monotonic() < deadline
+                        time.sleep(0.05)
+                got = received(log, 1)
+                time.sleep(1.2)  # both replicas flushed again meanwhile: still one
+                got = received(log, 1)
+    assert [item["body"]["data"]["name"] for item in got] == ["response.hologram.delta"]

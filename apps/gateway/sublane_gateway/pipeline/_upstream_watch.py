@@ -253,8 +253,9 @@ class UpstreamWatch:
                         sa.or_(col(UpstreamChange.logged_day).is_(None), col(UpstreamChange.logged_day) < day)
                     )
                     .values(logged_day=day)
+                    .returning(col(UpstreamChange.id))
                 )
-                if claimed.rowcount == 1:
+                if claimed.first() is not None:
                     _log.warning(
                         "upstream %s still answers what SubLane does not know: %s %r (request %s)",
                         provider, kind, name, seen.request_id,
@@ -278,7 +279,7 @@ def _inserted(connection: Connection, provider: str, kind: str, name: str, seen:
     }  # fmt: skip
     dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
     statement = dialect.insert(UpstreamChange).values(values).on_conflict_do_nothing()
-    return connection.execute(statement).rowcount == 1
+    return connection.execute(statement.returning(col(UpstreamChange.id))).first() is not None
 
 
 _COLUMNS = (
