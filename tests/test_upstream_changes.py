@@ -240,3 +240,51 @@ def test_client_7_alert_once_per_new_name_across_replicas(sim: Simulator, tmp_pa
                 time.sleep(1.2)  # both replicas flushed again meanwhile: still one
                 got = received(log, 1)
     assert [item["body"]["data"]["name"] for item in got] == ["response.hologram.delta"]
+
+
+def test_client_7_refused_client_versions_are_listed_and_survive_a_restart(tmp_path: Path) -> None:
+    """The entry point CLIENT-3's refusals call (``UpstreamWatch.client_version_refused``): the
+    version asked for is listed with kind ``client_version``, alerted once, and kept in the
+    database — a restarted watch adds to the same row instead of starting over."""
+    import asyncio
+
+    import sqlalchemy as sa
+
+    from sublane_core import AlertOutbox, FakeClock, Webhook, WebhookDelivery, create_db_engine
+    from sublane_gateway.pipeline._upstream_watch import UpstreamWatch, upstream_changes
+    from sublane_gateway.testing import make_settings, migrate
+
+    settings = make_settings(tmp_path / "data")
+    migrate(settings)
+    engine = create_db_engine(settings.effective_database_url)
+    clock = FakeClock(1_800_000_000.0)
+    with engine.begin() as connection:
+        connection.execute(
+            sa.insert(Webhook).values(
+                url="http://127.0.0.1:9/a", events=["upstream.changed"], format="json", enabled=True,
+                secret=b"sealed", created_at=clock.time(), updated_at=clock.time(),
+            )
+        )  # fmt: skip
+
+    async def one_life(request_id: str) -> None:
+        watch = UpstreamWatch(engine, clock, AlertOutbox("SubLane", clock), {})
+        watch.start()
+        watch.client_version_refused("codex", "0.180.0", request_id)
+        assert watch.counts == {("codex", "client_version"): 1}
+        await watch.close()
+
+    try:
+        asyncio.run(one_life("req_first"))
+        clock.advance(60)
+        asyncio.run(one_life("req_second"))
+        (item,) = upstream_changes(engine)
+        with engine.connect() as connection:
+            alerts = connection.execute(sa.select(WebhookDelivery.event, WebhookDelivery.payload)).all()
+    finally:
+        engine.dispose()
+    assert item == {
+        "provider": "codex", "kind": "client_version", "name": "0.180.0", "first_seen": 1_800_000_000.0,
+        "last_seen": 1_800_000_060.0, "count": 2, "example_request_id": "req_first",
+    }  # fmt: skip
+    assert [event for event, _payload in alerts] == ["upstream.changed"]
+    assert '"kind":"client_version"' in alerts[0][1] and '"name":"0.180.0"' in alerts[0][1]

@@ -30,7 +30,6 @@ from sublane_providers import (
     blocks_of,
     event_fields,
     parse_event,
-    usual_event_name,
 )
 
 _log = logging.getLogger("sublane.relay")
@@ -91,20 +90,19 @@ def observe_events(
     observer: EventObserver, events: bytes, watch: ProviderWatch = UNWATCHED, request_id: str | None = None
 ) -> dict[str, Any] | None:
     """:func:`observe_blocks` for complete events in one piece (:meth:`SseFramer.cut`): an event
-    the observer does not want is counted from its name line, without a copy (issue #19), and its
-    name looked up in what the provider knows (one set lookup, CLIENT-7)."""
+    the observer does not want is counted from its name line, without a copy (issue #19); the name
+    is read from what the provider knows (``watch.event_names``: one lookup, which notes a name
+    the provider does not know, CLIENT-7)."""
     if events.find(b"\r") != -1:
         return observe_blocks(observer, blocks_of(events), watch, request_id)
-    state, wants, known = observer.state, observer.wants, watch.events
+    state, wants, known, names = observer.state, observer.wants, watch.events, watch.event_names
     usual_at = USUAL_EVENT.match
     start, size = 0, len(events)
     last = None
     while start < size:
         usual = usual_at(events, start)
         if usual is not None:
-            name = usual_event_name(usual[1])
-            if name not in known:
-                watch.note(KIND_EVENT, name, request_id)
+            name = names[usual[1]]  # decoded once per name; an unknown one is noted (CLIENT-7)
             if wants(name):
                 last = observer.observe_data(name, usual[2]) or last
             else:

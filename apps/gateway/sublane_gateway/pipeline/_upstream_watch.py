@@ -39,6 +39,7 @@ from sublane_providers import (
     KIND_ANSWER_FIELD,
     KIND_CLIENT_VERSION,
     KIND_ERROR,
+    KIND_EVENT,
     KIND_MODEL,
     KIND_TERMINAL_FIELD,
     ProviderAdapter,
@@ -67,12 +68,39 @@ class AnyName:
 ANY_NAME: Final = AnyName()
 
 
+class EventNames(dict[bytes, str]):
+    """A provider's SSE event names by their bytes on the wire, for the relay: a known name is one
+    C lookup, in place of decoding it (``sublane_providers.usual_event_name``), so watching costs
+    the usual event nothing. A name missing here is decoded by :meth:`__missing__`, and noted
+    (with the request of the current task) when the provider declares a vocabulary; for one that
+    does not, it is remembered instead (at most :data:`MAX_PENDING` names)."""
+
+    __slots__ = ("_watch",)
+
+    def __init__(self, names: Iterable[str], watch: ProviderWatch | None) -> None:
+        super().__init__((name.encode(), name) for name in names)
+        self._watch = watch
+
+    def __missing__(self, raw: bytes) -> str:
+        name = raw.decode("utf-8", "replace")
+        if self._watch is not None:
+            self._watch.note(KIND_EVENT, name)
+        elif len(self) < MAX_PENDING:
+            self[raw] = name
+        return name
+
+
 class ProviderWatch:
     """One provider's vocabulary, read by the pipeline, and the way to tell the watch of news.
 
-    ``events`` is what the relay tests each event name against (a frozenset: one C lookup)."""
+    ``event_names`` is what the relay reads each usual event's name from (one C lookup, which
+    notes an unknown name on its way); ``events``, the same names as a set, serves the rarer
+    events the relay decodes in full."""
 
-    __slots__ = ("_watch", "answer_fields", "error_codes", "events", "models", "provider", "terminal_fields")
+    __slots__ = (
+        "_watch", "answer_fields", "error_codes", "event_names", "events", "models", "provider",
+        "terminal_fields",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -89,6 +117,10 @@ class ProviderWatch:
         self.terminal_fields = vocabulary.terminal_fields if vocabulary is not None else known
         self.error_codes = vocabulary.error_codes if vocabulary is not None else known
         self.models: Container[str] = vocabulary.models | models if vocabulary is not None else known
+        watched = watch is not None and vocabulary is not None
+        self.event_names = EventNames(
+            vocabulary.events if vocabulary is not None else (), self if watched else None
+        )
 
     def note(self, kind: str, name: str, request_id: str | None = None) -> None:
         """Something of ``kind`` named ``name`` that this provider's vocabulary lacks was seen."""
