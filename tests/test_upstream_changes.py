@@ -288,3 +288,37 @@ def test_client_7_refused_client_versions_are_listed_and_survive_a_restart(tmp_p
     }  # fmt: skip
     assert [event for event, _payload in alerts] == ["upstream.changed"]
     assert '"kind":"client_version"' in alerts[0][1] and '"name":"0.180.0"' in alerts[0][1]
+
+
+@pytest.mark.parametrize("provider", ["codex", "claude", "antigravity"])
+def test_client_7_what_the_providers_know_covers_their_usual_answers(
+    make_pool: Callable[..., Pool], provider: str
+) -> None:
+    """No noise: streams, JSON answers, in-stream failures and refusals as each upstream usually
+    sends them are all in its vocabulary (the simulator follows PROTOCOLS.md)."""
+    pool = make_pool(provider=provider)
+    account = pool.sim_accounts[0]
+    pool.sim.script(
+        account.id, Behaviour.ok(), Behaviour.ok(), Behaviour.overload(after_deltas=1), Behaviour.error(429)
+    )
+    model = {"codex": "gpt-5-codex", "claude": "claude-sonnet-4-5", "antigravity": "gemini-3-flash"}[provider]
+    with pool.client() as client:
+        answers = [
+            client.post("/v1/responses", json={"model": model, "input": "hi", "stream": stream})
+            for stream in (True, False, True, False)
+        ]
+        assert [answer.status_code for answer in answers[:2]] == [200, 200]
+        pool.sim.script(account.id, Behaviour.ok(), Behaviour.ok())
+        pool.gateway.clock.advance(600)  # past the 429's cooldown
+        if provider == "claude":  # its own protocol: a JSON answer relayed as it came, and a stream
+            for stream in (False, True):
+                native = client.post("/v1/messages", json={**CLAUDE_BODY, "stream": stream})
+                assert native.status_code == 200, native.text
+        if provider == "antigravity":
+            for method in ("generateContent", "streamGenerateContent?alt=sse"):
+                body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+                native = client.post(f"/v1beta/models/{model}:{method}", json=body)
+                assert native.status_code == 200, native.text
+    pool.settle()
+    time.sleep(0.8)  # a flush
+    assert pool.admin.get("/api/upstream-changes").json()["items"] == []
