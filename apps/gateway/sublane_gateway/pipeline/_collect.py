@@ -49,6 +49,8 @@ async def collect_stream(
             events = framer.cut(chunk)
             if events:
                 _take(events, call, observer, collector, unwrap, watch)
+        if call.state.outcome is Outcome.ERROR:  # the upstream's own error event (CLIENT-7)
+            watch.error(call.state.error_code, call.request_id)
         if chunk is None:  # nothing came before the deadline (one timer only while waiting)
             call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except UpstreamError:
@@ -61,8 +63,6 @@ async def collect_stream(
         raise
     await response.aclose()
     state = call.state
-    if state.outcome is Outcome.ERROR:
-        watch.error(state.error_code, call.request_id)
     finish_call(call)
     if state.outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
         return collector.result()
