@@ -330,3 +330,34 @@ def test_client_7_what_the_providers_know_covers_their_usual_answers(
     pool.settle()
     time.sleep(0.8)  # a flush
     assert pool.admin.get("/api/upstream-changes").json()["items"] == []
+
+
+async def test_client_7_unknown_frame_type_over_the_codex_websocket(make_pool: Callable[..., Pool]) -> None:
+    """Responses over WebSocket: a frame of a type the provider does not know reaches the client
+    and is listed, like a stream's event."""
+    import asyncio
+    import json
+
+    import websockets
+
+    pool = make_pool()
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(extra_event="response.hologram.delta"))
+    url = pool.gateway.url.replace("http://", "ws://") + "/v1/responses"
+    headers = {"authorization": f"Bearer {pool.key}", "openai-beta": "responses_websockets=2026-02-06"}
+    create = {
+        "type": "response.create",
+        "model": "gpt-5-codex",
+        "input": "hi",
+        "store": False,
+        "stream": True,
+    }
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        await ws.send(json.dumps(create))
+        types = []
+        while not types or types[-1] != "response.completed":
+            types.append(json.loads(await asyncio.wait_for(ws.recv(), 10))["type"])
+    assert "response.hologram.delta" in types
+    items = await asyncio.to_thread(_changes, pool.admin, 1)
+    assert [(item["provider"], item["kind"], item["name"]) for item in items] == [
+        ("codex", "event", "response.hologram.delta")
+    ]
