@@ -194,7 +194,8 @@ class UpstreamWatch:
         return self.providers.get(provider or "", UNWATCHED)
 
     def note(self, provider: str, kind: str, name: str, request_id: str | None = None) -> None:
-        """Count one sighting and keep it for the next write (on the event loop; cheap)."""
+        """Count one sighting and keep it for the next write (cheap; call it on the event loop, as
+        the pipeline does: the writer swaps the pending notes there)."""
         key = (provider, kind)
         self.counts[key] = self.counts.get(key, 0) + 1
         request_id = request_id or current_request_id()
@@ -244,7 +245,10 @@ class UpstreamWatch:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(FLUSH_S)
-            await self.flush()
+            try:
+                await self.flush()
+            except Exception:  # a broken write must not end the watch for good
+                _log.exception("storing upstream changes failed")
 
     def _write(self, batch: Mapping[tuple[str, str, str], _Seen]) -> bool:
         """Store a batch; the replica whose insert makes a row alerts, the one that claims the day
