@@ -361,3 +361,21 @@ async def test_client_7_unknown_frame_type_over_the_codex_websocket(make_pool: C
     assert [(item["provider"], item["kind"], item["name"]) for item in items] == [
         ("codex", "event", "response.hologram.delta")
     ]
+
+
+def test_client_7_unknown_field_in_a_json_answer_collected_from_a_stream(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """Codex answers JSON calls by a stream SubLane collects: the terminal event's new field and a
+    new event type are listed there too, and the answer is made as before."""
+    pool = make_pool()
+    changed = Behaviour.ok(extra_event="response.hologram.delta", extra_field="safety_report")
+    pool.sim.script(pool.sim_accounts[0].id, changed)
+    answer = pool.client().post("/v1/responses", json={"model": "gpt-5-codex", "input": "hi"})
+    assert answer.status_code == 200 and answer.json()["status"] == "completed"
+    items = _changes(pool.admin, 2)
+    assert {(item["kind"], item["name"]) for item in items} == {
+        ("event", "response.hologram.delta"),
+        ("terminal_field", "safety_report"),
+    }
+    assert {item["example_request_id"] for item in items} == {answer.headers["x-request-id"]}

@@ -12,7 +12,7 @@ from typing import Any
 
 from sublane_core import Outcome, json_loads_text
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._relay import finish_call
+from sublane_gateway.pipeline._relay import finish_call, watch_ending
 from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch
 from sublane_protocols import Collector
 from sublane_providers import (
@@ -44,13 +44,14 @@ async def collect_stream(
     """
     framer = SseFramer()
     clock, deadline = call.clock, call.started + timeout_s
+    last = None  # the last event decoded: at the end of a finished stream, its terminal event
     try:
         while chunk := await response.read(max(0.0, deadline - clock.monotonic())):
             events = framer.cut(chunk)
             if events:
-                _take(events, call, observer, collector, unwrap, watch)
-        if call.state.outcome is Outcome.ERROR:  # the upstream's own error event (CLIENT-7)
-            watch.error(call.state.error_code, call.request_id)
+                last = _take(events, call, observer, collector, unwrap, watch) or last
+        if call.state.finished:  # the upstream's own ending (CLIENT-7)
+            watch_ending(watch, call, last)
         if chunk is None:  # nothing came before the deadline (one timer only while waiting)
             call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except UpstreamError:
@@ -76,16 +77,17 @@ def _take(
     collector: Collector,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
     watch: ProviderWatch,
-) -> None:
-    """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them)."""
+) -> dict[str, Any] | None:
+    """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them); the last decoded."""
     known = watch.events
+    last = None
     if events.find(b"\r") != -1:  # lines may end in CR or CRLF: event by event
         for block in blocks_of(events):
             name, data = event_fields(block)
             if name is not None and name not in known:
                 watch.note(KIND_EVENT, name, call.request_id)
-            _feed(name, data, call, observer, collector, unwrap)
-        return
+            last = _feed(name, data, call, observer, collector, unwrap) or last
+        return last
     state, names = observer.state, watch.event_names
     observer_wants, collector_wants = observer.wants, collector.wants
     usual_at = USUAL_EVENT.match
@@ -95,7 +97,7 @@ def _take(
         if usual is not None:  # "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
             name = names[usual[1]]  # decoded once per name; an unknown one is noted (CLIENT-7)
             if observer_wants(name) or collector_wants(name):
-                _feed(name, usual[2], call, observer, collector, unwrap)
+                last = _feed(name, usual[2], call, observer, collector, unwrap) or last
             else:
                 state.events += 1  # counted; nobody needs it decoded
             start = usual.end()
@@ -109,8 +111,9 @@ def _take(
                 state.events += 1
                 start = stop
                 continue
-        _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap)
+        last = _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap) or last
         start = stop
+    return last
 
 
 def _feed(
@@ -120,17 +123,18 @@ def _feed(
     observer: StreamObserver,
     collector: Collector,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
-) -> None:
+) -> dict[str, Any] | None:
     payload = observer.observe_data(name, data)  # decoded if it wants it
     if payload is None:
         if data is None or not collector.wants(name):
-            return  # a delta the answer does not need: not decoded
+            return None  # a delta the answer does not need: not decoded
         payload = _object(data)
         if payload is None:
-            return
+            return None
         observer.observe_payload(payload)
     call.note_output()
     collector.feed(payload if unwrap is None else unwrap(payload))
+    return payload
 
 
 def _object(data: bytes) -> dict[str, Any] | None:
