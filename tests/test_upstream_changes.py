@@ -379,3 +379,30 @@ def test_client_7_unknown_field_in_a_json_answer_collected_from_a_stream(
         ("terminal_field", "safety_report"),
     }
     assert {item["example_request_id"] for item in items} == {answer.headers["x-request-id"]}
+
+
+async def test_client_7_unknown_event_in_a_websocket_turn_served_by_another_upstream(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """A Responses WebSocket turn served by Claude goes through the hub as one HTTP stream: a new
+    Claude event type there is listed under Claude."""
+    import asyncio
+    import json
+
+    import websockets
+
+    pool = make_pool(provider="claude")
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(extra_event="thinking_budget_update"))
+    url = pool.gateway.url.replace("http://", "ws://") + "/v1/responses"
+    headers = {"authorization": f"Bearer {pool.key}", "openai-beta": "responses_websockets=2026-02-06"}
+    create = {"type": "response.create", "model": "claude-sonnet-4-5", "input": "hi", "stream": True}
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        await ws.send(json.dumps(create))
+        types: list[str] = []
+        while not types or types[-1] not in ("response.completed", "response.failed", "error"):
+            types.append(json.loads(await asyncio.wait_for(ws.recv(), 10))["type"])
+    assert types[-1] == "response.completed"
+    items = await asyncio.to_thread(_changes, pool.admin, 1)
+    assert [(item["provider"], item["kind"], item["name"]) for item in items] == [
+        ("claude", "event", "thinking_budget_update")
+    ]
