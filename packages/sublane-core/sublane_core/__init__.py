@@ -64,6 +64,7 @@ from sublane_core._schema import (
     ResourceGroup,
     TokenBudget,
     TotpRecoveryCode,
+    UpstreamChange,
     UsageDay,
     UsageHour,
     User,
@@ -123,6 +124,7 @@ __all__ = [
     "NO_PROVIDER",
     "TokenBudget",
     "TotpRecoveryCode",
+    "UpstreamChange",
     "UsageDay",
     "UsageHour",
     # credentials

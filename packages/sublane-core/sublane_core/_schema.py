@@ -410,6 +410,29 @@ class AlertMark(SQLModel, table=True):
     raised_at: float
 
 
+class UpstreamChange(SQLModel, table=True):
+    """Something an upstream answered that SubLane does not know (CLIENT-7): one row per provider,
+    kind and name, shared by every replica on the database.
+
+    The replica whose insert made the row raises ``upstream.changed`` in the same transaction (one
+    alert per new name, whatever the number of replicas); ``logged_day`` (days since the epoch,
+    UTC) is claimed by an update that only one replica wins, so the name is logged once a day.
+    """
+
+    __tablename__ = "upstream_changes"
+    __table_args__ = (sa.UniqueConstraint("provider", "kind", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(max_length=64)
+    kind: str = Field(max_length=32)
+    name: str = Field(max_length=200)
+    first_seen: float
+    last_seen: float
+    count: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    example_request_id: str | None = Field(default=None, max_length=64)
+    logged_day: int | None = None
+
+
 # -- team controls (TEAM) -------------------------------------------------------------------------
 
 BUDGET_PERIODS = ("day", "month")

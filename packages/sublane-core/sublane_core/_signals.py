@@ -270,6 +270,7 @@ class ClientVersionRefused:
     model: str
     needed: str | None
     carried: str | None
+    request_id: str | None = None
 
 
 @immutable(kw_only=True)

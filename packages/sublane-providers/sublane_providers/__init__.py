@@ -79,6 +79,17 @@ from sublane_providers._upstream import (
     read_error_body,
 )
 from sublane_providers._vault import Credentials, CredentialVault, RefreshFence, RefreshGate
+from sublane_providers._vocabulary import (
+    KIND_ANSWER_FIELD,
+    KIND_CLIENT_VERSION,
+    KIND_ERROR,
+    KIND_EVENT,
+    KIND_MODEL,
+    KIND_TERMINAL_FIELD,
+    UNKNOWN_KINDS,
+    DeclaresVocabulary,
+    UpstreamVocabulary,
+)
 
 __version__ = "0.1.0"
 
@@ -100,6 +111,16 @@ __all__ = [
     "SignsIn",
     "SuggestsAliases",
     "WrapsEvents",
+    "DeclaresVocabulary",
+    # what an upstream is known to answer (CLIENT-7)
+    "UpstreamVocabulary",
+    "UNKNOWN_KINDS",
+    "KIND_EVENT",
+    "KIND_ANSWER_FIELD",
+    "KIND_TERMINAL_FIELD",
+    "KIND_ERROR",
+    "KIND_MODEL",
+    "KIND_CLIENT_VERSION",
     # plugins and the registry
     "ENTRY_POINT_GROUP",
     "ProviderPlugin",

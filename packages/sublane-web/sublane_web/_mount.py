@@ -31,6 +31,7 @@ PAGES: tuple[str, ...] = (
     "/members",
     "/groups",
     "/admin/alerts",
+    "/admin/upstream-changes",
     "/admin/audit",
 )
 """The page paths that answer the app shell; the browser picks the view from the path."""

@@ -25,6 +25,7 @@ from sublane_gateway.management import (
     _providers,
     _runtime_view,
     _totp,
+    _upstream_changes,
     _usage,
     _users,
     _webhooks,
@@ -50,6 +51,7 @@ for _module in (
     _providers,
     _audit,
     _webhooks,
+    _upstream_changes,
 ):
     router.include_router(_module.router)
 for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits):  # TEAM, POOL, CLIENT-5

@@ -183,7 +183,7 @@ def _floor_reply(
     carried = identity.would_carry(runtime.adapters[provider])
     call.provider = provider
     call.finish(Outcome.CLIENT_VERSION, CLIENT_VERSION_CODE)
-    tell_refused(provider, call.model, floor, carried, sender=runtime)
+    tell_refused(provider, call.model, floor, carried, sender=runtime, request_id=call.request_id)
     message = too_old_message(provider, call.model, floor, carried)
     return error_reply(protocol, 400, CLIENT_VERSION_CODE, message, request_id=call.request_id)
 
@@ -425,15 +425,17 @@ async def _relay(
         if translator is not None:
             collector = translator.new_collector(spec.body, model=call.model, hub=hub)
             final = await collect_stream(
-                call, response, observer, collector, runtime.settings.request_timeout_s, unwrap=unwrap
-            )
+                call, response, observer, collector, runtime.settings.request_timeout_s, unwrap=unwrap,
+                watch=runtime.watch_of(adapter.name),
+            )  # fmt: skip
             if final is None:
                 return stream_failure_reply(call, protocol)
             answer = translator.client_side.answer_from_responses(final, model=call.model, created=created)
             return json_reply(answer, headers=headers)
         final = await collect_stream(
-            call, response, observer, new_collector(adapter.protocol), runtime.settings.request_timeout_s
-        )
+            call, response, observer, new_collector(adapter.protocol), runtime.settings.request_timeout_s,
+            watch=runtime.watch_of(adapter.name),
+        )  # fmt: skip
         if final is None:
             return stream_failure_reply(call, protocol)
         return json_reply(final, headers=headers)
@@ -449,6 +451,7 @@ async def _relay(
         unwrap=unwrap,
         deadline=call.started + runtime.settings.request_timeout_s,
         idle_timeout_s=runtime.settings.stream_idle_timeout_s,
+        watch=runtime.watch_of(adapter.name),
     )
 
 

@@ -110,8 +110,11 @@ class CallIdentity:
         ):
             self._resent = self._forced = True
             return True
-        sender = self._call.sender if self._call is not None else versions
-        tell_refused(adapter.name, model, self.needed(adapter, failure, model), carried, sender=sender)
+        call = self._call
+        sender = call.sender if call is not None else versions
+        request_id = call.request_id if call is not None else None
+        needed = self.needed(adapter, failure, model)
+        tell_refused(adapter.name, model, needed, carried, sender=sender, request_id=request_id)
         return False
 
     def needed(self, adapter: ProviderAdapter, failure: UpstreamFailure | None, model: str) -> str | None:
@@ -125,12 +128,21 @@ class CallIdentity:
 
 
 def tell_refused(
-    provider: str, model: str, needed: str | None, carried: str | None, *, sender: object
+    provider: str,
+    model: str,
+    needed: str | None,
+    carried: str | None,
+    *,
+    sender: object,
+    request_id: str | None = None,
 ) -> None:
-    """``signals.client_version_refused`` (CLIENT-3's seam for observers)."""
+    """``signals.client_version_refused`` (CLIENT-3's seam for observers: the runtime lists it with
+    the upstream changes, CLIENT-7)."""
     if signals.client_version_refused.has_receivers:
         signals.client_version_refused.send(
-            signals.ClientVersionRefused(provider=provider, model=model, needed=needed, carried=carried),
+            signals.ClientVersionRefused(
+                provider=provider, model=model, needed=needed, carried=carried, request_id=request_id
+            ),
             sender=sender,
         )
 

@@ -30,6 +30,7 @@ from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_gateway.pipeline._serving import ServingProviders
 from sublane_gateway.pipeline._tracing import Tracing, tracing_from_environment
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch, UpstreamWatch
 from sublane_history import TokenBudgets
 from sublane_providers import (
     AliasesModels,
@@ -95,6 +96,7 @@ class ClientRuntime:
     coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
     #: CLIENT-2: every provider's effective client version (providers with a client identity).
     client_versions: ClientVersions | None = None
+    watch: UpstreamWatch | None = None  # CLIENT-7: what upstreams answer that SubLane does not know
     _engine: Engine | None = None  # where a replica reads what another told it changed
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
@@ -124,9 +126,16 @@ class ClientRuntime:
             coordination.on_resync = self._resync
             await coordination.start()
         self.connect_signals()
+        if self.watch is not None:
+            self.watch.start()
         if self.alerts is not None:
             self.outbox.on_added = self.poke_alerts
             self.alerts.start()
+
+    def watch_of(self, provider: str | None) -> ProviderWatch:
+        """CLIENT-7: what ``provider``'s upstream is known to answer, and where news goes."""
+        watch = self.watch
+        return watch.providers.get(provider or "", UNWATCHED) if watch is not None else UNWATCHED
 
     def egress_failed(self, account_id: int, what: str) -> None:
         """EGRESS-2: the account's proxy failed (shown in its runtime view; no cooldown)."""
@@ -169,6 +178,13 @@ class ClientRuntime:
                 self._pool_told_at[(group_id, model)] = now - POOL_ALERT_EVERY_S + POOL_ALERT_RECHECK_S
 
         self._background(tell)
+
+    def _version_refused(self, payload: signals.ClientVersionRefused) -> None:
+        """CLIENT-3 → CLIENT-7: a refused client version is listed with the upstream changes
+        (kind ``client_version``, named by the version the upstream or catalogue asked for)."""
+        if self.watch is not None:
+            needed = payload.needed or f"newer than {payload.carried or 'unknown'}"
+            self.watch.client_version_refused(payload.provider, needed, payload.request_id)
 
     def _refresh_failing(self, payload: signals.RefreshFailing) -> None:
         """ALERT-2 ``account.refresh_failing`` (the third refresh failure in a row, in-memory state):
@@ -276,9 +292,14 @@ class ClientRuntime:
             signals.credentials_rejected.connect(on_rejected),
             signals.pool_unavailable.connect(self._pool_unavailable, sender=scheduler),
             signals.refresh_failing.connect(self._refresh_failing, sender=self.vault),
+            signals.client_version_refused.connect(self._version_refused, sender=self),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
+        if self.client_versions is not None:  # refusals told by a call identity without a call
+            self._disconnects.append(
+                signals.client_version_refused.connect(self._version_refused, sender=self.client_versions)
+            )
 
     # -- other replicas (SCALE-2) --------------------------------------------------------------------
 
@@ -400,6 +421,8 @@ class ClientRuntime:
             await self.quota.close()  # running reads end; queued writes finish
         if self.tracing is not None:
             self.tracing.shutdown()  # the last spans are exported
+        if self.watch is not None:
+            await self.watch.close()  # what was noted is stored (and alerted) before the outbox stops
         if self.alerts is not None:
             await self.alerts.close()  # pending deliveries stay in the outbox for the next start
         await self.http.aclose()
@@ -427,6 +450,7 @@ def build_runtime(
             namespace=settings.redis_namespace,
         )
     outbox = AlertOutbox(settings.workspace_name, clock)  # ALERT-2: state changes write their events
+    watch = UpstreamWatch(engine, clock, outbox, adapters)  # CLIENT-7
     vault = CredentialVault(
         engine,
         cipher,
@@ -463,9 +487,11 @@ def build_runtime(
             try:
                 credentials = await vault.get(account_id, adapter.name, margin=metadata_margin)
                 with use_egress(credentials.egress):  # EGRESS-1: through the account's egress
-                    return await adapter.list_models(credentials.bundle)
+                    models = await adapter.list_models(credentials.bundle)
             finally:
                 ticket.close()
+            watch.of(adapter.name).catalogue(models)  # CLIENT-7: a model SubLane does not know
+            return models
 
         return discover
 
@@ -541,6 +567,7 @@ def build_runtime(
                 if isinstance(adapter, HasClientIdentity)
             },
         ),
+        watch=watch,
     )
 
 

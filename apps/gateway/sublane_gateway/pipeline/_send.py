@@ -120,6 +120,9 @@ async def send_with_recovery(
             return response, credentials
         body = await read_error_body(response, MAX_ERROR_BODY)
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
+        runtime.watch_of(account.provider).error(
+            failure.code
+        )  # CLIENT-7: an error type SubLane does not know
         if failure.kind is FailureKind.UNAUTHORIZED:
             credentials = await runtime.vault.rejected(
                 account.id, account.provider, credentials, after_refresh=refreshed

@@ -29,6 +29,7 @@ from sublane_provider_antigravity._quota import models_of, windows_from_models
 from sublane_provider_antigravity._request import hosts_of, upstream_headers, wrapped_body
 from sublane_provider_antigravity._settings import AntigravitySettings
 from sublane_provider_antigravity._stream import AntigravityStreamObserver, unwrap
+from sublane_provider_antigravity._vocabulary import VOCABULARY
 from sublane_providers import (
     AccountIdentity,
     CompletesBundles,
@@ -96,6 +97,8 @@ class AntigravityAdapter(
     operations = frozenset(_PATHS)
     refresh_fallback = False  # plain validity (GEM-3)
     fallback_models = KNOWN_MODELS
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported).
+    vocabulary = VOCABULARY
 
     def __init__(
         self,

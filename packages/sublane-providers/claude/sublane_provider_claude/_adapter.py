@@ -28,6 +28,7 @@ from sublane_provider_claude._request import (
 )
 from sublane_provider_claude._settings import ClaudeSettings
 from sublane_provider_claude._stream import ClaudeStreamObserver
+from sublane_provider_claude._vocabulary import VOCABULARY
 from sublane_providers import (
     AccountIdentity,
     AliasesModels,
@@ -145,6 +146,9 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, H
     fallback_models = frozenset(KNOWN_MODELS)
     # Claude Code shows its subscription limits from these (CLIENT-5): they reach it unchanged.
     native_reply_header_prefixes = (HEADER_PREFIX,)
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported); its catalogue
+    #: lists the dated ids and their aliases.
+    vocabulary = dataclasses.replace(VOCABULARY, models=fallback_models | aliases_of(KNOWN_MODELS))
 
     def __init__(
         self,

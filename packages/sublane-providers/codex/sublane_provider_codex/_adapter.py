@@ -23,6 +23,7 @@ from sublane_provider_codex._request import CODEX_DIALECT, compact_body, respons
 from sublane_provider_codex._session import open_codex_session
 from sublane_provider_codex._settings import CodexSettings
 from sublane_provider_codex._stream import CodexStreamObserver
+from sublane_provider_codex._vocabulary import VOCABULARY
 from sublane_providers import (
     HasClientIdentity,
     ImportedCredentials,
@@ -81,6 +82,8 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
     json_from_stream = True  # the backend only streams: JSON answers are collected from the stream
     quota_events = frozenset({"codex.rate_limits"})
     fallback_models = KNOWN_MODELS
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported).
+    vocabulary = VOCABULARY
 
     def __init__(self, *, base_url: str, auth_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.base_url = base_url.rstrip("/")

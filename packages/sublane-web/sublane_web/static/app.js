@@ -9,6 +9,7 @@ import {teamUsageView, usageView} from "./usage.js";
 import {passwordView} from "./password.js";
 import {poolView} from "./pool.js";
 import {alertsView} from "./alerts.js";
+import {changesView} from "./changes.js";
 
 const NAV = [
   {heading: "General", links: [
@@ -25,6 +26,7 @@ const NAV = [
     {path: "/members", label: "Members", view: membersView},
     {path: "/groups", label: "Groups", view: groupsView},
     {path: "/admin/alerts", label: "Alerts", view: alertsView},
+    {path: "/admin/upstream-changes", label: "Upstream changes", view: changesView},
     {path: "/admin/audit", label: "Audit log", view: auditView},
   ]},
 ];
