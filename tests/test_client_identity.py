@@ -421,3 +421,28 @@ def test_client_1_real_claude_code_on_a_codex_account_carries_a_pure_codex_ident
     assert sent
     for request in sent:  # never Claude Code's user agent beside Codex's originator
         _pure_codex_identity(request.headers)
+
+
+def test_client_7_a_refused_client_version_is_listed_with_the_upstream_changes(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """CLIENT-3's refusals reach CLIENT-7's list (kind ``client_version``, named by the version the
+    upstream asked for, with the refused call's request ID)."""
+    pool = make_pool(accounts=1, provider="claude")
+    pool.sim.set_client_floor("claude", "claude-opus-4-7", "2.1.401")
+    with _claude_code(pool) as client:
+        answer = client.post("/v1/messages", json=dict(MESSAGES, model="claude-opus-4-7"))
+    assert answer.status_code == 400, answer.text
+    deadline = time.monotonic() + 10
+    items: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        items = [
+            item
+            for item in pool.admin.get("/api/upstream-changes").json()["items"]
+            if item["kind"] == "client_version"
+        ]
+        if items:
+            break
+        time.sleep(0.1)
+    assert [(item["provider"], item["name"], item["count"]) for item in items] == [("claude", "2.1.401", 1)]
+    assert items[0]["example_request_id"] == answer.headers["request-id"]
