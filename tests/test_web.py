@@ -501,6 +501,29 @@ def test_web_2_clear_cooldown_after_a_429_and_change_a_limit(
 # --- WEB-3, HIST-10, HIST-11: the request tables -----------------------------------------------
 
 
+def test_client_2_web_shows_client_versions_and_pins_one(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/accounts")
+    row = page.locator("tr.client-version[data-provider=codex]")
+    expect(row.locator(".effective")).to_have_text("0.171.0")
+    expect(page.locator("tr.client-version[data-provider=claude] .effective")).to_have_text("2.1.332")
+    row.get_by_role("textbox", name="Pinned version").fill("0.99")
+    row.get_by_role("button", name="Pin").click()
+    assert row.get_by_role("textbox", name="Pinned version").evaluate(
+        "input => input.validity.patternMismatch"
+    )  # refused by the form
+    row.get_by_role("textbox", name="Pinned version").fill("0.180.0")
+    row.get_by_role("button", name="Pin").click()
+    row = page.locator("tr.client-version[data-provider=codex]")
+    expect(row.locator(".effective")).to_have_text("0.180.0")
+    providers = pool.admin.get("/api/providers").json()["items"]
+    assert next(p for p in providers if p["name"] == "codex")["client_version"]["pinned"] == "0.180.0"
+    row.get_by_role("button", name="Remove pin").click()
+    expect(page.locator("tr.client-version[data-provider=codex] .effective")).to_have_text("0.171.0")
+
+
 def test_web_3_all_requests_filters_and_pages_of_50(
     make_pool: Callable[..., Pool], open_context: Any
 ) -> None:
@@ -862,7 +885,7 @@ def test_quota_9_and_quota_10_every_card_shows_quota_with_freshness_and_pace(
     refused = api.post("/v1/responses", json=BODY)  # and now refused while routing
     assert refused.status_code == 403
     messages = {
-        "model": "claude-sonnet-4-5-20250929",
+        "model": "claude-haiku-4-5-20251001",
         "max_tokens": 32,
         "messages": [{"role": "user", "content": "hi"}],
     }
@@ -1263,3 +1286,33 @@ def test_egress_3_the_accounts_page_sets_a_proxy_and_checks_through_it(
         assert pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["proxy_url"] is None
     finally:
         socks.stop()
+
+
+def test_client_7_the_upstream_changes_page_lists_what_upstreams_answered_that_sublane_does_not_know(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(account_options={"models": ["gpt-5-codex", "gpt-7-orion"]})
+    page = _admin_page(pool, open_context, "/admin/upstream-changes")
+    expect(page.get_by_role("heading", name="Upstream changes")).to_be_visible()
+    expect(page.get_by_role("link", name="Upstream changes")).to_have_attribute("aria-current", "page")
+    changed = Behaviour.ok(extra_event="response.audio.delta", extra_field="safety_report")
+    pool.sim.script(pool.sim_accounts[0].id, changed)
+    answer = pool.client().post("/v1/responses", json=BODY)
+    assert answer.status_code == 200 and "event: response.audio.delta" in answer.text
+    deadline = time.monotonic() + 10
+    while len(pool.admin.get("/api/upstream-changes").json()["items"]) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    page.reload()
+    rows = page.locator("table.upstream-changes tbody tr")
+    expect(rows).to_have_count(3)
+    event = page.locator("tr[data-kind='event']")
+    expect(event).to_contain_text("Stream event type")
+    expect(event).to_contain_text("response.audio.delta")
+    expect(event.get_by_role("link", name=answer.headers["x-request-id"])).to_be_visible()
+    expect(page.locator("tr[data-kind='terminal_field']")).to_contain_text("safety_report")
+    expect(page.locator("tr[data-kind='model']")).to_contain_text("gpt-7-orion")
+    _shoot(page, "upstream-changes")
+    page.screenshot(path=DOC_IMAGES / "upstream-changes.png", full_page=True)  # docs/operations.md shows it
+    _member, session = pool.gateway.member(pool.admin, "mo")
+    assert session.get("/api/upstream-changes").status_code == 403

@@ -192,6 +192,12 @@ def _serve(settings: Settings) -> None:
         DataFolderLock(settings.data_dir, shared=settings.redis_url is not None).acquire_and_release()
     except DataFolderBusy as exc:
         raise SystemExit(f"sublane: {exc}") from None
+    from sublane_gateway.pipeline._tracing import TracingRefused, otlp_protocol
+
+    try:  # OPS-12: an OTLP protocol SubLane cannot speak stops start-up, never silently ignored
+        otlp_protocol()
+    except TracingRefused as exc:
+        raise SystemExit(f"sublane: {exc}") from None
     _ready_schema(settings)
     try:
         app = create_app(settings, when_started=freeze_startup_objects)  # and again once started
@@ -218,7 +224,7 @@ def _serve(settings: Settings) -> None:
     rarer_full_collections()
     uvicorn.run(
         asgi_app(app),
-        http=guarded_http(settings.client_header_timeout_s),
+        http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s),
         **common,  # OPS-4: slow clients
     )
 

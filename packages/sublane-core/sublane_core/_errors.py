@@ -24,6 +24,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "invalid_request": ErrorSpec(400, "The request is not valid."),
     "unsupported_media_type": ErrorSpec(415, "Send the body as application/json."),
     "body_too_large": ErrorSpec(413, "The request body is too large."),
+    "body_timeout": ErrorSpec(408, "The request body did not arrive in time."),
     "cross_origin": ErrorSpec(403, "Cross-origin requests may not change anything."),
     "not_found": ErrorSpec(404, "Not found."),
     "method_not_allowed": ErrorSpec(405, "Method not allowed."),

@@ -40,6 +40,7 @@ ALERT_EVENTS: Final = (
     "model.limited",
     "pool.unavailable",
     "history.dropped",
+    "upstream.changed",
     "webhook.test",
 )
 

@@ -410,6 +410,29 @@ class AlertMark(SQLModel, table=True):
     raised_at: float
 
 
+class UpstreamChange(SQLModel, table=True):
+    """Something an upstream answered that SubLane does not know (CLIENT-7): one row per provider,
+    kind and name, shared by every replica on the database.
+
+    The replica whose insert made the row raises ``upstream.changed`` in the same transaction (one
+    alert per new name, whatever the number of replicas); ``logged_day`` (days since the epoch,
+    UTC) is claimed by an update that only one replica wins, so the name is logged once a day.
+    """
+
+    __tablename__ = "upstream_changes"
+    __table_args__ = (sa.UniqueConstraint("provider", "kind", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(max_length=64)
+    kind: str = Field(max_length=32)
+    name: str = Field(max_length=200)
+    first_seen: float
+    last_seen: float
+    count: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    example_request_id: str | None = Field(default=None, max_length=64)
+    logged_day: int | None = None
+
+
 # -- team controls (TEAM) -------------------------------------------------------------------------
 
 BUDGET_PERIODS = ("day", "month")
@@ -462,6 +485,19 @@ class UsageHour(SQLModel, table=True):
     tokens: int | None = Field(default=None, sa_column=_tokens_column())
 
 
+class UsageGroupHour(SQLModel, table=True):
+    """One UTC hour of one member's tokens in one group (POOL-1: a member's share of the group's
+    tokens in the last hours), added to by the history writer like :class:`UsageHour`; kept
+    two days."""
+
+    __tablename__ = "usage_group_hours"
+
+    hour: int = Field(primary_key=True, description="Unix seconds of the hour's start")
+    group_id: int = Field(primary_key=True, description="NO_GROUP when the attempt had none")
+    user_id: int = Field(primary_key=True)
+    tokens: int | None = Field(default=None, sa_column=_tokens_column())
+
+
 class TokenBudget(SQLModel, table=True):
     """A member's token budget rule (TEAM-4): input + output tokens per UTC day or month, optionally
     only in one group and/or for one model."""
@@ -503,3 +539,19 @@ class KeyCheck(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     sealed: bytes = _sealed()
     created_at: float
+
+
+# -- clients (CLIENT) -----------------------------------------------------------------------------
+
+
+class ClientVersion(SQLModel, table=True):
+    """A provider's client versions (CLIENT-2): the newest well-formed native client version seen
+    in a successful model call (and when it was last seen), and the admin's pin."""
+
+    __tablename__ = "client_versions"
+
+    provider: str = Field(primary_key=True, max_length=64)
+    seen_version: str | None = Field(default=None, max_length=17)
+    seen_at: float | None = None
+    pinned_version: str | None = Field(default=None, max_length=17)
+    updated_at: float

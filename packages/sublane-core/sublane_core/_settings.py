@@ -133,6 +133,12 @@ class Settings(BaseSettings):
     client_header_timeout_s: float = Field(
         10, gt=0, le=3600, description="OPS-4 time a client has to send a request's headers."
     )
+    body_timeout_s: float = Field(
+        30,
+        gt=0,
+        le=3600,
+        description="OPS-4 time a client has to send a request's body, from the end of its headers.",
+    )
     keep_alive_timeout_s: float = Field(
         5, gt=0, le=3600, description="OPS-4 idle keep-alive connection lifetime."
     )

@@ -258,6 +258,21 @@ class PoolUnavailable:
     reason: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientVersionRefused:
+    """CLIENT-3: an upstream (or its model catalogue) refused a call's client version for a model.
+
+    The seam for observers such as a list of upstream changes (CLIENT-7); ``needed`` is the version
+    asked for when the upstream or catalogue named one, ``carried`` the version the call carried.
+    """
+
+    provider: str
+    model: str
+    needed: str | None
+    carried: str | None
+    request_id: str | None = None
+
+
 @immutable(kw_only=True)
 class RequestFinished:
     """A model attempt ended: the metadata of HIST-2, sent before its slot is handed on (WAIT-7).
@@ -309,6 +324,9 @@ refresh_failing = TypedSignal(
     "refresh-failing", RefreshFailing, "An account's credential refresh failed again and again."
 )
 request_finished = TypedSignal("request-finished", RequestFinished, "A model attempt ended.")
+client_version_refused = TypedSignal(
+    "client-version-refused", ClientVersionRefused, "An upstream refused a call's client version."
+)
 credentials_rejected = TypedSignal(
     "credentials-rejected", CredentialsRejected, "An account's credentials were rejected."
 )

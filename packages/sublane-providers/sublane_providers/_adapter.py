@@ -99,6 +99,9 @@ class ProviderAdapter(ABC):
     json_from_stream: ClassVar[bool] = False
     #: What accounts of this provider are known to serve, used while discovery fails.
     fallback_models: ClassVar[frozenset[str]] = frozenset()
+    #: Answer headers (lower-case name prefixes) that reach a client of the adapter's own protocol
+    #: unchanged (native calls only; CLIENT-5): what the provider's own clients read from them.
+    native_reply_header_prefixes: ClassVar[tuple[str, ...]] = ()
 
     # -- credentials ----------------------------------------------------------------------------------
 

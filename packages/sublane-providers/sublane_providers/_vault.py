@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -371,7 +371,7 @@ class CredentialVault:
             return False
         try:
             with use_egress(entry.egress):  # EGRESS-1: the refresh leaves through the account's egress
-                result = await refresher.refresh(entry.bundle)
+                result = await _to_its_end(refresher.refresh(entry.bundle))
         except RefreshFailed as failure:
             if entry.stale:
                 return False
@@ -544,3 +544,23 @@ class CredentialVault:
             auth_error=code[:64],
             updated_at=self._clock.time(),
         )
+
+
+async def _to_its_end(refresh: Coroutine[Any, Any, RefreshedCredentials]) -> RefreshedCredentials:
+    """Await ``refresh`` to its end even when the caller is cancelled meanwhile (a client that left,
+    ADM-6): the provider rotates the refresh token when it answers, so an abandoned answer would
+    leave only a spent token behind. The cancellation goes on once the answer is in memory (the
+    refresh is bounded by the metadata timeout), at the caller's next wait."""
+    task = asyncio.ensure_future(refresh)  # the context (the egress) goes with it
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:  # asked again, to land at the caller's next wait: after the answer is kept
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+            current.cancel()
+    return task.result()

@@ -31,6 +31,7 @@ PAGES: tuple[str, ...] = (
     "/members",
     "/groups",
     "/admin/alerts",
+    "/admin/upstream-changes",
     "/admin/audit",
     "/get-started",
 )

@@ -15,6 +15,7 @@ from sublane_gateway.management import (
     _check,
     _checklist,
     _connect,
+    _client_limits,
     _groups,
     _history,
     _keys,
@@ -26,6 +27,7 @@ from sublane_gateway.management import (
     _providers,
     _runtime_view,
     _totp,
+    _upstream_changes,
     _usage,
     _users,
     _webhooks,
@@ -53,9 +55,10 @@ for _module in (
     _webhooks,
     _connect,
     _checklist,
+    _upstream_changes,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL
+for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits):  # TEAM, POOL, CLIENT-5
     router.include_router(_module.router)
 
 __all__ = ["router"]

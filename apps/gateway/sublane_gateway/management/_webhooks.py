@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from sqlmodel import col, func, select
 
 from sublane_core import ALERT_EVENTS, SubLaneError, Webhook, WebhookDelivery
+from sublane_gateway._digits import ascii_int
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
@@ -146,9 +147,7 @@ def deliveries(webhook_id: PathId, request: Request, _admin: AdminUser, db: DbSe
     query = select(WebhookDelivery).where(col(WebhookDelivery.webhook_id) == webhook_id)
     cursor = request.query_params.get("cursor")
     if cursor:
-        if not cursor.isdigit():
-            raise SubLaneError("invalid_request", "cursor is a number.")
-        query = query.where(col(WebhookDelivery.id) < int(cursor))
+        query = query.where(col(WebhookDelivery.id) < ascii_int(cursor, "cursor"))  # OPS-1
     rows = db.exec(query.order_by(col(WebhookDelivery.id).desc()).limit(PAGE + 1)).all()
     items = [
         {

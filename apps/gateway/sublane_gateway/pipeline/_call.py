@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,8 @@ class ModelCall:
     trace_headers: dict[str, str] | None = None  # the client's traceparent/tracestate
     granted_at: float | None = None
     accepted_at: float | None = None
+    #: Called when the call ends in success (CLIENT-2: the native client version it carried was seen).
+    on_success: Callable[[], None] | None = None
 
     @classmethod
     def start(
@@ -120,6 +122,8 @@ class ModelCall:
         if self.finished:
             return False
         self.finished = True
+        if outcome is Outcome.SUCCESS and self.on_success is not None:
+            self.on_success()
         if signals.request_finished.has_receivers:
             self._report(outcome, error_code)
         self._report_upstream(outcome, error_code)

@@ -13,6 +13,7 @@ const EVENT_WORDS = {
   "model.limited": "The provider limited a model on an account",
   "pool.unavailable": "A group had no account for a model",
   "history.dropped": "Request records were dropped",
+  "upstream.changed": "An upstream answered something SubLane does not know yet",
   "webhook.test": "A test alert",
 };
 

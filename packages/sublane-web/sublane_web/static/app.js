@@ -10,6 +10,7 @@ import {passwordView} from "./password.js";
 import {poolView} from "./pool.js";
 import {alertsView} from "./alerts.js";
 import {checklistPending, checklistView} from "./checklist.js";
+import {changesView} from "./changes.js";
 
 const NAV = [
   {heading: "General", links: [
@@ -27,6 +28,7 @@ const NAV = [
     {path: "/members", label: "Members", view: membersView},
     {path: "/groups", label: "Groups", view: groupsView},
     {path: "/admin/alerts", label: "Alerts", view: alertsView},
+    {path: "/admin/upstream-changes", label: "Upstream changes", view: changesView},
     {path: "/admin/audit", label: "Audit log", view: auditView},
   ]},
 ];

@@ -3,7 +3,7 @@ period (``pool.unavailable`` per group and model) was last raised, so every repl
 it in one conditional write. Deliveries themselves are claimed through ``next_attempt_at`` (a
 lease), which needs no new column.
 
-Revision ID: 0016
+Revision ID: 0014
 Revises: 0013
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
+revision = "0014"
 down_revision = "0013"
 branch_labels = None
 depends_on = None
