@@ -39,8 +39,8 @@ format: install
 clean:
 	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache
 
-clients:  ## the real Codex CLI and Claude Code, for the end-to-end tests
-	npm install --prefix .cache/node-clients --no-audit --no-fund @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197 @google/gemini-cli@0.61.0
+clients:  ## the newest Codex CLI, Claude Code and Gemini CLI, for the end-to-end tests (docs/clients.md)
+	npm install --prefix .cache/node-clients --no-audit --no-fund @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0
 
 bench: install  ## gateway vs direct-to-mock (and LiteLLM) on 2 pinned cores; BENCH_QUICK=1 for a short run
 	$(BIN)/tox run -e bench

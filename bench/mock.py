@@ -238,7 +238,7 @@ def _messages_parts(deltas: int) -> tuple[bytes, bytes, bytes, bytes]:
     return prelude, delta, epilogue, json.dumps(whole, separators=(",", ":")).encode()
 
 
-CLAUDE_MODEL = "claude-sonnet-4-5"
+CLAUDE_MODEL = "claude-haiku-4-5"
 CODEX_MODELS = json.dumps({"models": [{"slug": "gpt-5-codex", "visibility": "list"}]}).encode()
 
 CODEX_HEADERS = [

@@ -19,8 +19,6 @@ from sublane_sim import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".cache" / "demo"
-# The Gemini CLI asks for its own alias of -m gemini-3-flash; the demo account lists both.
-GEMINI_MODELS = ("gemini-3-flash", "gemini-3.8-flash", "gemini-3-pro-high", "gemini-3.1-pro-high")
 GEMINI_SETTINGS = '{"security": {"auth": {"selectedType": "gemini-api-key"}}}'
 ADMIN_PASSWORD = "demo-admin-password"  # noqa: S105  (a local demo, printed on screen)
 MEMBER_PASSWORD = "demo-member-password"  # noqa: S105
@@ -39,8 +37,7 @@ def main() -> None:
         with running_gateway(settings, port=port) as gateway:
             admin = gateway.login("admin", ADMIN_PASSWORD)
             for provider in ("codex", "claude", "antigravity"):
-                options = {"models": GEMINI_MODELS} if provider == "antigravity" else {}
-                account = sim.create_account(provider, **options)
+                account = sim.create_account(provider)
                 body = {"provider": provider, "name": f"demo-{provider}", "group_ids": [1]}
                 response = admin.post(
                     "/api/accounts/import", json=body | {"credentials": account.credentials}

@@ -92,10 +92,10 @@ def start_http_proxy(
 
 
 def start_socks_proxy(
-    folder: Path, outgoing: str, user: str | None = None, password: str | None = None
+    folder: Path, outgoing: str, user: str | None = None, password: str | None = None, port: int | None = None
 ) -> ProxyServer:
-    """microsocks on a free port, its upstream connections from ``outgoing``."""
-    port = free_port()
+    """microsocks on ``port`` (else a free one), its upstream connections from ``outgoing``."""
+    port = port or free_port()
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "microsocks.log"
     command = [MICROSOCKS, "-i", "127.0.0.1", "-p", str(port), "-b", outgoing]

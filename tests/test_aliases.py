@@ -156,3 +156,22 @@ def test_alias_1_aliases_belong_to_their_group(make_pool: Callable[..., Pool]) -
     assert _aliases(pool, ("fast", "gpt-5-codex"), group=group).status_code == 200
     refused = pool.client().post("/v1/responses", json=BODY)  # the pool's key is of group 1
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+
+
+def test_alias_1_names_with_a_provider_prefix_or_a_listed_model_s_case_variant_are_refused(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    for pair in (("codex/fast", "gpt-5-codex"), ("fast", "codex/gpt-5-codex")):
+        refused = _aliases(pool, pair)
+        assert refused.status_code == 400, (pair, refused.text)
+        assert refused.json()["error"]["code"] == "invalid_request"
+        assert "provider prefix" in refused.json()["error"]["message"]
+    variant = _aliases(pool, ("GPT-5-Codex", "gpt-5"))
+    assert variant.status_code == 400 and variant.json()["error"]["code"] == "alias_shadows_model"
+    aliases = {entry["alias"] for entry in pool.admin.get("/api/groups/1/aliases").json()["aliases"]}
+    assert not {"codex/fast", "fast", "GPT-5-Codex"} & aliases  # nothing was stored
+    assert _aliases(pool, ("fast", "gpt-5-codex")).status_code == 200  # plain names still work
+    for model in ("fast", "codex/fast"):  # the prefix narrows the providers; the alias still applies
+        served = pool.client().post("/v1/responses", json={**BODY, "model": model})
+        assert served.status_code == 200, (model, served.text)

@@ -345,6 +345,8 @@ def test_the_scheduling_rule_finds_what_it_forbids(source: str, path: str, broke
 
 #: Header names real clients send: their client protocol's words, not provider names.
 CLIENT_HEADERS = frozenset({"x-codex-turn-metadata", "x-codex-parent-thread-id", "x-claude-code-session-id"})
+#: Paths real clients call on their own (CLIENT-5: the Codex CLI's usage read): their words too.
+CLIENT_PATHS = frozenset({"/api/codex/usage"})
 #: Not held to the rule: the upstream simulator (it stands in for the providers' upstreams).
 NOT_HELD = ("packages/sublane-sim/",)
 
@@ -402,7 +404,7 @@ def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]
     found: list[Violation] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if id(node) in docstrings or node.value.lower() in CLIENT_HEADERS:
+            if id(node) in docstrings or node.value.lower() in CLIENT_HEADERS | CLIENT_PATHS:
                 continue
             # A provider may serve models of another's family (``claude-sonnet-4-6`` on Antigravity):
             # in a provider's distribution only the bare name of another provider counts.

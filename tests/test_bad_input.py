@@ -142,7 +142,7 @@ def test_ops_1_keys_that_disagree_are_refused_on_every_model_route(three_provide
 
 
 #: One model of each provider (Codex, Claude, Antigravity): every route is tried with each.
-MODELS = ("gpt-5-codex", "claude-sonnet-4-5", "gemini-3-flash")
+MODELS = ("gpt-5-codex", "claude-sonnet-5-5", "gemini-3-flash")
 
 
 def _post_routes(model: str) -> list[tuple[str, dict[str, Any], str]]:
@@ -393,7 +393,7 @@ def test_ops_1_the_official_sdks_read_the_refusals(three_providers: Pool) -> Non
     assert malformed.value.code == "invalid_request" and "reasoning" in str(malformed.value)
     with pytest.raises(openai.BadRequestError) as structured:
         oai.chat.completions.create(
-            model="claude/claude-sonnet-4-5",
+            model="claude/claude-sonnet-5-5",
             messages=[{"role": "user", "content": "hi"}],
             response_format={"type": "json_object"},
         )

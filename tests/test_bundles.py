@@ -144,3 +144,86 @@ def test_bulk_the_format_refuses_every_changed_byte() -> None:
         damaged[position] ^= 0x80
         with pytest.raises(BadBundle):
             open_bundle(PASSPHRASE, bytes(damaged))
+
+
+def _sealed_with_cost(document: dict[str, Any], n: int, r: int = 8, p: int = 1) -> bytes:
+    """A bundle made as export makes one, but asking for the scrypt cost ``n``, ``r``, ``p``."""
+    import json
+    import os
+    import struct
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+    from sublane_gateway._bundles import MAGIC
+
+    salt, nonce = os.urandom(16), os.urandom(12)
+    header = MAGIC + struct.pack(">IHH16s12s", n, r, p, salt, nonce)
+    key = Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(PASSPHRASE.encode())
+    return header + AESGCM(key).encrypt(nonce, json.dumps(document).encode(), header)
+
+
+def test_bulk_3_the_uploader_does_not_choose_the_key_derivation_cost(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    document = open_bundle(PASSPHRASE, _export(pool).content)
+    before = len(_accounts(pool))
+    for n, r, p in ((2**16, 8, 1), (2**15, 16, 1), (2**15, 8, 2)):  # each beyond export's own cost
+        refused = _import(pool, _sealed_with_cost(document, n, r, p))
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "bad_bundle", (n, r, p)
+    assert len(_accounts(pool)) == before
+    assert _import(pool, _sealed_with_cost(document, 2**14)).status_code == 200  # cheaper is fine
+
+
+def test_bulk_3_a_bundle_as_large_as_export_makes_imports(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    document = open_bundle(PASSPHRASE, _export(pool).content)
+    document["notes"] = "x" * (3 << 20)  # a bundle of 3 MiB: many accounts make such files
+    bundle = seal_bundle(PASSPHRASE, document)
+    assert len(bundle) > 3 << 20
+    answer = _import(pool, bundle)
+    assert answer.status_code == 200, answer.text
+    assert [item["name"] for item in answer.json()["imported"]] == ["codex-1-2"]
+    too_large = _import(pool, b"x" * (17 << 20))
+    assert too_large.status_code == 413
+
+
+def test_bulk_3_a_lone_surrogate_in_a_name_is_a_400(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    document = open_bundle(PASSPHRASE, _export(pool).content)
+    document["accounts"][0]["name"] = "codex-\ud800"
+    answer = _import(pool, seal_bundle(PASSPHRASE, document))
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "bad_bundle", answer.text
+    assert len(_accounts(pool)) == 1
+
+
+def test_bulk_3_bundled_credentials_are_checked_like_an_import(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=1)
+    document = open_bundle(PASSPHRASE, _export(pool).content)
+    good = document["accounts"][0]
+    broken = [
+        {**good, "name": "no-tokens", "credentials": {"note": "not a login"}},
+        {**good, "name": "number-token", "credentials": {**good["credentials"], "access_token": 5}},
+        {**good, "name": "spaced-token", "credentials": {**good["credentials"], "refresh_token": "a b"}},
+    ]
+    document["accounts"] = [good, *broken]
+    answer = _import(pool, seal_bundle(PASSPHRASE, document))
+    assert answer.status_code == 200, answer.text
+    assert [item["name"] for item in answer.json()["imported"]] == ["codex-1-2"]
+    assert answer.json()["skipped"] == [
+        {"name": entry["name"], "reason": "invalid_credentials"} for entry in broken
+    ]
+    names = {account["name"] for account in _accounts(pool)}
+    assert names == {"codex-1", "codex-1-2"}  # nothing broken was imported as ready
+
+
+@pytest.mark.parametrize("provider", ["claude", "antigravity"])
+def test_bulk_3_every_provider_s_exported_credentials_import_again(
+    make_pool: Callable[..., Pool], provider: str
+) -> None:
+    pool = make_pool(accounts=1, provider=provider)
+    answer = _import(pool, _export(pool).content)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["skipped"] == []
+    (imported,) = answer.json()["imported"]
+    check = pool.admin.post(f"/api/accounts/{imported['id']}/check")
+    assert check.status_code == 200 and check.json()["ok"] is True, check.text

@@ -123,7 +123,7 @@ def _claude_model_lists(pool: Pool) -> int:
 
 
 CLAUDE_BODY = {
-    "model": "claude-sonnet-4-5",
+    "model": "claude-haiku-4-5",
     "max_tokens": 64,
     "messages": [{"role": "user", "content": "hi"}],
 }
@@ -133,18 +133,18 @@ def test_cat_1_the_claude_catalogue_is_read_from_the_upstream_model_list(
     make_pool: Callable[..., Pool],
 ) -> None:
     pool = make_pool(
-        provider="claude", account_options={"models": ("claude-sonnet-4-5-20250929", "claude-next-7")}
+        provider="claude", account_options={"models": ("claude-haiku-4-5-20251001", "claude-next-7")}
     )
     account_id = pool.account_ids[0]
     _wait_for(lambda: _claude_model_lists(pool) == 1)  # right after import (GET /v1/models)
     _wait_for(lambda: pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "fresh")
     stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()["models"]
     assert sorted(stored) == [
+        "claude-haiku-4-5-20251001",
         "claude-next-7",
-        "claude-sonnet-4-5-20250929",
     ]  # the account's, not a fixed list
     listed = {model["id"] for model in pool.client().get("/v1/models").json()["data"]}
-    assert listed == {"claude-next-7", "claude-sonnet-4-5-20250929"}
+    assert listed == {"claude-next-7", "claude-haiku-4-5-20251001"}
     api = pool.client()
     assert api.post("/v1/messages", json=CLAUDE_BODY).status_code == 200  # CAT-2: the undated alias
     assert api.post("/v1/messages", json={**CLAUDE_BODY, "model": "claude-next-7"}).status_code == 200
@@ -161,7 +161,7 @@ def test_cat_1_the_built_in_claude_list_stands_in_when_the_model_list_is_refused
     _wait_for(lambda: pool.admin.get(f"/api/accounts/{account_id}/models").json()["state"] == "fresh")
     assert _claude_model_lists(pool) >= 1
     stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()["models"]
-    assert "claude-sonnet-4-5-20250929" in stored  # the built-in list
+    assert "claude-haiku-4-5-20251001" in stored  # the built-in list
     assert pool.client().post("/v1/messages", json=CLAUDE_BODY).status_code == 200
 
 

@@ -190,7 +190,7 @@ def test_cat_2_an_anthropic_alias_is_served_and_goes_upstream_as_sent(make_pool:
     with warnings.catch_warnings():  # the SDK's own notice that these aliases are old models
         warnings.simplefilter("ignore", DeprecationWarning)
         message = _sdk(pool).messages.create(
-            model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
+            model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
         )
         streamed = _sdk(pool).messages.create(
             model="claude-opus-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True
@@ -198,9 +198,9 @@ def test_cat_2_an_anthropic_alias_is_served_and_goes_upstream_as_sent(make_pool:
         events = [event.type for event in streamed]
     assert message.type == "message" and message.content
     upstream = pool.sim.requests(endpoint="claude.messages")
-    assert [r.body["model"] for r in upstream] == ["claude-sonnet-4-5", "claude-opus-4-5"]  # as sent
+    assert [r.body["model"] for r in upstream] == ["claude-haiku-4-5", "claude-opus-4-5"]  # as sent
     assert events[-1] == "message_stop"
     listed = {model["id"] for model in pool.client().get("/v1/models").json()["data"]}
-    assert "claude-sonnet-4-5-20250929" in listed and "claude-sonnet-4-5" not in listed  # CAT-3: native ids
+    assert "claude-haiku-4-5-20251001" in listed and "claude-haiku-4-5" not in listed  # CAT-3: native ids
     unknown = pool.client().post("/v1/messages", json={**BODY, "model": "claude-sonnet-9-9"})
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"

@@ -59,7 +59,12 @@ def test_non_streaming_callers_get_the_final_response(make_pool: Callable[..., P
 def test_upstream_gets_account_headers_and_the_clients_turn_headers(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool()
     account = pool.sim_accounts[0]
-    headers = {"session-id": "thread-1", "originator": "codex_exec", "x-codex-turn-metadata": "{}"}
+    headers = {
+        "session-id": "thread-1",
+        "originator": "codex_exec",
+        "user-agent": "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm",  # a usable identity (CLIENT-1)
+        "x-codex-turn-metadata": "{}",
+    }
     pool.client().post("/v1/responses", json={**BODY, "prompt_cache_key": "thread-1"}, headers=headers)
     upstream = pool.sim.requests(endpoint="codex.responses")[-1]
     assert upstream.headers["chatgpt-account-id"] == account.account_id

@@ -12,6 +12,8 @@ through the one port, to both replicas, and keep being served while one replica 
 from __future__ import annotations
 
 import base64
+import ipaddress
+import json
 import os
 import re
 import secrets
@@ -39,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
 NGINX_CONF = (ROOT / "deploy" / "nginx.conf").read_text()
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+#: nginx's fixed address on the compose file's ``edge`` network: the one proxy the replicas trust.
+NGINX_ADDRESS = COMPOSE["services"]["nginx"]["networks"]["edge"]["ipv4_address"]
 BODY = {"model": "gpt-5-codex", "input": "hi"}
 
 pytestmark = pytest.mark.xdist_group("compose")
@@ -121,9 +125,10 @@ class _Topology:
             "POSTGRES_PASSWORD": "unused-with-trust-authentication",
         }
         database = postgres.new_database().rsplit("/", 1)[1]
-        self.hosts = {  # compose's service names → where the local servers listen
+        self.hosts = {  # compose's service names and addresses → where the local servers are
             "postgres:5432/sublane": f"127.0.0.1:{postgres.port}/{database}",
             "redis:6379": f"127.0.0.1:{redis.port}",
+            NGINX_ADDRESS: "127.0.0.1",  # the local nginx reaches the replicas from loopback
         }
         self.sim = sim
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -243,6 +248,51 @@ def test_scale_6_the_compose_topology_serves_through_one_port_on_either_replica(
     records = admin.get("/api/requests").json()["items"]
     assert len(records) == 11  # every call recorded, whichever replica served it (SCALE-3, SCALE-5)
     assert sim.requests(account_id=account.id)[-1].headers.get("session_id") in (None, "thread-1")
+    admin.close()
+
+
+def test_auth_3_compose_trusts_only_nginx_as_a_proxy() -> None:
+    """The replicas believe X-Forwarded-For from nginx's fixed address alone, never from anyone."""
+    edge = COMPOSE["networks"]["edge"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(NGINX_ADDRESS) in ipaddress.ip_network(edge)
+    for name in ("sublane-1", "sublane-2"):
+        service = COMPOSE["services"][name]
+        assert json.loads(service["environment"]["SUBLANE_TRUSTED_PROXIES"]) == [NGINX_ADDRESS]
+        assert "edge" in service["networks"]
+    assert "X-Forwarded-For $proxy_add_x_forwarded_for" in NGINX_CONF  # nginx adds the peer it saw
+
+
+def test_auth_3_a_keys_client_networks_see_the_real_client_address_through_the_compose_topology(
+    topology: _Topology, sim: Simulator
+) -> None:
+    """Clients from two loopback addresses reach nginx's one port: a key limited to one of them
+    serves it on either replica and refuses the other, even one that forges X-Forwarded-For."""
+    assert topology.run("migrate").returncode == 0
+    replicas = {name: topology.start(name) for name in ("sublane-1", "sublane-2")}
+    url = topology.front(replicas)
+    admin = httpx.Client(base_url=url, timeout=30)
+    assert admin.post("/api/auth/login", json={"username": "admin", "password": "admin-pass-1"}).is_success
+    account = sim.create_account("codex")
+    body = {"provider": "codex", "name": "c1", "credentials": account.credentials, "group_ids": [1]}
+    assert admin.post("/api/accounts/import", json=body).status_code == 201
+    made = admin.post("/api/me/keys", json={"name": "office", "group_id": 1, "allowed_ips": ["127.0.0.2"]})
+    assert made.status_code == 201, made.text
+    key = made.json()["secret"]
+    time.sleep(1)
+
+    def client_from(address: str) -> httpx.Client:
+        transport = httpx.HTTPTransport(local_address=address)
+        headers = {"authorization": f"Bearer {key}"}
+        return httpx.Client(base_url=url, timeout=30, headers=headers, transport=transport)
+
+    with client_from("127.0.0.2") as office, client_from("127.0.0.3") as elsewhere:
+        for _ in range(4):  # nginx spreads them over both replicas
+            answer = office.post("/v1/responses", json=BODY)
+            assert answer.status_code == 200, answer.text
+        refused = elsewhere.post("/v1/responses", json=BODY)
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "ip_not_allowed"
+        forged = elsewhere.post("/v1/responses", json=BODY, headers={"x-forwarded-for": "127.0.0.2"})
+        assert forged.status_code == 403 and forged.json()["error"]["code"] == "ip_not_allowed"
     admin.close()
 
 

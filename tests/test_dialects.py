@@ -32,19 +32,19 @@ def _system_texts(sent: dict[str, Any]) -> list[str]:
 def test_a_translated_call_to_claude_leads_its_system_with_the_claude_code_identity_once(pool: Pool) -> None:
     """PROTOCOLS §2.2: OAuth tokens need the identity as the first ``system`` block."""
     chat = {
-        "model": "claude/claude-sonnet-4-5",
+        "model": "claude/claude-sonnet-5-5",
         "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
     }
     assert pool.client().post("/v1/chat/completions", json=chat).status_code == 200
     assert _system_texts(_sent(pool, "claude")) == [IDENTITY, "Be brief."]
     responses = {
-        "model": "claude/claude-sonnet-4-5",
+        "model": "claude/claude-sonnet-5-5",
         "input": "hi",
         "instructions": f"{IDENTITY}\n\nBe brief.",
     }
     assert pool.client().post("/v1/responses", json=responses).status_code == 200
     assert _system_texts(_sent(pool, "claude")) == [IDENTITY, "Be brief."]
-    bare = {"model": "claude/claude-sonnet-4-5", "input": "hi"}
+    bare = {"model": "claude/claude-sonnet-5-5", "input": "hi"}
     assert pool.client().post("/v1/responses", json=bare).status_code == 200
     assert _system_texts(_sent(pool, "claude")) == [IDENTITY]
 

@@ -285,3 +285,195 @@ def test_egress_1_proxy_passwords_never_leave_the_sealed_column(
 
         stored = connection.execute(sa.text("SELECT proxy_url, proxy_shown FROM accounts")).all()
     assert all(b"s3cret-pw" not in (row[0] or b"") and "s3cret-pw" not in (row[1] or "") for row in stored)
+
+
+def _applied_proxy(pool: Pool, account_id: int, url: str | None) -> dict[str, Any]:
+    """:func:`_set_proxy`, and wait until the account's next calls use it (applied on the loop)."""
+    answer = _set_proxy(pool, account_id, url)
+    _eventually(lambda: pool.runtime.vault.egress_of(account_id) == url)
+    return answer
+
+
+@pytest.fixture
+def silent_proxies() -> Iterator[Callable[[bool], str]]:
+    """Proxy addresses on loopback that never answer: ``silent(accepting=False)`` is a listener
+    whose queue is full, so a connection never opens (a blackholed address, without leaving the
+    machine); ``silent(accepting=True)`` accepts and then says nothing."""
+    import socket
+
+    sockets: list[socket.socket] = []
+
+    def silent(accepting: bool) -> str:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        sockets.append(listener)
+        port = listener.getsockname()[1]
+        if accepting:
+            return f"http://127.0.0.1:{port}"
+        while True:  # fill the accept queue: the kernel then drops the next connection's SYNs
+            filler = socket.socket()
+            filler.settimeout(0.3)
+            sockets.append(filler)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except OSError:
+                return f"http://127.0.0.1:{port}"
+
+    yield silent
+    for sock in sockets:
+        sock.close()
+
+
+def test_egress_2_an_unroutable_silent_or_plain_proxy_spoken_tls_is_a_502_within_the_connect_timeout(
+    make_pool: Callable[..., Pool],
+    proxies: Callable[..., ProxyServer],
+    silent_proxies: Callable[[bool], str],
+) -> None:
+    pool = make_pool(failover_attempts=0, header_timeout_s=2, metadata_timeout_s=3)  # connect: min(30, 2)
+    account_id = pool.account_ids[0]
+    plain = proxies("http", HTTP_FROM, user=None)
+    for url in (silent_proxies(False), silent_proxies(True), plain.url(scheme="https")):
+        _applied_proxy(pool, account_id, url)
+        started = time.monotonic()
+        refused = pool.client().post("/v1/responses", json=BODY)
+        took = time.monotonic() - started
+        assert refused.status_code == 502, (url, refused.status_code, refused.text)
+        assert refused.json()["error"]["code"] == "egress_proxy_failed"
+        assert took < 4, (url, took)
+        assert _runtime(pool, account_id)["egress_error"] is not None
+        assert pool.runtime.scheduler.cooldowns.active(account_id) is None
+        checked = pool.admin.post(f"/api/accounts/{account_id}/check")
+        assert checked.status_code == 200, checked.text
+        assert checked.json()["ok"] is False and checked.json()["egress"] == "proxy"
+        assert checked.json()["error"]["code"] == "egress_proxy_failed", (url, checked.json())
+    assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 0
+
+
+def test_egress_2_the_check_reports_an_http_proxy_refusing_the_password_as_an_egress_error(
+    make_pool: Callable[..., Pool], proxies: Callable[..., ProxyServer]
+) -> None:
+    pool = make_pool()
+    server = proxies("http", HTTP_FROM)
+    _applied_proxy(pool, pool.account_ids[0], server.url(password="wrong-password"))
+    checked = pool.admin.post(f"/api/accounts/{pool.account_ids[0]}/check").json()
+    assert checked["ok"] is False and checked["egress"] == "proxy"
+    assert checked["error"]["code"] == "egress_proxy_failed", checked  # not the provider's 401
+    assert _runtime(pool, pool.account_ids[0])["egress_error"] is not None
+    _applied_proxy(pool, pool.account_ids[0], server.url())  # the right password: the check passes
+    assert pool.admin.post(f"/api/accounts/{pool.account_ids[0]}/check").json()["ok"] is True
+
+
+def test_egress_3_the_check_clears_no_egress_error(
+    make_pool: Callable[..., Pool], proxies: Callable[..., ProxyServer], tmp_path: Path
+) -> None:
+    from proxy_servers import start_socks_proxy
+
+    pool = make_pool(failover_attempts=0)
+    account_id = pool.account_ids[0]
+    socks = proxies("socks5", SOCKS_FROM)
+    _applied_proxy(pool, account_id, socks.url())
+    socks.stop()
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 502
+    failed = _runtime(pool, account_id)["egress_error"]
+    assert failed is not None
+    again = start_socks_proxy(tmp_path / "again", SOCKS_FROM, socks.user, socks.password, port=socks.port)
+    try:
+        checked = pool.admin.post(f"/api/accounts/{account_id}/check").json()
+        assert checked["ok"] is True and checked["egress"] == "proxy"
+        assert _runtime(pool, account_id)["egress_error"] == failed  # the check cleared nothing
+        assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+        assert _runtime(pool, account_id)["egress_error"] is None  # a served call does
+    finally:
+        again.stop()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://xn--zz.com:1",
+        "socks5://xn--zz.com:1",
+        "http://\u2603.net:1",
+        "socks5h://\u2603.net:1",
+        "https://u:p@[::1]:1",
+        "socks5://u@127.0.0.1:1",
+        "http://%zz:p@127.0.0.1:1",
+        "http://999.0.0.1:1",
+    ],
+)
+def test_egress_3_the_check_answers_for_every_accepted_proxy_url(
+    make_pool: Callable[..., Pool], url: str
+) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    if pool.admin.patch(f"/api/accounts/{account_id}", json={"proxy_url": url}).status_code != 200:
+        pytest.skip("refused when set: nothing to check")
+    _eventually(lambda: pool.runtime.vault.egress_of(account_id) is not None)
+    checked = pool.admin.post(f"/api/accounts/{account_id}/check")
+    assert checked.status_code == 200, checked.text
+    assert checked.json()["ok"] is False and checked.json()["error"]["code"] == "egress_proxy_failed"
+    served = pool.client().post("/v1/responses", json=BODY)
+    assert served.status_code == 502 and served.json()["error"]["code"] == "egress_proxy_failed"
+
+
+def test_alias_1_a_catalogue_refresh_through_a_dead_proxy_is_a_503_not_the_old_list(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    account_id = pool.account_ids[0]
+    assert pool.admin.post(f"/api/accounts/{account_id}/models/refresh").status_code == 200
+    stored = pool.admin.get(f"/api/accounts/{account_id}/models").json()
+    assert stored["models"]
+    _applied_proxy(pool, account_id, f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    refused = pool.admin.post(f"/api/accounts/{account_id}/models/refresh")
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "model_catalog_unavailable"
+    assert "retry-after" in refused.headers
+    kept = pool.admin.get(f"/api/accounts/{account_id}/models").json()
+    assert kept["models"] == stored["models"] and kept["discovered_at"] == stored["discovered_at"]
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [
+        {"note": "not a login"},
+        {"access_token": 5, "refresh_token": ["x"]},
+        {"access_token": "a"},
+        {"access_token": None, "refresh_token": None, "account_id": {"a": 1}},
+    ],
+)
+def test_egress_3_the_check_answers_for_stored_credentials_of_a_wrong_shape(
+    make_pool: Callable[..., Pool], credentials: dict[str, Any]
+) -> None:
+    """Accounts a bundle imported before BULK-3 checked credentials may hold any shape."""
+    from sqlmodel import Session
+
+    from sublane_core import Account, signals
+
+    pool = make_pool()
+    cipher = pool.gateway.app.state.gateway.cipher
+    with Session(pool.gateway.engine) as db:
+        account = Account(
+            provider="codex",
+            name="broken",
+            credentials=cipher.encrypt(credentials),
+            created_at=1,
+            updated_at=1,
+        )
+        db.add(account)
+        db.commit()
+        db.refresh(account)
+    assert account.id is not None
+    signals.account_changed.send(
+        signals.AccountChanged(
+            account_id=account.id,
+            change=signals.AccountChange.CREATED,
+            lifecycle_revision=account.lifecycle_revision,
+            max_concurrency=account.max_concurrency,
+        )
+    )
+    checked = pool.admin.post(f"/api/accounts/{account.id}/check")
+    assert checked.status_code == 200, checked.text
+    assert checked.json()["ok"] is False and checked.json()["error"]["code"] in (
+        "invalid_credentials", "account_refresh_failed", "reauth_required", "upstream_unauthorized",
+    ), checked.json()  # fmt: skip

@@ -40,6 +40,7 @@ def _sso_pool(make_pool: Callable[..., Pool], provider: OidcProviderProcess, **s
         "oidc_client_id": CLIENT_ID,
         "oidc_client_secret": CLIENT_SECRET,
         "oidc_admin_value": "sublane-admins",
+        "trusted_proxies": "127.0.0.1",  # the tests' browser is the trusted proxy: its Host is believed
         **settings,
     }
     return make_pool(**options)
@@ -105,24 +106,108 @@ def test_auth_2_auto_creation_only_as_configured(
     assert back.headers["location"] == "/?sso_error=sso_no_verified_email"
 
 
-def test_auth_2_an_existing_user_is_linked_by_verified_email_and_the_admin_claim_promotes(
+def _link(client: httpx.Client, sub: str) -> httpx.Response:
+    """My account's link: ``POST /api/me/oidc/link`` → the provider, answered for ``sub`` → the callback."""
+    started = client.post("/api/me/oidc/link")
+    assert started.status_code == 200, started.text
+    return client.get(_authorize(started.json()["authorization_url"], sub))
+
+
+def _actions(pool: Pool) -> list[str]:
+    return [entry["action"] for entry in pool.admin.get("/api/audit").json()["items"]]
+
+
+def test_auth_2_an_identity_whose_email_is_an_existing_users_name_is_refused_not_signed_in(
+    make_pool: Callable[..., Pool], provider: OidcProviderProcess
+) -> None:
+    """Before: the e-mail linked and signed in as the user, passing their password and TOTP by."""
+    pool = _sso_pool(make_pool, provider, oidc_auto_create=True)
+    pool.gateway.add_member(pool.admin, "eve@example.org")
+    provider.set_user("u-eve", email="eve@example.org", email_verified=True, groups=["sublane-admins"])
+    client, back = _sign_in(pool, "u-eve")
+    assert back.headers["location"] == "/?sso_error=account_exists"
+    assert client.get("/api/me").status_code == 401  # no session
+    provider.set_user("u-root", email="Admin", email_verified=True)  # the bootstrap admin's name
+    client, back = _sign_in(pool, "u-root")
+    assert back.headers["location"] == "/?sso_error=account_exists"
+    assert client.get("/api/me").status_code == 401
+    assert "user.sso_link" not in _actions(pool)
+    names = [user["username"] for user in pool.admin.get("/api/users").json()["items"]]
+    assert names.count("eve@example.org") == 1 and not any(
+        name.startswith("eve@example.org-") for name in names
+    )
+
+
+def test_auth_2_a_signed_in_user_links_sso_from_my_account_then_signs_in_with_it(
     make_pool: Callable[..., Pool], provider: OidcProviderProcess
 ) -> None:
     pool = _sso_pool(make_pool, provider)
-    member = pool.gateway.add_member(pool.admin, "eve@example.org")
-    provider.set_user(
-        "u-eve", email="eve@example.org", email_verified=True, groups=["staff", "sublane-admins"]
-    )
-    client, back = _sign_in(pool, "u-eve")
+    member, browser = pool.gateway.member(pool.admin, "eve@example.org")
+    assert browser.get("/api/me").json()["sso"] == {"configured": True, "linked": False}
+    provider.set_user("u-eve2", email="eve@example.org", email_verified=True, groups=["sublane-admins"])
+    linked = _link(browser, "u-eve2")
+    assert linked.headers["location"] == "/password?sso_linked=1"
+    assert browser.get("/api/me").json()["sso"]["linked"] is True
+    # Linked by issuer and subject: SSO signs her in (and the admin claim promotes), whatever e-mail.
+    provider.set_user("u-eve2", email="eve.new@example.org", email_verified=True, groups=["sublane-admins"])
+    client, back = _sign_in(pool, "u-eve2")
     assert back.headers["location"] == "/requests"
     me = client.get("/api/me").json()["user"]
     assert me["id"] == member["id"] and me["role"] == "admin"
-    # Linked: a later sign-in finds her by issuer and subject even with another e-mail.
-    provider.set_user("u-eve", email="eve.new@example.org", email_verified=True)
-    client, _ = _sign_in(pool, "u-eve")
+    assert "user.sso_link" in _actions(pool)
+    # An identity linked to someone else is not taken over by another user's link.
+    _other, other_browser = pool.gateway.member(pool.admin, "mo")
+    assert _link(other_browser, "u-eve2").headers["location"] == "/password?sso_error=sso_identity_in_use"
+    # A link started by one user finishes only in that user's session.
+    started = other_browser.post("/api/me/oidc/link").json()["authorization_url"]
+    callback = _authorize(started, "u-mo")
+    other_browser.post("/api/auth/logout")
+    assert other_browser.get(callback).headers["location"] == "/password?sso_error=sso_link_not_signed_in"
+    assert pool.gateway.client().post("/api/me/oidc/link").status_code == 401  # signed in only
+
+
+def test_auth_2_link_by_email_only_when_enabled_and_never_for_an_admin(
+    make_pool: Callable[..., Pool], provider: OidcProviderProcess
+) -> None:
+    pool = _sso_pool(make_pool, provider, oidc_link_by_email=True)
+    member = pool.gateway.add_member(pool.admin, "gil@example.org")
+    admin = pool.gateway.add_member(pool.admin, "boss@example.org", role="admin")
+    provider.set_user("u-gil", email="gil@example.org", email_verified=True)
+    client, back = _sign_in(pool, "u-gil")
+    assert back.headers["location"] == "/requests"
     assert client.get("/api/me").json()["user"]["id"] == member["id"]
-    actions = [entry["action"] for entry in pool.admin.get("/api/audit").json()["items"]]
-    assert "user.sso_link" in actions
+    provider.set_user("u-boss", email="boss@example.org", email_verified=True)
+    client, back = _sign_in(pool, "u-boss")
+    assert back.headers["location"] == "/?sso_error=account_exists"  # never an admin by e-mail
+    assert client.get("/api/me").status_code == 401 and admin["role"] == "admin"
+    provider.set_user("u-gil-unverified", email="gil@example.org", email_verified=False)
+    _client, back = _sign_in(pool, "u-gil-unverified")
+    assert back.headers["location"] == "/?sso_error=sso_no_account"  # an unverified e-mail links nothing
+
+
+def test_auth_2_redirect_uri_from_public_url_or_a_trusted_proxy_never_an_untrusted_host(
+    make_pool: Callable[..., Pool], provider: OidcProviderProcess
+) -> None:
+    def redirect_uri(pool: Pool, **headers: str) -> str | None:
+        started = pool.gateway.client().get("/api/auth/oidc/start", headers=headers)
+        assert started.status_code == 302
+        location = started.headers["location"]
+        found = parse_qs(urlsplit(location).query).get("redirect_uri")
+        return found[0] if found else location
+
+    untrusted = _sso_pool(make_pool, provider, trusted_proxies="")
+    assert redirect_uri(untrusted, host="evil.example") == "/?sso_error=sso_public_url_required"
+    assert redirect_uri(untrusted) == "/?sso_error=sso_public_url_required"
+    public = _sso_pool(make_pool, provider, trusted_proxies="", public_url="https://sublane.example/")
+    callback = "https://sublane.example/api/auth/oidc/callback"
+    assert redirect_uri(public, host="evil.example", **{"x-forwarded-host": "evil.example"}) == callback
+    behind = _sso_pool(make_pool, provider)  # the peer (127.0.0.1) is a trusted proxy
+    forwarded = {"x-forwarded-host": "sso.example:8443", "x-forwarded-proto": "https"}
+    assert redirect_uri(behind, **forwarded) == "https://sso.example:8443/api/auth/oidc/callback"
+    linking = _sso_pool(make_pool, provider, trusted_proxies="")
+    _user, browser = linking.gateway.member(linking.admin, "lin")
+    refused = browser.post("/api/me/oidc/link", headers={"host": "evil.example"})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "sso_public_url_required"
 
 
 def test_auth_2_a_replayed_or_foreign_callback_is_refused(

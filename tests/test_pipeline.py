@@ -30,7 +30,7 @@ from sublane_sim import Behaviour, parse_sse
 
 RESPONSES_BODY = {"model": "gpt-5-codex", "input": "say hi", "store": False}
 MESSAGES_BODY = {
-    "model": "claude-sonnet-4-5-20250929",
+    "model": "claude-haiku-4-5-20251001",
     "max_tokens": 64,
     "messages": [{"role": "user", "content": "hi"}],
 }

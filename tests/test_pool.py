@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Callable
 
+import pytest
 from gateway_pool import Pool
 
 
@@ -61,3 +62,34 @@ def test_pool_1_only_groups_of_live_keys_are_listed(make_pool: Callable[..., Poo
         assert member.delete(f"/api/me/keys/{entry['id']}").status_code in (200, 204)
     assert _pool_of(member) == []  # no live key: no pool to see
     assert key and user
+
+
+def _share_becomes(member: object, expected: float, timeout_s: float = 10.0) -> None:
+    """Waits until ``my_share_percent`` is ``expected`` (usage is written every 100 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        share = _pool_of(member)[0]["my_share_percent"]
+        if share == expected:
+            return
+        assert time.monotonic() < deadline, f"my_share_percent stayed {share}, not {expected}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"history_enabled": False}, {"history_max_records": 2}],
+    ids=["history_off", "fewer_records_than_calls"],
+)
+def test_pool_1_the_share_comes_from_usage_summaries_whatever_history_keeps(
+    make_pool: Callable[..., Pool], settings: dict[str, object]
+) -> None:
+    pool = make_pool(accounts=2, **settings)
+    _user, key = pool.member_key("ada")
+    member = pool.gateway.login("ada", "member-pass-1")
+    body = {"model": "gpt-5-codex", "input": "the same words each time"}
+    with pool.client(key) as client:
+        assert client.post("/v1/responses", json=body).status_code == 200
+    with pool.client() as admin:  # the admin's key, after ada: the records history keeps are theirs
+        for _ in range(3):
+            assert admin.post("/v1/responses", json=body).status_code == 200
+    _share_becomes(member, 25.0)  # one call of four, each of the same tokens

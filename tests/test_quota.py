@@ -278,7 +278,7 @@ def test_quota_7_a_claude_subscription_limit_is_an_observation_not_a_cooldown(
     pool = make_pool(provider="claude")
     (account_id,) = pool.account_ids
     pool.sim.set_quota(pool.sim_accounts[0].id, "five_hour", used_percent=100, reset_in_s=900)
-    body = {"model": "claude-sonnet-4-5-20250929", "max_tokens": 64,
+    body = {"model": "claude-haiku-4-5-20251001", "max_tokens": 64,
             "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
     api = pool.gateway.client(headers={"x-api-key": pool.key, "anthropic-version": "2023-06-01"})
     refused = api.post("/v1/messages", json=body)
@@ -372,7 +372,7 @@ def test_quota_2_observations_are_normalized_and_persisted(make_pool: Callable[.
     sim_id = pool.sim_accounts[0].id
     pool.sim.set_quota(sim_id, "five_hour", used_percent=70, reset_in_s=9000)
     body = {
-        "model": "claude-sonnet-4-5-20250929",
+        "model": "claude-haiku-4-5-20251001",
         "max_tokens": 32,
         "messages": [{"role": "user", "content": "hi"}],
     }

@@ -40,9 +40,16 @@ def _codex(
 
 
 def codex_exec(
-    url: str, key: str, home: Path, *, websocket: bool, prompt: str = "say hi", model: str = "gpt-5-codex"
+    url: str,
+    key: str,
+    home: Path,
+    *,
+    websocket: bool,
+    prompt: str = "say hi",
+    model: str | None = "gpt-5-codex",
 ) -> subprocess.CompletedProcess[str]:
-    """``codex exec`` with SubLane at ``url`` as its model provider, ``key`` its key."""
+    """``codex exec`` with SubLane at ``url`` as its model provider, ``key`` its key (``model``
+    ``None``: the CLI's own default)."""
     args = [
         str(_client("codex")),
         "exec",
@@ -52,8 +59,9 @@ def codex_exec(
         "-c", f'model_providers.sl.base_url="{url}/v1"',
         "-c", 'model_providers.sl.wire_api="responses"',
         "-c", 'model_providers.sl.env_key="SUBLANE_KEY"',
-        "-m", model,
     ]  # fmt: skip
+    if model is not None:
+        args += ["-m", model]
     if websocket:
         args += ["-c", "model_providers.sl.supports_websockets=true"]
     env = {

@@ -77,7 +77,7 @@ def test_xlat_1_codex_cli_on_a_claude_account(
     _client("codex")
     pool = make_pool(provider="claude")
     _script_tool_round_trip(pool)
-    result = _codex(pool, tmp_path, websocket=websocket, model="claude-sonnet-4-5")
+    result = _codex(pool, tmp_path, websocket=websocket, model="claude-sonnet-5-5")
     assert result.returncode == 0, result.stderr[-3000:]
     assert ANSWER in result.stdout
     _check_one_account_and_a_tool_round_trip(pool, ("responses", "responses_ws"))
@@ -97,7 +97,7 @@ def test_xlat_1_gemini_cli_on_a_claude_account(make_pool: Callable[..., Pool], t
     _client("gemini")
     pool = make_pool(provider="claude")
     _script_tool_round_trip(pool)
-    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", "claude-sonnet-4-5")
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", "claude-sonnet-5-5")
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert ANSWER in run.stdout
     _check_one_account_and_a_tool_round_trip(pool, ("gemini",))
@@ -129,7 +129,7 @@ def test_xlat_2_codex_cli_namespaced_sub_agent_tool_on_another_provider(
         account.id, Behaviour.ok(tool_call=True, tool_name="close_agent", text="Closing.", deltas=2)
     )
     pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
-    model = "gemini-3-flash" if provider == "antigravity" else "claude-sonnet-4-5"
+    model = "gemini-3-flash" if provider == "antigravity" else "claude-sonnet-5-5"
     result = _codex(pool, tmp_path, websocket=websocket, model=model)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ANSWER in result.stdout

@@ -19,7 +19,7 @@ SCHEMA: dict[str, Any] = {
     "required": ["city"],
     "additionalProperties": False,
 }
-MODELS = {"codex": "gpt-5-codex", "claude": "claude-sonnet-4-5", "antigravity": "gemini-3-flash"}
+MODELS = {"codex": "gpt-5-codex", "claude": "claude-sonnet-5-5", "antigravity": "gemini-3-flash"}
 CHAT = [{"role": "user", "content": "Where is the Eiffel tower? Answer in JSON."}]
 GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "Where is the Eiffel tower?"}]}]
 
@@ -127,11 +127,11 @@ def test_xlat_3_the_openai_sdk_reads_the_refusal(pool: Pool) -> None:
     )
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
-            model="claude/claude-sonnet-4-5", messages=CHAT, response_format={"type": "json_object"}
+            model="claude/claude-sonnet-5-5", messages=CHAT, response_format={"type": "json_object"}
         )
     assert refused.value.code == "unsupported_for_provider"
     structured = client.responses.create(
-        model="claude/claude-sonnet-4-5",
+        model="claude/claude-sonnet-5-5",
         input="Where?",
         text={"format": {"type": "json_schema", "name": "place", "schema": SCHEMA}},
     )

@@ -5,10 +5,12 @@ and that no secret is in any of it; without an endpoint nothing is exported at a
 from __future__ import annotations
 
 import gzip
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,3 +139,75 @@ def test_ops_12_nothing_is_traced_when_no_endpoint_is_set(
     pool = make_pool()
     assert pool.runtime.tracing is None
     assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+
+
+class GrpcReceiver:
+    """A real OTLP/gRPC trace receiver on loopback: grpcio's server with the collector service of
+    ``opentelemetry-proto``; every exported span, decoded."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+        self.spans: list[Any] = []
+        owner = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+            def Export(self, request: Any, context: Any) -> Any:
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        owner.spans.extend(scope.spans)
+                return trace_service_pb2.ExportTraceServiceResponse()
+
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.url = f"http://127.0.0.1:{port}"
+
+    def wait_for(self, count: int, timeout_s: float = 10.0) -> list[Any]:
+        deadline = time.monotonic() + timeout_s
+        while len(self.spans) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return list(self.spans)
+
+
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])
+def test_ops_12_otlp_over_grpc_reaches_a_grpc_receiver(
+    make_pool: Callable[..., Pool], monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    running = GrpcReceiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", running.url)
+        monkeypatch.setenv(variable, "grpc")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+        pool = make_pool()
+        answer = pool.client().post("/v1/responses", json=BODY)
+        assert answer.status_code == 200
+        spans = running.wait_for(4)
+        assert {span.name for span in spans} == {
+            "sublane.request", "sublane.queue", "sublane.upstream", "sublane.relay"
+        }  # fmt: skip
+        request = next(span for span in spans if span.name == "sublane.request")
+        assert _attributes(request)["sublane.request_id"] == answer.headers["x-request-id"]
+    finally:
+        running.server.stop(grace=None)
+
+
+def test_ops_12_an_otlp_protocol_sublane_cannot_speak_stops_start_up(tmp_path: Path) -> None:
+    from test_cli import SUBLANE, _env
+
+    env = _env(
+        tmp_path / "data",
+        OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318",
+        OTEL_EXPORTER_OTLP_PROTOCOL="http/json",
+    )
+    done = subprocess.run(
+        [SUBLANE, "serve", "--port", "0"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL='http/json' is not supported" in done.stderr, done.stderr
+    assert "'grpc'" in done.stderr

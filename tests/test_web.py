@@ -153,7 +153,7 @@ def test_web_4_sign_in_sign_out_and_the_menus_by_role(
         "Members", "Groups", "Audit log",
     ):  # fmt: skip
         expect(nav.get_by_role("link", name=link, exact=True)).to_be_visible()
-    assert page.url.endswith("/requests")
+    assert page.url.endswith("/get-started")  # CONNECT-3: no model call yet, admins land on the checklist
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     page.goto("/accounts")
@@ -499,6 +499,29 @@ def test_web_2_clear_cooldown_after_a_429_and_change_a_limit(
 
 
 # --- WEB-3, HIST-10, HIST-11: the request tables -----------------------------------------------
+
+
+def test_client_2_web_shows_client_versions_and_pins_one(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/accounts")
+    row = page.locator("tr.client-version[data-provider=codex]")
+    expect(row.locator(".effective")).to_have_text("0.171.0")
+    expect(page.locator("tr.client-version[data-provider=claude] .effective")).to_have_text("2.1.332")
+    row.get_by_role("textbox", name="Pinned version").fill("0.99")
+    row.get_by_role("button", name="Pin").click()
+    assert row.get_by_role("textbox", name="Pinned version").evaluate(
+        "input => input.validity.patternMismatch"
+    )  # refused by the form
+    row.get_by_role("textbox", name="Pinned version").fill("0.180.0")
+    row.get_by_role("button", name="Pin").click()
+    row = page.locator("tr.client-version[data-provider=codex]")
+    expect(row.locator(".effective")).to_have_text("0.180.0")
+    providers = pool.admin.get("/api/providers").json()["items"]
+    assert next(p for p in providers if p["name"] == "codex")["client_version"]["pinned"] == "0.180.0"
+    row.get_by_role("button", name="Remove pin").click()
+    expect(page.locator("tr.client-version[data-provider=codex] .effective")).to_have_text("0.171.0")
 
 
 def test_web_3_all_requests_filters_and_pages_of_50(
@@ -862,7 +885,7 @@ def test_quota_9_and_quota_10_every_card_shows_quota_with_freshness_and_pace(
     refused = api.post("/v1/responses", json=BODY)  # and now refused while routing
     assert refused.status_code == 403
     messages = {
-        "model": "claude-sonnet-4-5-20250929",
+        "model": "claude-haiku-4-5-20251001",
         "max_tokens": 32,
         "messages": [{"role": "user", "content": "hi"}],
     }
@@ -1074,6 +1097,7 @@ def test_auth_2_sign_in_with_sso_through_the_providers_page(
             oidc_client_secret="web-sso-secret",
             oidc_auto_create=True,
             oidc_allowed_domains="example.org",
+            trusted_proxies="127.0.0.1",  # the browser's Host is believed (AUTH-2 redirect)
         )
         provider.set_user("u-ivy", email="ivy@example.org", email_verified=True)
         provider.set_user("u-zed", email="zed@elsewhere.net", email_verified=True)
@@ -1094,6 +1118,42 @@ def test_auth_2_sign_in_with_sso_through_the_providers_page(
         expect(page.get_by_role("button", name="Sign out")).to_be_visible()
         expect(page.locator("#who")).to_contain_text("ivy@example.org")
         assert page.url.endswith("/requests")
+
+
+def test_auth_2_link_sso_from_my_account_in_the_browser(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    """An existing user's e-mail is refused at SSO sign-in; signed in with the password, My account's
+    button links the identity, and SSO then signs them in."""
+    from oidc_server import oidc_provider
+
+    with oidc_provider() as provider:
+        pool = make_pool(
+            oidc_issuer=provider.issuer,
+            oidc_client_id="sublane",
+            oidc_client_secret="web-sso-secret",
+            trusted_proxies="127.0.0.1",
+        )
+        pool.gateway.add_member(pool.admin, "kim@example.org")
+        provider.set_user("u-kim", email="kim@example.org", email_verified=True)
+        page = open_context(pool.gateway.url).new_page()
+        page.goto("/requests")
+        page.get_by_role("link", name="Sign in with SSO").click()
+        page.locator("input[name=sub]").fill("u-kim")
+        page.get_by_role("button", name="Authorize").click()
+        expect(page.locator("p.notice")).to_contain_text("account_exists")
+        page = _sign_in(page.context, "kim@example.org", MEMBER_PASSWORD, "/password")
+        page.get_by_role("button", name="Link single sign-on").click()
+        page.locator("input[name=sub]").fill("u-kim")
+        page.get_by_role("button", name="Authorize").click()
+        expect(page.locator("p.notice")).to_contain_text("Single sign-on is linked")
+        expect(page.get_by_role("region", name="Single sign-on")).to_contain_text("Linked")
+        _shoot(page, "account-sso-linked")
+        page.get_by_role("button", name="Sign out").click()
+        page.get_by_role("link", name="Sign in with SSO").click()
+        page.locator("input[name=sub]").fill("u-kim")
+        page.get_by_role("button", name="Authorize").click()
+        expect(page.locator("#who")).to_contain_text("kim@example.org")
 
 
 # --- AUTH-3: a key's client networks in the web views ------------------------------------------------
@@ -1159,6 +1219,7 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     pool = make_pool(alert_retry_s=0.2)
     port, log = free_port(), tmp_path / "received.jsonl"
     url = f"http://127.0.0.1:{port}/hook"
+    shown = f"http://127.0.0.1:{port}/***"  # ALERT-1: the path is a secret, shown masked
     page = _admin_page(pool, open_context, "/admin/alerts")
     expect(page.get_by_text("No webhooks yet")).to_be_visible()
     add = page.get_by_role("form", name="Add a webhook")
@@ -1170,12 +1231,12 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     secret = page.get_by_role("region", name="New webhook secret").locator("code").inner_text()
     assert secret.startswith("whsec_")
     [hook] = pool.admin.get("/api/webhooks").json()["items"]
-    assert hook["url"] == url and hook["events"] == ["account.cooling", "account.reauth_required"]
+    assert hook["url"] == shown and hook["events"] == ["account.cooling", "account.reauth_required"]
     assert "secret" not in hook
     row = page.locator(f"tr[data-webhook='{hook['id']}']")
     expect(row).to_contain_text("account.cooling, account.reauth_required")
     with receiver(port, secret, log):
-        page.get_by_role("button", name=f"Test {url}").click()
+        page.get_by_role("button", name=f"Test {shown}").click()
         got = received(log, 1)
         assert got[0]["event"] == "webhook.test" and got[0]["valid"]  # signed with the secret shown
         deadline = time.monotonic() + 10
@@ -1192,10 +1253,10 @@ def test_alert_5_the_alerts_page_adds_tests_disables_and_removes_a_webhook(
     page.screenshot(path=DOC_IMAGES / "alerts.png", full_page=True)  # docs/alerts.md shows it
     row.get_by_role("button", name="Disable").click()
     expect(row).to_contain_text("off")
-    expect(row.get_by_role("button", name=f"Test {url}")).to_be_disabled()
+    expect(row.get_by_role("button", name=f"Test {shown}")).to_be_disabled()
     assert pool.admin.get("/api/webhooks").json()["items"][0]["enabled"] is False
     page.once("dialog", lambda dialog: dialog.accept())
-    row.get_by_role("button", name=f"Remove {url}").click()
+    row.get_by_role("button", name=f"Remove {shown}").click()
     expect(page.get_by_text("No webhooks yet")).to_be_visible()
     assert pool.admin.get("/api/webhooks").json()["items"] == []
 
@@ -1225,3 +1286,33 @@ def test_egress_3_the_accounts_page_sets_a_proxy_and_checks_through_it(
         assert pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()["proxy_url"] is None
     finally:
         socks.stop()
+
+
+def test_client_7_the_upstream_changes_page_lists_what_upstreams_answered_that_sublane_does_not_know(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(account_options={"models": ["gpt-5-codex", "gpt-7-orion"]})
+    page = _admin_page(pool, open_context, "/admin/upstream-changes")
+    expect(page.get_by_role("heading", name="Upstream changes")).to_be_visible()
+    expect(page.get_by_role("link", name="Upstream changes")).to_have_attribute("aria-current", "page")
+    changed = Behaviour.ok(extra_event="response.audio.delta", extra_field="safety_report")
+    pool.sim.script(pool.sim_accounts[0].id, changed)
+    answer = pool.client().post("/v1/responses", json=BODY)
+    assert answer.status_code == 200 and "event: response.audio.delta" in answer.text
+    deadline = time.monotonic() + 10
+    while len(pool.admin.get("/api/upstream-changes").json()["items"]) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    page.reload()
+    rows = page.locator("table.upstream-changes tbody tr")
+    expect(rows).to_have_count(3)
+    event = page.locator("tr[data-kind='event']")
+    expect(event).to_contain_text("Stream event type")
+    expect(event).to_contain_text("response.audio.delta")
+    expect(event.get_by_role("link", name=answer.headers["x-request-id"])).to_be_visible()
+    expect(page.locator("tr[data-kind='terminal_field']")).to_contain_text("safety_report")
+    expect(page.locator("tr[data-kind='model']")).to_contain_text("gpt-7-orion")
+    _shoot(page, "upstream-changes")
+    page.screenshot(path=DOC_IMAGES / "upstream-changes.png", full_page=True)  # docs/operations.md shows it
+    _member, session = pool.gateway.member(pool.admin, "mo")
+    assert session.get("/api/upstream-changes").status_code == 403

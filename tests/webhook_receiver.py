@@ -1,8 +1,9 @@
 """A webhook receiver process for the alert tests (ALERT-3/4), and the helpers that run it.
 
 It checks each delivery's signature with the secret it was given, holds the first ``--silent``
-requests unanswered past the sender's timeout, answers 500 to the next ``--fail`` ones, and writes
-one JSON line per request it received to ``--log``."""
+requests unanswered past the sender's timeout, answers 500 to the next ``--fail`` ones, takes
+``--delay`` seconds over each answer (a slow receiver), and writes one JSON line per request it
+received to ``--log``."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ from typing import Any
 
 
 @contextmanager
-def receiver(port: int, secret: str, log: Path, fail: int = 0, silent: int = 0) -> Iterator[None]:
+def receiver(
+    port: int, secret: str, log: Path, fail: int = 0, silent: int = 0, delay_s: float = 0.0
+) -> Iterator[None]:
     """Run a receiver on ``port`` until the block ends."""
     options = ["--port", str(port), "--secret", secret, "--log", str(log), "--fail", str(fail)]
+    options += ["--delay", str(delay_s)]
     process = subprocess.Popen([sys.executable, str(Path(__file__)), *options, "--silent", str(silent)])
     try:
         deadline = time.monotonic() + 10
@@ -58,6 +62,7 @@ def main() -> None:
     parser.add_argument("--log", required=True)
     parser.add_argument("--fail", type=int, default=0)
     parser.add_argument("--silent", type=int, default=0, help="hold the first N requests 12 s, unanswered")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     args = parser.parse_args()
     seen = {"requests": 0}
 
@@ -86,6 +91,7 @@ def main() -> None:
                 time.sleep(12)  # past the sender's 10 s timeout: it has given up by now
                 self.close_connection = True
                 return
+            time.sleep(args.delay)
             self.send_response(status)
             self.send_header("content-length", "0")
             self.end_headers()

@@ -11,7 +11,9 @@ Before the rename the copy must pass ``PRAGMA integrity_check`` and the key must
 credential. A restore checks the manifest and the checksums, refuses a schema this SubLane does not
 know (a backup from a newer version) and a data folder a running SubLane holds, moves what the
 folder held aside (``*.pre-restore-<time>``) and puts the copy in place; the next ``sublane serve``
-upgrades an older schema as usual.
+upgrades an older schema as usual. A data folder given its key in ``SUBLANE_CREDENTIALS_KEY`` that
+is not the backup's gets the database with every sealed value re-sealed under that key (SCALE-8),
+and no ``credentials.key`` of the backup's beside it.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from sublane_core import (
     CredentialDecryptError,
     CredentialKeyError,
     Settings,
+    decode_key,
     head_revision,
     known_revisions,
     load_or_create_key,
+    reseal_database,
 )
 from sublane_gateway._data_folder import DataFolderBusy, DataFolderLock
 
@@ -217,6 +221,18 @@ def read_manifest(src: Path) -> dict[str, Any]:
     return manifest
 
 
+def _reseal_copy(database: Path, backup_key: bytes, configured: bytes) -> None:
+    """Re-seal every sealed value of the copy at ``database`` from the backup's key to ``configured``."""
+    engine = sa.create_engine(f"sqlite:///{database.as_posix()}")
+    try:
+        with engine.begin() as connection:
+            reseal_database(connection, CredentialCipher(backup_key), CredentialCipher(configured))
+    except CredentialDecryptError:
+        raise BackupError("credentials.key of the backup does not open every sealed value in it") from None
+    finally:
+        engine.dispose()
+
+
 def restore_backup(settings: Settings, src: Path) -> dict[str, Any]:
     """Put the backup in ``src`` into the stopped data folder of ``settings``; returns its manifest.
 
@@ -231,6 +247,15 @@ def restore_backup(settings: Settings, src: Path) -> dict[str, Any]:
         )
     database = database_file(settings)
     key_path = settings.credentials_key_path
+    reseal_to = None
+    if settings.credentials_key is not None:
+        try:
+            configured = decode_key(settings.credentials_key.get_secret_value(), "SUBLANE_CREDENTIALS_KEY")
+            backup_key = load_or_create_key(src / KEY, create=False)
+        except CredentialKeyError as exc:
+            raise BackupError(str(exc)) from None
+        if configured != backup_key:
+            reseal_to = configured
     try:
         lock = DataFolderLock(settings.data_dir)
         lock.acquire()
@@ -244,6 +269,8 @@ def restore_backup(settings: Settings, src: Path) -> dict[str, Any]:
             os.chmod(staging, 0o600)
             _fsync(staging)
             _inspect(staging, src / KEY)
+            if reseal_to is not None:
+                _reseal_copy(staging, load_or_create_key(src / KEY, create=False), reseal_to)
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             # The -wal and -shm of the old database would be replayed into the restored one.
             for path in (database, *(database.with_name(database.name + end) for end in ("-wal", "-shm"))):
@@ -255,8 +282,9 @@ def restore_backup(settings: Settings, src: Path) -> dict[str, Any]:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 staging.unlink()
-        key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_private(key_path, (src / KEY).read_bytes())
+        if reseal_to is None:  # else SUBLANE_CREDENTIALS_KEY is the key: the backup's would mislead
+            key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _write_private(key_path, (src / KEY).read_bytes())
         _fsync(database.parent)
     finally:
         lock.release()

@@ -4,6 +4,8 @@ The model routes (``/v1/…``, ``/v1beta/…``) read their bodies as streams and
 (``routes/_bodies.py``, ``SUBLANE_MAX_BODY_MB``). Everything else — the management API, sign-in and
 set-up included — is small: this pure ASGI middleware reads such a body before the app does, up to
 ``SUBLANE_MANAGEMENT_BODY_KB``, answers 413 ``body_too_large`` past it, and replays what it read.
+The one upload, an account bundle (BULK-3), may be as large as export makes one; the mutation guard
+lets it through only multipart and with this server's own ``Origin``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sublane_core import ERROR_CATALOGUE
+from sublane_gateway._mutation_guard import MAX_UPLOAD_BODY, UPLOAD_PATHS
 
 MODEL_PREFIXES = ("/v1/", "/v1beta/")
 
@@ -28,6 +31,7 @@ class BodyLimit:
         if scope["type"] != "http" or scope["path"].startswith(MODEL_PREFIXES) or not _has_body(scope):
             await self.app(scope, receive, send)
             return
+        limit = max(self.limit, MAX_UPLOAD_BODY) if scope["path"] in UPLOAD_PATHS else self.limit
         messages: list[Message] = []
         size = 0
         while True:
@@ -36,7 +40,7 @@ class BodyLimit:
             if message["type"] != "http.request":
                 break  # the client left: let the app see the disconnect
             size += len(message.get("body", b""))
-            if size > self.limit:
+            if size > limit:
                 await _refuse(send)
                 return
             if not message.get("more_body", False):

@@ -2,9 +2,10 @@
 
 A bundle is ``MAGIC`` · scrypt parameters and salt · AES-256-GCM nonce · ciphertext, all through
 ``cryptography``'s public primitives. The key is derived from the passphrase with scrypt (n=2**15,
-r=8, p=1: about 32 MiB and a tenth of a second, per try); the header is authenticated as associated
-data, so a changed byte anywhere — header, nonce or ciphertext — fails the tag check, the same
-way a wrong passphrase does: :class:`BadBundle`, and nothing is imported. The plaintext is JSON:
+r=8, p=1: about 32 MiB and a tenth of a second, per try; a bundle asking for more is refused,
+BULK-3); the header is authenticated as associated data, so a changed byte anywhere — header, nonce
+or ciphertext — fails the tag check, the same way a wrong passphrase does: :class:`BadBundle`, and
+nothing is imported. The plaintext is JSON:
 ``{"version": 1, "exported_at", "accounts": [{"provider", "name", "credentials", …}]}``.
 """
 
@@ -33,7 +34,9 @@ class BadBundle(Exception):
 
 
 def _key(passphrase: str, salt: bytes, n: int, r: int, p: int) -> bytes:
-    if not (2**10 <= n <= 2**20 and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16):
+    # BULK-3: a bundle may ask for at most the cost export itself uses (memory 128·n·r bytes, time
+    # n·r·p): the uploader does not choose how much memory and time an import spends.
+    if not (2**10 <= n <= SCRYPT_N and n & (n - 1) == 0 and 1 <= r <= SCRYPT_R and 1 <= p <= SCRYPT_P):
         raise BadBundle("unusual key-derivation parameters")
     return Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(passphrase.encode())
 
@@ -59,6 +62,10 @@ def open_bundle(passphrase: str, data: bytes) -> dict[str, Any]:
         document = json.loads(plaintext)
     except (InvalidTag, ValueError) as exc:
         raise BadBundle(type(exc).__name__) from None
+    try:  # BULK-3: JSON may escape a lone surrogate, which no text column or answer can hold
+        json.dumps(document, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise BadBundle("text that is not Unicode") from None
     if not isinstance(document, dict) or document.get("version") != VERSION:
         raise BadBundle("an unknown bundle version")
     if not isinstance(document.get("accounts"), list):

@@ -1,5 +1,5 @@
-"""The ``sublane`` command: ``serve``, ``migrate``, ``backup``, ``restore``, ``admin reset-password`` and
-``admin reset-totp``."""
+"""The ``sublane`` command: ``serve``, ``migrate``, ``import-sqlite``, ``backup``, ``restore``,
+``rotate-key``, ``connect``, ``admin reset-password`` and ``admin reset-totp``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ from sublane_gateway._data_folder import DataFolderBusy, DataFolderLock
 from sublane_gateway._passwords import hash_password
 from sublane_gateway._sessions import forget_sessions_of
 from sublane_gateway._settings import gateway_settings, gateway_settings_help
+from sublane_gateway.connect import ConnectError
+from sublane_gateway.connect import template as connect_template
+from sublane_gateway.connect import templates as connect_templates
 
 SHUTDOWN_GRACE_S = 5
 
@@ -72,6 +75,27 @@ def _parser() -> argparse.ArgumentParser:
         description="What the data folder held is kept beside it as *.pre-restore-<time>.",
     )
     restore.add_argument("src", type=Path, help="a folder written by sublane backup")
+    commands.add_parser(
+        "rotate-key",
+        help="seal every sealed value with a new credential key; SubLane must be stopped (SCALE-8)",
+        description=(
+            "With credentials.key: a new key file is made (the old one is kept as "
+            "credentials.key.old-<time>). With SUBLANE_CREDENTIALS_KEY: the new key is read from "
+            "standard input; give it to every replica."
+        ),
+    )
+    connect = commands.add_parser(
+        "connect",
+        help="print a client's set-up and a one-call try for SubLane at --url (CONNECT-2)",
+        description=(
+            "The same texts as GET /api/connect: paste the set-up, then the try, in a shell where"
+            " SUBLANE_API_KEY holds your key. Without a gateway to ask, the model is the client's own"
+            " first choice (--model to name another)."
+        ),
+    )
+    connect.add_argument("client", choices=list(connect_templates()))
+    connect.add_argument("--url", help="the URL clients reach SubLane at (default: SUBLANE_PUBLIC_URL)")
+    connect.add_argument("--model", help="the model the try asks for")
     admin = commands.add_parser("admin", help="administration from the shell")
     admin_commands = admin.add_subparsers(dest="admin_command", required=True)
     reset = admin_commands.add_parser(
@@ -168,6 +192,12 @@ def _serve(settings: Settings) -> None:
         DataFolderLock(settings.data_dir, shared=settings.redis_url is not None).acquire_and_release()
     except DataFolderBusy as exc:
         raise SystemExit(f"sublane: {exc}") from None
+    from sublane_gateway.pipeline._tracing import TracingRefused, otlp_protocol
+
+    try:  # OPS-12: an OTLP protocol SubLane cannot speak stops start-up, never silently ignored
+        otlp_protocol()
+    except TracingRefused as exc:
+        raise SystemExit(f"sublane: {exc}") from None
     _ready_schema(settings)
     try:
         app = create_app(settings, when_started=freeze_startup_objects)  # and again once started
@@ -194,7 +224,7 @@ def _serve(settings: Settings) -> None:
     rarer_full_collections()
     uvicorn.run(
         asgi_app(app),
-        http=guarded_http(settings.client_header_timeout_s),
+        http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s),
         **common,  # OPS-4: slow clients
     )
 
@@ -300,6 +330,38 @@ def _restore(settings: Settings, src: Path) -> None:
     )
 
 
+def _rotate_key(settings: Settings) -> None:
+    from sublane_gateway._rotate_key import RotateRefused, rotate_key
+
+    new_key = sys.stdin.readline().strip() if settings.credentials_key is not None else None
+    try:
+        changed = rotate_key(settings, new_key)
+    except (RotateRefused, DataFolderBusy, CredentialKeyError) as exc:
+        raise SystemExit(f"sublane: rotate-key failed: {exc}") from None
+    where = (
+        "set SUBLANE_CREDENTIALS_KEY to the new key on every replica before starting them"
+        if settings.credentials_key is not None
+        else f"the new key is in {settings.credentials_key_path}; back it up with the database"
+    )
+    print(f"sublane: {changed} sealed value(s) sealed with the new key; {where}", file=sys.stderr)
+
+
+def _connect(client: str, url: str | None, model: str | None) -> None:
+    if url is None:
+        url = _load_settings().public_url
+        if url is None:
+            raise SystemExit("sublane connect: give --url (or set SUBLANE_PUBLIC_URL)")
+    chosen = connect_template(client)
+    try:
+        text = chosen.render(url, model or chosen.choose_model(()))
+    except ConnectError as exc:
+        raise SystemExit(f"sublane connect: {exc}") from None
+    print(f"# {text['title']}: set-up (SUBLANE_API_KEY holds your key)")
+    print(text["setup"])
+    print("# try it: one model call")
+    print(text["try"])
+
+
 def _utc(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(seconds))
 
@@ -317,6 +379,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         _backup(_load_settings(), args.dest)
     elif args.command == "restore":
         _restore(_load_settings(), args.src)
+    elif args.command == "rotate-key":
+        _rotate_key(_load_settings())
+    elif args.command == "connect":
+        _connect(args.client, args.url, args.model)
     elif args.admin_command == "reset-totp":
         _reset_totp(_load_settings(), args.username)
     else:

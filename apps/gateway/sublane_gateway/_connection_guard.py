@@ -1,5 +1,6 @@
 """OPS-4 against slow clients, around uvicorn's own HTTP protocol: a client has
-``SUBLANE_CLIENT_HEADER_TIMEOUT_S`` to send a request's headers.
+``SUBLANE_CLIENT_HEADER_TIMEOUT_S`` to send a request's headers, and ``SUBLANE_BODY_TIMEOUT_S``
+from their end to send its body.
 
 Uvicorn bounds idle keep-alive connections (``timeout_keep_alive``: ``SUBLANE_KEEP_ALIVE_TIMEOUT_S``)
 but has no option for a header trickled one byte at a time, which keeps cancelling that timer, so
@@ -12,7 +13,11 @@ given) and talks to it only through asyncio's public protocol and transport inte
   ``httptools.HttpRequestParser`` (httptools' public API) has seen it, to learn when a request's
   head begins and ends: a connection whose request head is not complete within the timeout,
   counted from the connection's opening or the request's first byte, is closed — unless it is
-  still answering an earlier request (a pipelined head behind a running stream);
+  still answering an earlier request (a pipelined head behind a running stream); a request whose
+  body (shorter than its ``Content-Length``, or chunked and never ended) is not complete within the
+  body timeout is answered ``408 body_timeout`` in its route's error shape (unless its answer has
+  begun) and its connection closed. Both deadlines are one :class:`MovingDeadline` per connection
+  (a request is in one phase at a time), moved on with an attribute store, no timer per request;
 - uvicorn's protocol writes to a :class:`ConnectionWrites` transport of ours, which sends a
   response's head in the same write as its first body bytes (one system call and one TCP
   segment for a JSON answer, issue #19) and hands every other call to the real transport.
@@ -31,7 +36,9 @@ from typing import Any, cast
 import httptools
 from uvicorn.config import HTTP_PROTOCOLS
 
-from sublane_core import MovingDeadline
+from sublane_core import ERROR_CATALOGUE, MovingDeadline, json_dumps
+from sublane_gateway._errors import client_protocol_of
+from sublane_gateway.pipeline import error_reply
 
 
 def _uvicorn_protocol(name: str) -> type[asyncio.Protocol]:
@@ -131,11 +138,56 @@ class ConnectionWrites(asyncio.Transport):
         self.flush()
         self.transport.write_eof()
 
+    def answer_and_close(self, answer: bytes) -> None:
+        """Send ``answer`` (a whole response of ours) and close; what uvicorn's protocol writes
+        afterwards goes nowhere."""
+        transport = self.transport
+        self._held, self._armed = None, False
+        transport.write(answer)
+        transport.close()
+        self.transport = _Closed(transport)
+
+
+class _Closed(asyncio.Transport):
+    """A connection closed under uvicorn's protocol: writes and flow control are no-ops."""
+
+    def __init__(self, closed: asyncio.Transport) -> None:
+        super().__init__()
+        self._closed = closed
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        pass
+
+    def writelines(self, list_of_data: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        self._closed.abort()
+
+    def is_closing(self) -> bool:
+        return True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._closed.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
 
 class GuardedHttp(asyncio.Protocol):
-    """Uvicorn's HTTP protocol for one connection, behind the header deadline (see the module)."""
+    """Uvicorn's HTTP protocol for one connection, behind the header and body deadlines (see the module)."""
 
     header_timeout_s = 10.0
+    body_timeout_s = 30.0
     served_by: type[asyncio.Protocol] = _uvicorn_protocol("httptools")
 
     def __init__(
@@ -152,20 +204,22 @@ class GuardedHttp(asyncio.Protocol):
         parser = httptools.HttpRequestParser(self)
         parser.set_dangerous_leniencies(lenient_data_after_close=True)  # as uvicorn's own parser
         self._parser: httptools.HttpRequestParser | None = parser
-        self._headers_due = MovingDeadline(self._loop, self._headers_too_slow)
+        self._due = MovingDeadline(self._loop, self._too_slow)  # the head's, then the body's
+        self._in_body = False  # which of the two ``_due`` holds
+        self._url = b""
         self._writes: ConnectionWrites | None = None
 
     @property
     def watching_headers(self) -> bool:
         """Whether a header deadline is pending (none once the connection is a WebSocket's)."""
-        return self._headers_due.armed
+        return self._due.armed
 
     # -- the asyncio protocol, passed on ----------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not registered as asyncio.Transport subclasses; they have its methods
         self._writes = ConnectionWrites(cast(asyncio.Transport, transport), self._loop)
-        self._headers_due.set_in(self.header_timeout_s)
+        self._due.set_in(self.header_timeout_s)
         self._inner.connection_made(self._writes)
 
     def data_received(self, data: bytes) -> None:
@@ -195,34 +249,70 @@ class GuardedHttp(asyncio.Protocol):
     # -- httptools parser callbacks ---------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self._headers_due.at is None:  # counted from the connection's opening for the first
-            self._headers_due.set_in(self.header_timeout_s)
+        self._in_body, self._url = False, b""
+        if self._due.at is None:  # counted from the connection's opening for the first
+            self._due.set_in(self.header_timeout_s)
             if self._writes is not None:
                 self._writes.wrote = False  # from here on, a write is an earlier request's answer
 
+    def on_url(self, url: bytes) -> None:
+        self._url += url  # the route's error shape, should its body be late
+
     def on_headers_complete(self) -> None:
-        self._headers_due.at = None
-        if self._writes is not None:
-            self._writes.hold_next()
+        self._in_body = True
+        self._due.set_in(self.body_timeout_s)  # later than the head's: an attribute store
+        writes = self._writes
+        if writes is not None:
+            writes.wrote = False  # from here on, a write is this request's answer
+            writes.hold_next()
+
+    def on_message_complete(self) -> None:
+        self._due.at = None
 
     # -- the deadline ------------------------------------------------------------------------------
 
-    def _headers_too_slow(self) -> None:
+    def _too_slow(self) -> None:
         writes = self._writes
         if writes is None or writes.is_closing():
             return
+        if self._in_body:  # OPS-4: the body did not arrive within its time
+            if writes.wrote:  # its answer has begun (refused before the body was read): just close
+                writes.close()
+            else:
+                writes.answer_and_close(body_timeout_answer(self._url))
+            return
         if writes.wrote:  # still answering an earlier request: look again one timeout later
             writes.wrote = False
-            self._headers_due.set_in(self.header_timeout_s)
+            self._due.set_in(self.header_timeout_s)
             return
         writes.close()
 
     def _stop_watching(self) -> None:
         self._parser = None
-        self._headers_due.close()
+        self._due.close()
 
 
-def guarded_http(header_timeout_s: float) -> type[GuardedHttp]:
+def body_timeout_answer(url: bytes) -> bytes:
+    """The whole ``408 body_timeout`` response for a request to ``url``, in its route's error shape
+    (a client protocol's on the model routes, SubLane's own elsewhere)."""
+    spec = ERROR_CATALOGUE["body_timeout"]
+    path = url.partition(b"?")[0].decode("latin-1")
+    protocol = client_protocol_of(path)
+    if protocol is None:
+        body = json_dumps({"error": {"code": "body_timeout", "message": spec.message}})
+        headers: dict[str, str] = {}
+    else:
+        reply = error_reply(protocol, spec.status, "body_timeout", spec.message)
+        body, headers = reply.content, reply.headers
+    head = [b"HTTP/1.1 408 Request Timeout", b"content-type: application/json"]
+    head += [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
+    head += [b"content-length: %d" % len(body), b"connection: close", b"", b""]
+    return b"\r\n".join(head) + body
+
+
+def guarded_http(header_timeout_s: float, body_timeout_s: float = 30.0) -> type[GuardedHttp]:
     """The protocol class for uvicorn's ``http`` option, closing connections whose request head
-    takes longer than ``header_timeout_s``."""
-    return type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": header_timeout_s})
+    takes longer than ``header_timeout_s``, or whose body takes longer than ``body_timeout_s``
+    after its head."""
+    attributes = {"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s}
+    return type("GuardedHttp", (GuardedHttp,), attributes)

@@ -7,10 +7,11 @@ move (members sign in again). The source is opened read-only and must be at the 
 knows (``SUBLANE_DATA_DIR=PATH sublane migrate`` upgrades it). The target is created by the same
 migrations and must be empty: a database that already holds anything is refused, nothing written.
 
-Credentials are sealed with the source folder's ``credentials.key``; when the target's key
-(``SUBLANE_CREDENTIALS_KEY``, or its own ``credentials.key``) is another, each sealed value is opened
-with the one and sealed with the other on the way, so the copy opens with the key the PostgreSQL
-replicas use.
+Sealed values (every column the schema marks ``SEALED``: credentials, proxy URLs, TOTP secrets,
+webhook secrets, the key check, SCALE-8) are sealed with the source folder's ``credentials.key``;
+when the target's key (``SUBLANE_CREDENTIALS_KEY``, or its own ``credentials.key``) is another, each
+is opened with the one and sealed with the other on the way, so the copy opens with the key the
+PostgreSQL replicas use.
 """
 
 from __future__ import annotations
@@ -31,12 +32,11 @@ from sublane_core import (
     head_revision,
     is_sqlite,
     load_or_create_key,
+    reseal_rows,
     upgrade_database,
 )
 from sublane_gateway._credential_key import credentials_key
 
-#: Columns holding values sealed with the credential key.
-SEALED_COLUMNS = {"accounts": ("credentials",), "key_checks": ("sealed",)}
 #: Tables that do not move: sign-in sessions belong to the installation they were made on.
 NOT_COPIED = frozenset({"web_sessions"})
 BATCH = 1000
@@ -53,16 +53,6 @@ def _copied_tables() -> list[sa.Table]:
 def _batches(rows: sa.CursorResult[Any]) -> Iterator[list[dict[str, Any]]]:
     while batch := rows.mappings().fetchmany(BATCH):
         yield [dict(row) for row in batch]
-
-
-def _reseal(
-    table: str, rows: list[dict[str, Any]], source: CredentialCipher, target: CredentialCipher
-) -> list[dict[str, Any]]:
-    for row in rows:
-        for column in SEALED_COLUMNS.get(table, ()):
-            if row[column] is not None:
-                row[column] = target.encrypt(source.decrypt(bytes(row[column])))
-    return rows
 
 
 def _holds_anything(connection: Connection) -> str | None:
@@ -122,7 +112,7 @@ def import_sqlite(settings: Settings, source_dir: Path) -> dict[str, int]:
                 count = 0
                 for rows in _batches(reading.execute(sa.select(table))):
                     if reseal:
-                        rows = _reseal(table.name, rows, source_cipher, target_cipher)
+                        reseal_rows(table.name, rows, source_cipher, target_cipher)
                     writing.execute(sa.insert(table), rows)
                     count += len(rows)
                 copied[table.name] = count

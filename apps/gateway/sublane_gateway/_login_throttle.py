@@ -69,3 +69,27 @@ class LoginThrottle:
         while times and times[0] <= now - self._window:
             times.popleft()
         return times
+
+
+class SessionGuesses:
+    """OPS-4 (guesses): a password or code checked for a signed-in user (password change, TOTP
+    disable, a recovery code) is throttled like sign-in, under the same keys (the user's name and
+    the client address), so a stolen session cannot try passwords at Argon2's pace either: past the
+    limit the answer is 429 ``too_many_attempts`` *before* the hash."""
+
+    def __init__(self, throttle: LoginThrottle | None, username: str, address: str | None) -> None:
+        self._throttle = throttle
+        self._username = username
+        self._keys = LoginThrottle.keys(username, address)
+        if throttle is not None:
+            throttle.check(self._keys)
+
+    def failed(self) -> None:
+        """Count one wrong password or code."""
+        if self._throttle is not None:
+            self._throttle.failed(self._keys)
+
+    def succeeded(self) -> None:
+        """The secret was right: the name's failures are cleared, as after a sign-in."""
+        if self._throttle is not None:
+            self._throttle.succeeded(self._username)

@@ -249,6 +249,19 @@ def state_families(
             yield counter
 
 
+def unknown_family(counts: dict[tuple[str, str], int]) -> Any:
+    """``sublane_upstream_unknown_total{provider,kind}`` (CLIENT-7): what upstreams answered that
+    SubLane does not know, as this process saw it."""
+    family = CounterMetricFamily(
+        "sublane_upstream_unknown",
+        "Upstream answers' event types, fields, error codes and models SubLane does not know.",
+        labels=["provider", "kind"],
+    )
+    for key, count in sorted(counts.items()):
+        family.add_metric(list(key), count)
+    return family
+
+
 class _Snapshot(Collector):
     def __init__(self, families: list[Any]) -> None:
         self._families = families
@@ -296,6 +309,9 @@ async def metrics(request: Request, _reader: MetricsReader) -> Response:
             now,
         ),
     ]
+    watch = runtime.watch
+    if watch is not None:
+        families.append(unknown_family(watch.counts))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot(families))
     ProcessCollector(registry=registry)

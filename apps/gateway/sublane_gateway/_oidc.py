@@ -52,6 +52,7 @@ class Pending:
     nonce: str
     verifier: str
     started: float
+    link: int | None = None  # the signed-in user who asked to link SSO (My account), else a sign-in
 
 
 def seal_pending(cipher: CredentialCipher, pending: Pending) -> str:
@@ -61,6 +62,7 @@ def seal_pending(cipher: CredentialCipher, pending: Pending) -> str:
             "nonce": pending.nonce,
             "verifier": pending.verifier,
             "started": pending.started,
+            "link": pending.link,
         }
     )
     return base64.urlsafe_b64encode(sealed).decode().rstrip("=")
@@ -71,8 +73,13 @@ def open_pending(cipher: CredentialCipher, cookie: str | None, now: float) -> Pe
         raise OidcError("sso_expired", "no sign-in in progress in this browser")
     try:
         data = cipher.decrypt(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4)))
+        link = data.get("link")
         pending = Pending(
-            str(data["state"]), str(data["nonce"]), str(data["verifier"]), float(data["started"])
+            str(data["state"]),
+            str(data["nonce"]),
+            str(data["verifier"]),
+            float(data["started"]),
+            link if isinstance(link, int) and not isinstance(link, bool) else None,
         )
     except (CredentialDecryptError, ValueError, KeyError, TypeError):
         raise OidcError("sso_expired", "the sign-in cookie is not ours") from None
@@ -81,9 +88,13 @@ def open_pending(cipher: CredentialCipher, cookie: str | None, now: float) -> Pe
     return pending
 
 
-def new_pending(now: float) -> Pending:
+def new_pending(now: float, link: int | None = None) -> Pending:
     return Pending(
-        state=generate_token(32), nonce=generate_token(32), verifier=generate_token(64), started=now
+        state=generate_token(32),
+        nonce=generate_token(32),
+        verifier=generate_token(64),
+        started=now,
+        link=link,
     )
 
 

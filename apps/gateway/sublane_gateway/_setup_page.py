@@ -22,7 +22,11 @@ button{margin-top:1rem;padding:.6rem 1.2rem}#msg{margin-top:1rem}</style></head>
 <form id="f"><label for="u">Username</label><input id="u" autocomplete="username" required>
 <label for="p">Password (8 characters or more)</label>
 <input id="p" type="password" autocomplete="new-password" minlength="8" required>
-<button type="submit">Create admin</button></form><p id="msg" role="status"></p></main>
+<button type="submit">Create admin</button></form><p id="msg" role="status"></p>
+<p id="terms"><small>Using consumer subscriptions through a shared gateway may be against a
+provider's terms: you, the operator, decide whether to do it. Metered (API-key) accounts are the
+way to stay within them; SubLane does not pool them yet (planned), so until then use the providers'
+API keys directly.</small></p></main>
 <script>
 const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
 document.getElementById("f").addEventListener("submit", async (e) => {

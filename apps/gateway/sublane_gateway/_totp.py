@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlmodel import Session, col, delete, select, update
 
 from sublane_core import CredentialCipher, TotpRecoveryCode, User
+from sublane_gateway._digits import is_ascii_number, refuse_foreign_digits
 
 STEP_S: Final = 30
 DIGITS: Final = 6
@@ -70,8 +71,9 @@ def qr_svg(uri: str) -> str:
 
 def matching_step(secret: str, code: str, now: float, after: int | None) -> int | None:
     """The time step ``code`` belongs to (now ±1 step), if it is later than ``after``; else ``None``."""
+    refuse_foreign_digits(code, "code")  # OPS-1: 400, never a TypeError in compare_digest
     code = code.strip().replace(" ", "")
-    if len(code) != DIGITS or not code.isdigit():
+    if len(code) != DIGITS or not is_ascii_number(code):
         return None
     totp = pyotp.TOTP(secret, digits=DIGITS, interval=STEP_S)
     current = int(now // STEP_S)
@@ -98,7 +100,8 @@ def recovery_digest(code: str) -> str:
 
 def consume_code(db: Session, cipher: CredentialCipher, user_id: int, code: str, now: float) -> str | None:
     """Accept ``code`` for the user once: ``"totp"`` or ``"recovery"`` when it passed (and is spent,
-    committed), ``None`` otherwise."""
+    committed), ``None`` otherwise; 400 for a code in another script's digits (OPS-1)."""
+    refuse_foreign_digits(code, "code")
     user = db.exec(select(User).where(col(User.id) == user_id).with_for_update()).one()
     if not user.totp_enabled or user.totp_secret is None:
         return None

@@ -19,9 +19,10 @@ _settings = gateway_settings()
 
 
 class WorkerHttp(GuardedHttp):
-    """OPS-4's slow-client guard, with this environment's header timeout."""
+    """OPS-4's slow-client guard, with this environment's header and body timeouts."""
 
     header_timeout_s = _settings.client_header_timeout_s
+    body_timeout_s = _settings.body_timeout_s
 
 
 def worker_app() -> ModelRoutes:

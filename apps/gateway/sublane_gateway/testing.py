@@ -30,8 +30,14 @@ STARTUP_TIMEOUT_S = 15.0
 
 
 @contextmanager
-def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve ``app`` on ``host`` (a free port by default); yields the base URL (``http://127.0.0.1:PORT``)."""
+def serve_in_thread(
+    app: ASGIApp, host: str = "127.0.0.1", port: int = 0, settings: Settings | None = None
+) -> Iterator[str]:
+    """Serve ``app`` on ``host`` (a free port by default); yields the base URL (``http://127.0.0.1:PORT``).
+
+    ``settings``: whose client header and body timeouts the server keeps (OPS-4; else the defaults).
+    """
+    timeouts = settings or Settings.model_construct()
     # proxy_headers=False as `sublane serve` runs: X-Forwarded-* is SubLane's to judge (OPS-6); and
     # its HTTP protocol (OPS-4's header deadline, a response's head and body in one write).
     config = uvicorn.Config(
@@ -42,7 +48,7 @@ def serve_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Ite
         access_log=False,
         lifespan="on",
         proxy_headers=False,
-        http=guarded_http(Settings.model_fields["client_header_timeout_s"].default),
+        http=guarded_http(timeouts.client_header_timeout_s, timeouts.body_timeout_s),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="sublane-test-server", daemon=True)
@@ -156,7 +162,7 @@ def running_gateway(
     migrate(settings)
     clock = clock or ShiftedClock()
     app = create_app(settings, clock=clock)
-    with serve_in_thread(asgi_app(app), port=port) as url:
+    with serve_in_thread(asgi_app(app), port=port, settings=settings) as url:
         gateway = Gateway(url=url, settings=settings, app=app, clock=clock)
         try:
             yield gateway

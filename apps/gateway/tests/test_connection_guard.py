@@ -52,12 +52,14 @@ class _Transport(asyncio.Transport):
         pass
 
 
-def _guard(app: Any, header_timeout_s: float = 10.0, **options: Any) -> tuple[GuardedHttp, _Transport]:
+def _guard(
+    app: Any, header_timeout_s: float = 10.0, body_timeout_s: float = 30.0, **options: Any
+) -> tuple[GuardedHttp, _Transport]:
     config = uvicorn.Config(
         app, lifespan="off", log_config=None, server_header=False, date_header=False, **options
     )
     config.load()
-    protocol = guarded_http(header_timeout_s)(
+    protocol = guarded_http(header_timeout_s, body_timeout_s)(
         config=config, server_state=uvicorn.Server(config).server_state, app_state={}
     )
     raw = _Transport()
@@ -155,6 +157,37 @@ async def test_ops_4_a_pipelined_head_behind_a_running_answer_does_not_cut_that_
     await asyncio.sleep(0.3)
     assert b"".join(raw.calls).count(b"5\r\nchunk\r\n") == 8
     assert raw.closed  # the stalled head lost its socket once nothing else kept it
+    protocol.connection_lost(None)
+
+
+async def _reading_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    while (await receive()).get("more_body"):
+        pass
+    await _json_app(scope, receive, send)
+
+
+async def test_ops_4_body_timeout_a_body_short_of_its_length_gets_408_and_the_socket_closes() -> None:
+    protocol, raw = _guard(_reading_app, body_timeout_s=0.05)
+    protocol.data_received(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{")
+    await asyncio.sleep(0.15)
+    assert raw.closed and len(raw.calls) == 1
+    head, _, body = raw.calls[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head
+    assert b'"type":"error"' in body and b'"body_timeout"' in body  # Anthropic's shape on /v1/messages
+    protocol.connection_lost(None)  # the app sees the client gone; what it writes goes nowhere
+    await _turns()
+    assert len(raw.calls) == 1
+
+
+async def test_ops_4_body_timeout_ends_with_the_body_and_a_kept_connection_stays() -> None:
+    protocol, raw = _guard(_reading_app, body_timeout_s=0.05)
+    for _ in range(3):  # each request's body in time: answered, and the connection kept
+        protocol.data_received(b"POST /api/x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{")
+        await asyncio.sleep(0.02)
+        protocol.data_received(b"}")
+        await _turns()
+    await asyncio.sleep(0.1)  # past the body time: nothing is pending
+    assert not raw.closed and len(raw.calls) == 3
     protocol.connection_lost(None)
 
 

@@ -47,12 +47,14 @@ from sublane_core._schema import (
     NO_PROVIDER,
     ROLE_ADMIN,
     ROLE_MEMBER,
+    SEALED,
     Account,
     AccountCooldown,
     AccountModels,
     Affinity,
     ApiKey,
     AuditEntry,
+    ClientVersion,
     GroupAccount,
     GroupAlias,
     GroupMember,
@@ -62,6 +64,7 @@ from sublane_core._schema import (
     ResourceGroup,
     TokenBudget,
     TotpRecoveryCode,
+    UpstreamChange,
     UsageDay,
     UsageHour,
     User,
@@ -69,6 +72,7 @@ from sublane_core._schema import (
     WebhookDelivery,
     WebSession,
 )
+from sublane_core._sealing import reseal_database, reseal_rows, sealed_columns
 from sublane_core._settings import Settings, settings_help
 from sublane_core._text import MAX_JSON_DEPTH, json_problem, storable_text
 from sublane_core._vocabulary import PLAIN_DIALECT, Dialect, Outcome, UpstreamOperation, WireProtocol
@@ -113,12 +117,14 @@ __all__ = [
     "WebSession",
     "Webhook",
     "WebhookDelivery",
+    "ClientVersion",
     # schema: team controls
     "BUDGET_PERIODS",
     "NO_GROUP",
     "NO_PROVIDER",
     "TokenBudget",
     "TotpRecoveryCode",
+    "UpstreamChange",
     "UsageDay",
     "UsageHour",
     # credentials
@@ -127,6 +133,10 @@ __all__ = [
     "CredentialKeyError",
     "decode_key",
     "load_or_create_key",
+    "SEALED",
+    "sealed_columns",
+    "reseal_rows",
+    "reseal_database",
     # events
     "signals",
     "checked_proxy_url",

@@ -24,6 +24,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "invalid_request": ErrorSpec(400, "The request is not valid."),
     "unsupported_media_type": ErrorSpec(415, "Send the body as application/json."),
     "body_too_large": ErrorSpec(413, "The request body is too large."),
+    "body_timeout": ErrorSpec(408, "The request body did not arrive in time."),
     "cross_origin": ErrorSpec(403, "Cross-origin requests may not change anything."),
     "not_found": ErrorSpec(404, "Not found."),
     "method_not_allowed": ErrorSpec(405, "Method not allowed."),
@@ -41,6 +42,11 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "forbidden": ErrorSpec(403, "You may not do that."),
     "setup_not_available": ErrorSpec(409, "Set-up is finished or the link is not valid."),
     "wrong_password": ErrorSpec(400, "The current password is not right."),
+    "sso_not_configured": ErrorSpec(409, "Single sign-on is not configured here."),
+    "sso_public_url_required": ErrorSpec(
+        409, "Single sign-on needs SUBLANE_PUBLIC_URL (or a trusted proxy's forwarded host)."
+    ),
+    "sso_unavailable": ErrorSpec(502, "The OpenID provider could not be reached."),
     # -- management ------------------------------------------------------------------------------
     "name_taken": ErrorSpec(409, "That name is taken."),
     "last_admin": ErrorSpec(409, "The last enabled admin cannot be demoted or disabled."),
@@ -50,6 +56,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "alias_shadows_model": ErrorSpec(409, "An alias may not name a model an account of the group lists."),
     "alias_chain": ErrorSpec(409, "An alias may not point to another alias."),
     "webhook_limit_reached": ErrorSpec(409, "A workspace has at most 16 webhooks."),
+    "invalid_url": ErrorSpec(400, "The webhook cannot be sent to that URL."),
     "bad_bundle": ErrorSpec(400, "The bundle cannot be opened: a wrong passphrase, or a damaged file."),
     "unknown_provider": ErrorSpec(400, "Unknown provider."),
     "invalid_credentials_file": ErrorSpec(400, "The credentials are not a file this provider writes."),

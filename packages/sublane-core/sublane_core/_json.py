@@ -53,6 +53,9 @@ _NUMBER_SHAPES = bytes(
     ord("0") if chr(byte).isdigit() else ord("e") if byte == ord("E") else byte for byte in range(256)
 )
 _LONG_DIGITS = b"0" * 309
+#: 19 digits in a row: the shortest literal that may be an integer beyond 64 bits (2**63 has 19).
+_INT64_DIGITS = b"0" * 19
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 #: What may stand before a number literal in JSON (its sign is dropped from the translated bytes).
@@ -60,14 +63,14 @@ _BEFORE_NUMBER = frozenset(b":,[ \t\r\n")
 _MAX_HITS = 256
 
 
-def _maybe_overflow(data: bytes) -> bool:
-    """Whether ``data`` may hold a number literal too large for a float (then the value is walked).
+def _maybe_overflow(shapes: bytes) -> bool:
+    """Whether the body whose number shapes are ``shapes`` (``data.translate(_NUMBER_SHAPES, b"+-")``)
+    may hold a number literal too large for a float (then the value is walked).
 
     An exponent of three digits is a hit only when the digits before it start right after what may
     precede a number (``:``, ``,``, ``[``, white space, a sign): a hash such as ``"3e812…"`` inside a
     string, common in a coding agent's history, is not one.
     """
-    shapes = data.translate(_NUMBER_SHAPES, b"+-")  # signs dropped: one marker, ``e000``
     if shapes.find(_LONG_DIGITS) != -1:
         return True
     hits = 0
@@ -87,7 +90,8 @@ def _maybe_overflow(data: bytes) -> bool:
 
 def loads_strict(data: bytes) -> Any:
     """``data`` as RFC 8259 JSON: UTF-8 text (no UTF-16, no encoded surrogates) and finite numbers
-    only (no ``NaN``, ``Infinity``, or ``1e400`` read as infinity).
+    only (no ``NaN``, ``Infinity``, or ``1e400`` read as infinity); integers within 64 bits (OPS-1:
+    no upstream reads ``"max_tokens": 2**70``, and none must be sent it).
 
     Raises :class:`NotStrictJson` for what the RFC refuses and ``ValueError`` (or
     ``RecursionError``) for what is not JSON at all. Lone surrogate *escapes* (``\\ud800``) are
@@ -101,9 +105,28 @@ def loads_strict(data: bytes) -> Any:
         except UnicodeDecodeError:
             raise NotStrictJson("The body is not UTF-8 text (RFC 8259).") from None
         value = json.loads(text, parse_constant=_refuse_constant)
-    if _maybe_overflow(data) and _has_non_finite(value):
+    shapes = data.translate(_NUMBER_SHAPES, b"+-")  # signs dropped: one marker, ``e000``
+    if _maybe_overflow(shapes) and _has_non_finite(value):
         raise NotStrictJson("Numbers must be finite (RFC 8259): a number too large for a double.")
+    if shapes.find(_INT64_DIGITS) != -1 and _has_wide_integer(value):
+        raise NotStrictJson("Integers must fit in 64 bits (-2**63 to 2**63 - 1).")
     return value
+
+
+def _has_wide_integer(value: Any) -> bool:
+    """Whether an integer beyond 64 bits sits anywhere in ``value`` (walked only when the body has
+    19 digits in a row; nesting was bounded by the parser)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            if not _INT64_MIN <= item <= _INT64_MAX:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _refuse_constant(name: str) -> Any:

@@ -7,7 +7,11 @@ a restart. Events about in-memory state are written right after the change, in a
 their own. Delivering them is the gateway's business; this module only writes rows.
 
 Payloads name accounts and groups by id and name; they never carry a credential, token, prompt or
-e-mail.
+member e-mail (an account's name is what it was given, which is often its subscription's e-mail:
+signing in through the provider names a new account after it).
+
+An event told at most once per period (``pool.unavailable`` per group and model) is decided in the
+database (``alert_marks``, ALERT-6), so the bound holds over every replica.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col
 
 from sublane_core._clock import Clock
-from sublane_core._schema import Account, ResourceGroup, Webhook, WebhookDelivery
+from sublane_core._schema import Account, AlertMark, ResourceGroup, Webhook, WebhookDelivery
 
 #: Every event the outbox may carry (ALERT-2).
 ALERT_EVENTS: Final = (
@@ -35,6 +40,7 @@ ALERT_EVENTS: Final = (
     "model.limited",
     "pool.unavailable",
     "history.dropped",
+    "upstream.changed",
     "webhook.test",
 )
 
@@ -104,16 +110,47 @@ class AlertOutbox:
         return event_id
 
     def raise_event(
-        self, engine: Engine, event: str, describe: Callable[[Connection], dict[str, Any]]
+        self,
+        engine: Engine,
+        event: str,
+        describe: Callable[[Connection], dict[str, Any]],
+        *,
+        once_per: tuple[str, float] | None = None,
     ) -> str | None:
         """Write one event about in-memory state right after it changed, in a transaction of its
         own, with the data ``describe`` reads (blocking: a worker thread's call); the event id, or
-        ``None`` when no webhook wants it."""
-        with engine.begin() as connection:
+        ``None`` when no webhook wants it.
+
+        ``once_per`` (key, seconds): only when no event of that key was raised in that time, by
+        this process or any other on the database (``None`` otherwise); the mark is taken in the
+        same transaction, and left as it was when no webhook wants the event."""
+        with engine.connect() as connection, connection.begin() as transaction:
+            if once_per is not None and not self._take_mark(connection, *once_per):
+                return None
             event_id = self.add(connection, event, describe(connection))
-        if event_id is not None:
-            self.added()
+            if event_id is None:
+                transaction.rollback()
+                return None
+        self.added()
         return event_id
+
+    def _take_mark(self, connection: Connection, key: str, period_s: float) -> bool:
+        """Set ``key``'s mark to now unless it was set less than ``period_s`` ago: whether it was
+        set. One conditional upsert: on PostgreSQL a second replica's waits for the first's
+        transaction and then sees its mark; SQLite has one writer."""
+        now = self._clock.time()
+        dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+        statement = (
+            dialect.insert(AlertMark)
+            .values(key=key[:255], raised_at=now)
+            .on_conflict_do_update(
+                index_elements=[col(AlertMark.key)],
+                set_={"raised_at": now},
+                where=col(AlertMark.raised_at) <= now - period_s,
+            )
+            .returning(col(AlertMark.key))  # a row only when it wrote (rowcount is -1 on psycopg)
+        )
+        return connection.execute(statement).first() is not None
 
     def added(self) -> None:
         """The caller committed events: tell the deliverer."""

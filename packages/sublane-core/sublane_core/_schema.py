@@ -30,6 +30,15 @@ ACCOUNT_WIDE = ""  # the ``model`` of an account-wide cooldown row
 DEFAULT_GROUP_NAME = "default"
 DEFAULT_MAX_CONCURRENCY = 30
 MAX_CONCURRENCY_RANGE = (1, 1000)
+#: The ``info`` of a column holding values sealed with the credential key (SCALE-8). Whatever
+#: changes the key (``import-sqlite``, a restore under another key, bundles) re-seals every column
+#: so marked (``sublane_core.sealed_columns``); a test fails on a sealed value in an unmarked column.
+SEALED: dict[str, Any] = {"sealed": True}
+
+
+def _sealed(**kwargs: Any) -> Any:
+    """A column of sealed values (AES-GCM, ``CredentialCipher``), marked :data:`SEALED`."""
+    return Field(sa_type=sa.LargeBinary, sa_column_kwargs={"info": SEALED}, **kwargs)
 
 
 def _fk(target: str, *, cascade: bool = True) -> Any:
@@ -58,8 +67,8 @@ class User(SQLModel, table=True):
     updated_at: float
     # AUTH-1 TOTP: the secrets sealed with the credential key (recovery codes: ``TotpRecoveryCode``).
     totp_enabled: bool = False
-    totp_secret: bytes | None = None  # the confirmed secret
-    totp_pending: bytes | None = None  # set up, not yet confirmed with a code
+    totp_secret: bytes | None = _sealed(default=None)  # the confirmed secret
+    totp_pending: bytes | None = _sealed(default=None)  # set up, not yet confirmed with a code
     totp_last_step: int | None = None  # the newest accepted time step: a code is accepted once
     # AUTH-2: the OpenID provider's identity this user signs in as (issuer + subject, unique).
     oidc_issuer: str | None = Field(default=None, max_length=512)
@@ -181,7 +190,7 @@ class Account(SQLModel, table=True):
     name: str = Field(max_length=64, sa_column_kwargs={"unique": True})
     enabled: bool = True
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    credentials: bytes = Field(sa_type=sa.LargeBinary, description="AES-GCM sealed JSON bundle")
+    credentials: bytes = _sealed(description="AES-GCM sealed JSON bundle")
     credentials_expires_at: float | None = Field(default=None, description="access token expiry")
     credentials_rejected_at: float | None = Field(
         default=None, description="CRED-5: the current access token was rejected upstream"
@@ -200,9 +209,7 @@ class Account(SQLModel, table=True):
         sa_column_kwargs={"server_default": "0"},
         description="SCALE-2: the fencing token of the last refresh stored; older ones are refused",
     )
-    proxy_url: bytes | None = Field(
-        default=None, sa_type=sa.LargeBinary, description="EGRESS-1: the sealed egress proxy URL"
-    )
+    proxy_url: bytes | None = _sealed(default=None, description="EGRESS-1: the sealed egress proxy URL")
     proxy_shown: str | None = Field(
         default=None, max_length=2048, description="EGRESS-1: that URL with its password as ***"
     )
@@ -360,7 +367,7 @@ class Webhook(SQLModel, table=True):
     events: list[str] = Field(default_factory=list, sa_column=sa.Column(sa.JSON, nullable=False))
     format: str = Field(default="json", max_length=8)
     enabled: bool = True
-    secret: bytes = Field(sa_type=sa.LargeBinary)
+    secret: bytes = _sealed()
     created_at: float
     updated_at: float
 
@@ -391,6 +398,40 @@ class WebhookDelivery(SQLModel, table=True):
     last_error: str | None = Field(default=None, max_length=64)
     next_attempt_at: float
     created_at: float
+
+
+class AlertMark(SQLModel, table=True):
+    """When an event that is told at most once per period was last raised, by key (ALERT-6):
+    ``pool.unavailable`` per group and model. Replicas decide in the database — a raise writes the
+    row only when the last one is older than the period — so the bound holds over all of them."""
+
+    __tablename__ = "alert_marks"
+
+    key: str = Field(primary_key=True, max_length=255)
+    raised_at: float
+
+
+class UpstreamChange(SQLModel, table=True):
+    """Something an upstream answered that SubLane does not know (CLIENT-7): one row per provider,
+    kind and name, shared by every replica on the database.
+
+    The replica whose insert made the row raises ``upstream.changed`` in the same transaction (one
+    alert per new name, whatever the number of replicas); ``logged_day`` (days since the epoch,
+    UTC) is claimed by an update that only one replica wins, so the name is logged once a day.
+    """
+
+    __tablename__ = "upstream_changes"
+    __table_args__ = (sa.UniqueConstraint("provider", "kind", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(max_length=64)
+    kind: str = Field(max_length=32)
+    name: str = Field(max_length=200)
+    first_seen: float
+    last_seen: float
+    count: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    example_request_id: str | None = Field(default=None, max_length=64)
+    logged_day: int | None = None
 
 
 # -- team controls (TEAM) -------------------------------------------------------------------------
@@ -463,6 +504,19 @@ class UsageHour(SQLModel, table=True):
     tokens: int | None = Field(default=None, sa_column=_tokens_column())
 
 
+class UsageGroupHour(SQLModel, table=True):
+    """One UTC hour of one member's tokens in one group (POOL-1: a member's share of the group's
+    tokens in the last hours), added to by the history writer like :class:`UsageHour`; kept
+    two days."""
+
+    __tablename__ = "usage_group_hours"
+
+    hour: int = Field(primary_key=True, description="Unix seconds of the hour's start")
+    group_id: int = Field(primary_key=True, description="NO_GROUP when the attempt had none")
+    user_id: int = Field(primary_key=True)
+    tokens: int | None = Field(default=None, sa_column=_tokens_column())
+
+
 class TokenBudget(SQLModel, table=True):
     """A member's token budget rule (TEAM-4): input + output tokens per UTC day or month, optionally
     only in one group and/or for one model."""
@@ -502,5 +556,21 @@ class KeyCheck(SQLModel, table=True):
     __tablename__ = "key_checks"
 
     id: int | None = Field(default=None, primary_key=True)
-    sealed: bytes
+    sealed: bytes = _sealed()
     created_at: float
+
+
+# -- clients (CLIENT) -----------------------------------------------------------------------------
+
+
+class ClientVersion(SQLModel, table=True):
+    """A provider's client versions (CLIENT-2): the newest well-formed native client version seen
+    in a successful model call (and when it was last seen), and the admin's pin."""
+
+    __tablename__ = "client_versions"
+
+    provider: str = Field(primary_key=True, max_length=64)
+    seen_version: str | None = Field(default=None, max_length=17)
+    seen_at: float | None = None
+    pinned_version: str | None = Field(default=None, max_length=17)
+    updated_at: float

@@ -6,6 +6,7 @@ import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -132,6 +133,12 @@ class Settings(BaseSettings):
     client_header_timeout_s: float = Field(
         10, gt=0, le=3600, description="OPS-4 time a client has to send a request's headers."
     )
+    body_timeout_s: float = Field(
+        30,
+        gt=0,
+        le=3600,
+        description="OPS-4 time a client has to send a request's body, from the end of its headers.",
+    )
     keep_alive_timeout_s: float = Field(
         5, gt=0, le=3600, description="OPS-4 idle keep-alive connection lifetime."
     )
@@ -211,6 +218,21 @@ class Settings(BaseSettings):
     oidc_allowed_domains: StringList = Field(
         default_factory=list, description="AUTH-2 e-mail domains auto-creation accepts; empty: any."
     )
+    oidc_link_by_email: bool = Field(
+        False,
+        description=(
+            "AUTH-2 the first SSO sign-in of an existing member whose name is the verified e-mail links"
+            " them (never an admin); false: they link SSO from My account."
+        ),
+    )
+    public_url: str | None = Field(
+        None,
+        description=(
+            "AUTH-2 the URL users reach SubLane at (https://host[:port]); the SSO redirect URI and the"
+            " clients' set-up texts (CONNECT-1) are made from it. Unset: from the host a trusted proxy"
+            " (OPS-6) forwards, never an untrusted Host."
+        ),
+    )
     oidc_admin_claim: str = Field("groups", description="AUTH-2 the ID-token claim that can make an admin.")
     oidc_admin_value: str | None = Field(
         None, description="AUTH-2 the value of that claim that makes an admin; unset: SSO makes none."
@@ -225,6 +247,18 @@ class Settings(BaseSettings):
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or unix:// URL")
         return SecretStr(url)
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("must be an http:// or https:// URL without query or fragment")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("must not hold a user name or password")
+        return value.strip().rstrip("/")
 
     @field_validator("egress_proxy")
     @classmethod

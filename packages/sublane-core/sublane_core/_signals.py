@@ -238,6 +238,17 @@ class CredentialsRejected:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RefreshFailing:
+    """An account's credential refresh failed ``failures`` times in a row (ALERT-2
+    ``account.refresh_failing``, at the third); ``reason`` is the last failure's code. Sent by the
+    credential vault with itself as sender; the alert is written off the request's path."""
+
+    account_id: int
+    failures: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PoolUnavailable:
     """A group had no account that could serve a model now (every one cooling, out of quota,
     waiting to refresh, disabled or needing re-authorization); ``reason`` is the refusal's code."""
@@ -245,6 +256,21 @@ class PoolUnavailable:
     group_id: int | None
     model: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientVersionRefused:
+    """CLIENT-3: an upstream (or its model catalogue) refused a call's client version for a model.
+
+    The seam for observers such as a list of upstream changes (CLIENT-7); ``needed`` is the version
+    asked for when the upstream or catalogue named one, ``carried`` the version the call carried.
+    """
+
+    provider: str
+    model: str
+    needed: str | None
+    carried: str | None
+    request_id: str | None = None
 
 
 @immutable(kw_only=True)
@@ -297,7 +323,13 @@ credentials_refreshed = TypedSignal(
 pool_unavailable = TypedSignal(
     "pool-unavailable", PoolUnavailable, "A group had no eligible account for a model."
 )
+refresh_failing = TypedSignal(
+    "refresh-failing", RefreshFailing, "An account's credential refresh failed again and again."
+)
 request_finished = TypedSignal("request-finished", RequestFinished, "A model attempt ended.")
+client_version_refused = TypedSignal(
+    "client-version-refused", ClientVersionRefused, "An upstream refused a call's client version."
+)
 credentials_rejected = TypedSignal(
     "credentials-rejected", CredentialsRejected, "An account's credentials were rejected."
 )

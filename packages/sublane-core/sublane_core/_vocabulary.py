@@ -37,6 +37,8 @@ class Outcome(StrEnum):
     ERROR = "error"
     CANCELED = "canceled"
     REJECTED = "rejected"
+    #: CLIENT-3: the upstream (or its catalogue) refused the client version; not an account failure.
+    CLIENT_VERSION = "client_version"
 
 
 @dataclass(frozen=True, slots=True)

@@ -207,7 +207,7 @@ def test_ops_1_loads_strict_refuses_what_rfc_8259_does_not_allow(data: bytes) ->
     st.recursive(
         st.none()
         | st.booleans()
-        | st.integers()
+        | st.integers(min_value=-(2**63), max_value=2**63 - 1)  # wider ones are refused (below)
         | st.floats(allow_nan=False, allow_infinity=False)
         | st.text(),
         lambda children: st.lists(children) | st.dictionaries(st.text(), children),
@@ -233,3 +233,20 @@ def test_loads_strict_keeps_escaped_surrogates_and_big_strings_for_the_caller() 
     hashes = b'{"log": "commit 3e812a9 and 1e999 in prose", "sha": "9e4001"}'
     assert json_loads_strict(hashes) == json.loads(hashes)  # strings are never numbers
     assert json_loads_strict(b'{"n": 1e-400, "m": [2.5e+100]}') == {"n": 0.0, "m": [2.5e100]}
+
+
+@pytest.mark.parametrize("number", [2**63, -(2**63) - 1, 2**70, -(2**200), 10**400])
+def test_ops_1_integers_beyond_64_bits_are_refused(number: int) -> None:
+    """OPS-1 (digits): ``"max_tokens": 2**70`` is no request an upstream reads."""
+    with pytest.raises(NotStrictJson, match="64 bits"):
+        json_loads_strict(b'{"a": [{"max_tokens": %d}]}' % number)
+
+
+def test_ops_1_integers_within_64_bits_and_long_digit_strings_pass() -> None:
+    edge = b'{"a": %d, "b": %d, "id": "12345678901234567890123", "f": 1.2345678901234567890123}'
+    assert json_loads_strict(edge % (2**63 - 1, -(2**63))) == {
+        "a": 2**63 - 1,
+        "b": -(2**63),
+        "id": "12345678901234567890123",
+        "f": 1.2345678901234567890123,
+    }

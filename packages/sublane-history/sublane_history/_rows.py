@@ -15,7 +15,7 @@ from sublane_history._cache_rate import MISS_REASONS
 from sublane_history._statements import DriverStatement
 from sublane_history._tables import RECORDS
 
-OUTCOMES: Final = ("success", "incomplete", "error", "canceled", "rejected")
+OUTCOMES: Final = ("success", "incomplete", "error", "canceled", "rejected", "client_version")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _MAX_EXCLUSION_REASONS = 16
 _MAX_ATTEMPTS = 17  # the first attempt and SUBLANE_FAILOVER_ATTEMPTS (at most 16) more

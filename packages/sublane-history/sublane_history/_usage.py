@@ -5,7 +5,9 @@ a summary never disagrees with what was stored and nothing is ever recomputed by
 Day buckets are per member × group × provider × model label; a member gets at most
 :data:`MAX_MODEL_LABELS` model labels a day, later models are counted under :data:`OTHER_MODEL`.
 Hour buckets are per member and feed the hour-of-week heatmap. Both are kept :data:`KEPT_DAYS`
-days; older buckets are deleted lazily, by the first write of each UTC day.
+days; older buckets are deleted lazily, by the first write of each UTC day. Group hour buckets
+(member × group × hour: tokens only) give a member's share of a group's recent tokens (POOL-1)
+whatever history keeps; they are kept :data:`GROUP_HOURS_KEPT_S`.
 
 Counts that an attempt did not report stay unknown: its tokens are not added (a column stays
 ``NULL`` while no attempt in the bucket reported it) and it is counted in ``unknown_usage_requests``.
@@ -26,9 +28,12 @@ from sublane_core import NO_GROUP, NO_PROVIDER, signals, storable_text
 from sublane_history._cache_rate import hit_rate
 from sublane_history._statements import DriverStatement
 from sublane_history._tables import USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_HOURS
+from sublane_history._tables import USAGE_DAYS, USAGE_GROUP_HOURS, USAGE_HOURS
 
 DAY_S: Final = 86_400
 KEPT_DAYS: Final = 90
+HOUR_S: Final = 3600
+GROUP_HOURS_KEPT_S: Final = 2 * DAY_S
 MAX_MODEL_LABELS: Final = 64
 OTHER_MODEL: Final = "other"
 OUTCOME_COLUMNS: Final = ("success", "incomplete", "error", "canceled", "rejected")
@@ -112,6 +117,8 @@ class AttemptUsage:
     @classmethod
     def of(cls, payload: signals.RequestFinished) -> AttemptUsage:
         outcome = payload.outcome if payload.outcome in OUTCOME_COLUMNS else "error"
+        if payload.outcome == "client_version":  # CLIENT-3: a refusal of the client, not a failure
+            outcome = "rejected"
         if payload.account_id is None:  # never sent upstream: known to have used nothing
             return cls(outcome, 0, 0, 0, unknown=False)
         input_tokens, output_tokens = _count(payload.input_tokens), _count(payload.output_tokens)
@@ -174,6 +181,7 @@ _UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS, ("day", "hour", "user_id", "requ
 _UPSERT_CACHE_ACCOUNTS: Final = _upsert_sql(
     USAGE_CACHE_ACCOUNTS, ("day", "user_id", "account_id", "requests", *HIT_COLUMNS)
 )
+_UPSERT_GROUP_HOURS: Final = _upsert_sql(USAGE_GROUP_HOURS, ("hour", "group_id", "user_id", "tokens"))
 
 
 class UsageWriter:
@@ -198,6 +206,7 @@ class UsageWriter:
         days: dict[tuple[int, int, int, str, str], _Day] = {}
         hours: dict[tuple[int, int, int], _Hour] = {}
         accounts: dict[tuple[int, int, int], _CacheAccount] = {}
+        group_hours: dict[tuple[int, int, int], int | None] = {}
         for payload in payloads:
             usage = AttemptUsage.of(payload)
             started = float(payload.started_at)
@@ -236,10 +245,13 @@ class UsageWriter:
                 hour = hours[hour_key] = _Hour()
             hour.requests += 1
             hour.tokens = add_known(hour.tokens, usage.tokens)
+            group_key = (math.floor(started / HOUR_S) * HOUR_S, key[2], user_id)
+            group_hours[group_key] = add_known(group_hours.get(group_key), usage.tokens)
         if days:
             _UPSERT_DAYS.execute(connection, [_day_row(key, bucket) for key, bucket in days.items()])
             hour_rows = [(*key, cell.requests, cell.tokens) for key, cell in hours.items()]
             _UPSERT_HOURS.execute(connection, hour_rows)
+            _UPSERT_GROUP_HOURS.execute(connection, [(*key, tokens) for key, tokens in group_hours.items()])
         if accounts:
             account_rows = [
                 (*key, cell.requests, cell.hit_input_tokens, cell.hit_cached_tokens)
@@ -276,6 +288,8 @@ class UsageWriter:
         connection.execute(sa.delete(USAGE_DAYS).where(USAGE_DAYS.c.day < cutoff))
         connection.execute(sa.delete(USAGE_HOURS).where(USAGE_HOURS.c.day < cutoff))
         connection.execute(sa.delete(USAGE_CACHE_ACCOUNTS).where(USAGE_CACHE_ACCOUNTS.c.day < cutoff))
+        old_hours = USAGE_GROUP_HOURS.c.hour < now - GROUP_HOURS_KEPT_S
+        connection.execute(sa.delete(USAGE_GROUP_HOURS).where(old_hours))
         self._cleaned_day = today
         for key in [key for key in self._labels if key[1] < today - DAY_S]:
             del self._labels[key]

@@ -8,6 +8,7 @@ whole UTC days ending today; the answer lists every day of it, with zeros where 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -16,7 +17,15 @@ from sqlalchemy.engine import Engine
 
 from sublane_core import NO_GROUP, NO_PROVIDER, Clock
 from sublane_history._cache_rate import weighted_hit_rate
-from sublane_history._tables import ACCOUNTS, GROUPS, USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_HOURS, USERS
+from sublane_history._tables import (
+    ACCOUNTS,
+    GROUPS,
+    USAGE_CACHE_ACCOUNTS,
+    USAGE_DAYS,
+    USAGE_GROUP_HOURS,
+    USAGE_HOURS,
+    USERS,
+)
 from sublane_history._usage import DAY_S, HIT_COLUMNS, OUTCOME_COLUMNS, TOKEN_COLUMNS, utc_day
 
 RANGES: Final = (1, 7, 30, 90)
@@ -68,6 +77,25 @@ class UsageReader:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
+
+    def group_shares(self, user_id: int, group_ids: list[int], hours: int) -> dict[int, float | None]:
+        """POOL-1: ``user_id``'s percentage of each group's tokens in the last ``hours`` whole UTC
+        hours and the one under way (``None`` for a group that used none), from the group hour
+        buckets — right whatever history keeps, and with history off."""
+        since = (math.floor(self._clock.time() / 3600) - hours) * 3600
+        table = USAGE_GROUP_HOURS
+        tokens = sa.func.coalesce(table.c.tokens, 0)
+        mine = sa.case((table.c.user_id == user_id, tokens), else_=0)
+        query = (
+            sa.select(table.c.group_id, sa.func.sum(tokens), sa.func.sum(mine))
+            .where(table.c.hour >= since, table.c.group_id.in_(group_ids))
+            .group_by(table.c.group_id)
+        )
+        shares: dict[int, float | None] = dict.fromkeys(group_ids)
+        with self._engine.connect() as connection:
+            for group_id, total, own in connection.execute(query):
+                shares[group_id] = round(100.0 * own / total, 1) if total else None
+        return shares
 
     def summary(
         self, days: int, *, viewer_id: int | None = None, user_id: int | None = None

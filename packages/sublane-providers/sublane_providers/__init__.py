@@ -17,6 +17,7 @@ from sublane_providers._capabilities import (
     AliasesModels,
     CompletesBundles,
     CompletesImports,
+    HasClientIdentity,
     HasOtherHosts,
     OpensSessions,
     ReportsQuotaInStream,
@@ -27,6 +28,13 @@ from sublane_providers._capabilities import (
 from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
 from sublane_providers._egress import EgressFailed, current_egress, use_egress
 from sublane_providers._http import parse_retry_after
+from sublane_providers._identity import (
+    ClientIdentity,
+    newest_version,
+    parse_version,
+    plausible_version,
+    version_below,
+)
 from sublane_providers._jwt import expiry_of, unverified_claims
 from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
 from sublane_providers._plugin import ENTRY_POINT_GROUP, ProviderPlugin, ProviderSettings
@@ -71,6 +79,17 @@ from sublane_providers._upstream import (
     read_error_body,
 )
 from sublane_providers._vault import Credentials, CredentialVault, RefreshFence, RefreshGate
+from sublane_providers._vocabulary import (
+    KIND_ANSWER_FIELD,
+    KIND_CLIENT_VERSION,
+    KIND_ERROR,
+    KIND_EVENT,
+    KIND_MODEL,
+    KIND_TERMINAL_FIELD,
+    UNKNOWN_KINDS,
+    DeclaresVocabulary,
+    UpstreamVocabulary,
+)
 
 __version__ = "0.1.0"
 
@@ -85,12 +104,23 @@ __all__ = [
     "AliasesModels",
     "CompletesBundles",
     "CompletesImports",
+    "HasClientIdentity",
     "HasOtherHosts",
     "OpensSessions",
     "ReportsQuotaInStream",
     "SignsIn",
     "SuggestsAliases",
     "WrapsEvents",
+    "DeclaresVocabulary",
+    # what an upstream is known to answer (CLIENT-7)
+    "UpstreamVocabulary",
+    "UNKNOWN_KINDS",
+    "KIND_EVENT",
+    "KIND_ANSWER_FIELD",
+    "KIND_TERMINAL_FIELD",
+    "KIND_ERROR",
+    "KIND_MODEL",
+    "KIND_CLIENT_VERSION",
     # plugins and the registry
     "ENTRY_POINT_GROUP",
     "ProviderPlugin",
@@ -160,4 +190,10 @@ __all__ = [
     "USUAL_EVENT",
     "usual_event_name",
     "parse_retry_after",
+    # client identities (CLIENT-1, CLIENT-2)
+    "ClientIdentity",
+    "newest_version",
+    "parse_version",
+    "plausible_version",
+    "version_below",
 ]

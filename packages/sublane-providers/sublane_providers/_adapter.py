@@ -103,6 +103,9 @@ class ProviderAdapter(ABC):
     #: that missed after a longer pause is ``expired``). Each provider declares its own; see
     #: :meth:`cache_lifetime_s` for one a request can choose.
     cache_lifetime: ClassVar[float] = 300.0
+    #: Answer headers (lower-case name prefixes) that reach a client of the adapter's own protocol
+    #: unchanged (native calls only; CLIENT-5): what the provider's own clients read from them.
+    native_reply_header_prefixes: ClassVar[tuple[str, ...]] = ()
 
     # -- credentials ----------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sublane_providers._credentials import ImportedCredentials
+from sublane_providers._identity import ClientIdentity
 from sublane_providers._session import UpstreamSession
 from sublane_providers._types import UpstreamFailure
 from sublane_providers._upstream import UpstreamRequest
@@ -114,3 +115,12 @@ class AliasesModels(Protocol):
         """Names that serve the same capability as ``models``, sent upstream as the client sent
         them and not listed as models of their own."""
         ...
+
+
+@runtime_checkable
+class HasClientIdentity(Protocol):
+    """A client identity the upstream checks (CLIENT-1): the provider's own client's headers, the
+    way a client's version is read from them, SubLane's own identity at the effective version."""
+
+    #: This adapter's identity; the gateway tells it the effective version (CLIENT-2).
+    identity: ClientIdentity

@@ -404,6 +404,14 @@ class Http1Pool:
             raise
         return PoolResponse(connection, self)
 
+    async def probe(self, url: str, egress: str) -> None:
+        """Open a tunnel through ``egress`` to ``url``'s host and close it: :class:`UpstreamProxyError`
+        when the proxy cannot be reached, hangs or refuses (its password, the tunnel). It tells a
+        proxy's answer to a forwarded plain-http call from the upstream's (EGRESS-2)."""
+        target = _Target.of(url)
+        connection = await self._connect((*target.origin, egress, True), asyncio.get_running_loop())
+        connection.close()
+
     def _target(self, url: str) -> _Target:
         if len(self._targets) >= _MAX_TARGETS:
             self._targets.clear()
@@ -509,6 +517,8 @@ class Http1Pool:
                 self._open.add(connection)
                 return connection
         except TimeoutError:
+            if proxy is not None:  # EGRESS-2: an unroutable proxy, or TLS to a plain one, that hung
+                raise UpstreamProxyError("the proxy did not answer in time") from None
             raise UpstreamTimeout(f"connecting to {host}:{port} timed out") from None
         except UpstreamProxyError:
             raise

@@ -156,7 +156,17 @@ class MetadataClients:
         return await self.request("POST", url, **options)
 
     async def request(self, method: str, url: str, **options: Any) -> httpx.Response:
-        """httpx's ``request`` through the current egress (a proxy's refusal is a ``ProxyError``)."""
+        """httpx's ``request`` through the current egress (a proxy's refusal is a ``ProxyError``).
+
+        A call's own ``timeout`` bounds reading; connecting (to a proxy too, EGRESS-2) keeps the
+        connect timeout, so an unreachable proxy fails as a connect error, not as a slow answer."""
+        if "timeout" in options:
+            asked = httpx.Timeout(options["timeout"])
+            connect = _timeout(self._settings).connect
+            if connect is not None and (asked.connect is None or asked.connect > connect):
+                options["timeout"] = httpx.Timeout(
+                    connect=connect, read=asked.read, write=asked.write, pool=asked.pool
+                )
         try:
             return _not_refused_by_proxy(await self.client().request(method, url, **options))
         except _SOCKS_ERRORS as exc:  # httpx-socks raises python-socks' errors
@@ -191,6 +201,11 @@ class UpstreamClients:
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         """Send a model request (response body not read yet) through the current egress."""
         return await self._models.send(request, current_egress())
+
+    async def probe_egress(self, url: str, egress: str) -> None:
+        """Whether ``egress`` opens a tunnel to ``url``'s host within the connect timeout:
+        :class:`UpstreamProxyError` (an :class:`EgressFailed`) when it does not (EGRESS-2)."""
+        await self._models.probe(url, egress)
 
     async def close_egress(self, proxy: str) -> None:
         """A proxy no account uses any more: close its connections (EGRESS-1)."""

@@ -57,6 +57,9 @@ class FailureKind(StrEnum):
     UNAUTHORIZED = "unauthorized"  # 401: try one credential refresh (CRED)
     FORBIDDEN = "forbidden"  # 403: upstream_forbidden (CRED-8)
     CLIENT_ERROR = "client_error"  # the request itself is wrong: relay to the client
+    #: CLIENT-3: the upstream refused the client identity's version for the model: no cooldown,
+    #: not an account failure, no failover (``UpstreamFailure.needed_version`` when it said one).
+    CLIENT_VERSION = "client_version"
 
 
 RETRYABLE_STATUSES = frozenset({408, 500, 502, 503, 504})
@@ -75,6 +78,7 @@ class UpstreamFailure:
     message: str
     retry_after: float | None = None
     model: str | None = None
+    needed_version: str | None = None  # CLIENT-3: the client version the upstream asked for
 
     @property
     def retryable(self) -> bool:

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col
 
@@ -145,7 +145,7 @@ class CredentialVault:
     ) -> None:
         self._gate = gate  # SCALE-2: one refresh per account across replicas
         self._default_egress = default_egress  # SUBLANE_EGRESS_PROXY (EGRESS-1)
-        self._outbox = outbox  # ALERT-2: reauth_required and refresh_failing
+        self._outbox = outbox  # ALERT-2: reauth_required (refresh_failing is a signal: off the path)
         self._engine = engine
         self._cipher = cipher
         self._clock = clock
@@ -371,7 +371,7 @@ class CredentialVault:
             return False
         try:
             with use_egress(entry.egress):  # EGRESS-1: the refresh leaves through the account's egress
-                result = await refresher.refresh(entry.bundle)
+                result = await _to_its_end(refresher.refresh(entry.bundle))
         except RefreshFailed as failure:
             if entry.stale:
                 return False
@@ -389,8 +389,13 @@ class CredentialVault:
                 failure.code,
                 delay,
             )
-            if entry.failures == REFRESH_FAILING_AFTER:
-                await self._raise_refresh_failing(account_id, entry, failure.code)
+            if entry.failures == REFRESH_FAILING_AFTER:  # ALERT-2: written off this path, by a receiver
+                signals.refresh_failing.send(
+                    signals.RefreshFailing(
+                        account_id=account_id, failures=entry.failures, reason=failure.code
+                    ),
+                    sender=self,
+                )
             return False
         if entry.stale:  # re-authorized while the refresh ran (CRED-10): its result is discarded
             return False
@@ -473,23 +478,6 @@ class CredentialVault:
             signals.CredentialsRejected(account_id=account_id, reauth_required=True, reason=code)
         )
 
-    async def _raise_refresh_failing(self, account_id: int, entry: _Entry, code: str) -> None:
-        """ALERT-2 ``account.refresh_failing``: the third refresh failure in a row (in-memory state,
-        so the event is written right after it)."""
-        outbox = self._outbox
-        if outbox is None:
-            return
-
-        def describe(connection: Connection) -> dict[str, Any]:
-            account = account_ref(connection, account_id)
-            return {"account": account, "failures": entry.failures, "reason": code[:64]}
-
-        def write() -> bool:
-            outbox.raise_event(self._engine, "account.refresh_failing", describe)
-            return True
-
-        await self._persist("a refresh alert", account_id, write)
-
     def _store_fenced(
         self,
         account_id: int,
@@ -556,3 +544,23 @@ class CredentialVault:
             auth_error=code[:64],
             updated_at=self._clock.time(),
         )
+
+
+async def _to_its_end(refresh: Coroutine[Any, Any, RefreshedCredentials]) -> RefreshedCredentials:
+    """Await ``refresh`` to its end even when the caller is cancelled meanwhile (a client that left,
+    ADM-6): the provider rotates the refresh token when it answers, so an abandoned answer would
+    leave only a spent token behind. The cancellation goes on once the answer is in memory (the
+    refresh is bounded by the metadata timeout), at the caller's next wait."""
+    task = asyncio.ensure_future(refresh)  # the context (the egress) goes with it
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:  # asked again, to land at the caller's next wait: after the answer is kept
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+            current.cancel()
+    return task.result()

@@ -14,6 +14,7 @@ from sublane_providers._credentials import (
     require_token,
 )
 from sublane_providers._http import MAX_RETRY_AFTER_S, header
+from sublane_providers._identity import VERSION_IN_TEXT, VersionedIdentity
 from sublane_providers._oauth import authorize_url
 from sublane_providers._observer import JsonStreamObserver
 from sublane_providers._quota_headers import MEMO_MAX_AGE_S, QuotaHeaderMemo, headers_with_prefix
@@ -45,4 +46,7 @@ __all__ = [
     "WebSocket",
     "WebSocketRefused",
     "connect_websocket",
+    # client identities (CLIENT-1)
+    "VERSION_IN_TEXT",
+    "VersionedIdentity",
 ]

@@ -7,8 +7,11 @@ import sublane_providers.kit
 
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
-    "AliasesModels", "CompletesBundles", "CompletesImports", "HasOtherHosts", "OpensSessions",
-    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents",
+    "AliasesModels", "CompletesBundles", "CompletesImports", "HasClientIdentity", "HasOtherHosts",
+    "OpensSessions",
+    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents", "DeclaresVocabulary",
+    "UpstreamVocabulary", "UNKNOWN_KINDS", "KIND_EVENT", "KIND_ANSWER_FIELD", "KIND_TERMINAL_FIELD",
+    "KIND_ERROR", "KIND_MODEL", "KIND_CLIENT_VERSION",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_names", "provider_plugin",
     "provider_plugins",
@@ -26,6 +29,7 @@ EXPECTED = [
     "SseEvent", "SseFramer", "encode_event", "parse_event", "event_fields", "blocks_of",
     "USUAL_EVENT", "usual_event_name",
     "parse_retry_after",
+    "ClientIdentity", "newest_version", "parse_version", "plausible_version", "version_below",
 ]  # fmt: skip
 
 KIT = [
@@ -34,6 +38,7 @@ KIT = [
     "JsonStreamObserver", "ResponsesStreamObserver", "responses_error", "responses_usage",
     "MEMO_MAX_AGE_S", "QuotaHeaderMemo", "headers_with_prefix",
     "WebSocket", "WebSocketRefused", "connect_websocket",
+    "VERSION_IN_TEXT", "VersionedIdentity",
 ]  # fmt: skip
 
 

@@ -53,6 +53,18 @@ def _field(obj: dict[str, Any], camel: str) -> Any:
     return obj.get("".join("_" + char.lower() if char.isupper() else char for char in camel))
 
 
+def _answer_text(scripted: str | None, config: Any) -> str | None:
+    """The scripted text; else, when the request asks for JSON of a schema (``responseMimeType``
+    ``application/json`` with ``responseJsonSchema``/``responseSchema``), an object of that schema,
+    as the model would write (the Gemini CLI's routing classifier parses it); else ``None``."""
+    if scripted is not None or not isinstance(config, dict):
+        return scripted
+    if _field(config, "responseMimeType") != "application/json":
+        return None
+    schema = _field(config, "responseJsonSchema") or _field(config, "responseSchema")
+    return json.dumps(sample_arguments(schema)) if isinstance(schema, dict) else None
+
+
 def build_antigravity_plan(
     turn: Turn, body: dict[str, Any], response_id: str, created: str
 ) -> AntigravityPlan:
@@ -91,7 +103,7 @@ def build_antigravity_plan(
         events.append(Event(chunk([part]), delta=True))
     if thoughts:
         all_parts.append({"text": "".join(thoughts), "thought": True, "thoughtSignature": signature})
-    texts = text_chunks(rng, behaviour.deltas, behaviour.text)
+    texts = text_chunks(rng, behaviour.deltas, _answer_text(behaviour.text, config))
     for piece in texts:
         events.append(Event(chunk([{"text": piece}]), delta=True))
     all_parts.append({"text": "".join(texts)})

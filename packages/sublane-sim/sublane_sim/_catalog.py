@@ -19,7 +19,20 @@ _CODEX_COMMON = (
     "gpt-5.5",
     "codex-auto-review",
 )
-_CODEX_PAID = (*_CODEX_COMMON, "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna")
+# The Codex CLI 0.171.0's bundled catalogue lists these (its default is gpt-6.2-sol, priority 1).
+_CODEX_PAID = (
+    *_CODEX_COMMON,
+    "gpt-5.6-sol",
+    "gpt-5.6-terra",
+    "gpt-5.6-luna",
+    "gpt-6-sol",
+    "gpt-6-luna",
+    "gpt-6-astra",
+    "gpt-6.1-sol",
+    "gpt-6.1-terra",
+    "gpt-6.2-sol",
+    "gpt-6.2-astra",
+)
 # Spark is not offered to free or team plans.
 _CODEX_BY_PLAN: dict[str, tuple[str, ...]] = {
     "free": _CODEX_COMMON,
@@ -28,25 +41,26 @@ _CODEX_BY_PLAN: dict[str, tuple[str, ...]] = {
     "team": _CODEX_PAID,
 }
 
+# What Claude Code 2.1.332's model catalogue names first-party (its default is claude-opus-5-5, its
+# haiku alias and background model claude-haiku-5-5); the families it calls retired (Sonnet 4.5 since
+# 2026-11-30, Opus 4.1, Opus 4, Sonnet 4, Sonnet 3.7, Haiku 3.5) are gone: the API answers 404.
 _CLAUDE = (
-    "claude-haiku-4-5-20251001",
-    "claude-haiku-4-5",
-    "claude-sonnet-4-5-20250929",
-    "claude-sonnet-4-5",
-    "claude-sonnet-4-6",
-    "claude-opus-4-6",
-    "claude-opus-4-7",
-    "claude-opus-4-5-20251101",
-    "claude-opus-4-5",
-    "claude-opus-4-1-20250805",
-    "claude-opus-4-20250514",
-    "claude-sonnet-4-20250514",
-    "claude-3-7-sonnet-20250219",
-    "claude-3-5-haiku-20241022",
-    "claude-opus-4-8",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+    "claude-fable-5-2",
+    "claude-fable-5-1",
+    "claude-fable-5",
     "claude-opus-5",
     "claude-sonnet-5",
-    "claude-fable-5",
+    "claude-opus-4-8",
+    "claude-opus-4-7",
+    "claude-opus-4-6",
+    "claude-sonnet-4-6",
+    "claude-opus-4-5-20251101",
+    "claude-opus-4-5",
+    "claude-haiku-4-5-20251001",
+    "claude-haiku-4-5",
 )
 
 _ANTIGRAVITY = (

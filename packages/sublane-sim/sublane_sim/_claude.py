@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from typing import Any
@@ -16,6 +17,7 @@ from ._claude_events import build_claude_plan, claude_sse_encode
 from ._claude_limits import unified_headers, usage_payload
 from ._content import estimate_tokens
 from ._field_types import CLAUDE_TYPES, type_problem
+from ._floors import below, claude_code_version
 from ._http import bearer_token, parse_json_object, record_request, sim_of
 from ._records import RequestRecord
 from ._responses import DelayedResponse, EventStreamResponse, PacedJSONResponse
@@ -181,6 +183,28 @@ def _error_response(request: Request, turn: Turn) -> Response:
     return DelayedResponse(inner, behaviour.header_delay_ms, turn)
 
 
+async def _floor_refusal(request: Request, record: RequestRecord, model: str) -> Response | None:
+    """Anthropic's 400 for a model above the request's Claude Code version (CLIENT-3, ``_floors``):
+    an ``invalid_request_error`` with ``details.error_code: claude_code_version_too_old`` and the
+    message Claude Code 2.1.332 itself recognizes ("Claude Code X does not support this model;
+    version Y or newer is required")."""
+    floor = sim_of(request).floors.get("claude", model)
+    version = claude_code_version(request.headers)
+    if floor is None or not below(version, floor[0]):
+        return None
+    if floor[1] > 0:
+        await asyncio.sleep(floor[1])
+    record.status, record.outcome = 400, "rejected"
+    rid = _request_id(record)
+    message = (
+        f"Claude Code {version or 'unknown'} does not support this model; "
+        f"version {floor[0]} or newer is required"
+    )
+    body = error_body("invalid_request_error", message, rid)
+    body["error"]["details"] = {"error_code": "claude_code_version_too_old"}
+    return JSONResponse(body, status_code=400, headers={"request-id": rid})
+
+
 async def messages(request: Request) -> Response:
     record, raw = await record_request(request, "claude", "claude.messages")
     authorized = await _authorize(request, record)
@@ -192,6 +216,9 @@ async def messages(request: Request) -> Response:
     if problem is not None or body is None:
         status, message = problem or (400, "invalid body")
         return _reject(record, status, _TYPES[status], message)
+    refused = await _floor_refusal(request, record, str(body["model"]))
+    if refused is not None:
+        return refused
     cache_key, prefix_tokens = _cache_parts(body)
     sim = sim_of(request)
     turn = sim.begin_turn(

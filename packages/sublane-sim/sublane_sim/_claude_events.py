@@ -120,6 +120,10 @@ def build_claude_plan(turn: Turn, body: dict[str, Any], message_id: str) -> Clau
         "stop_sequence": None,
         "usage": start_usage,
     }
+    final_delta: dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
+    verdicts = behaviour.safeguard_results if "safeguards" in body else None
+    if verdicts is not None:  # asked for (the request's ``safeguards``) and scripted
+        final_delta["safeguard_results"] = verdicts
     events = [
         Event({"type": "message_start", "message": message}, "message_start"),
         Event({"type": "ping"}, "ping"),
@@ -127,7 +131,7 @@ def build_claude_plan(turn: Turn, body: dict[str, Any], message_id: str) -> Clau
         Event(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "delta": final_delta,
                 "usage": {k: v for k, v in usage_json.items() if k != "service_tier"},
             },
             "message_delta",
@@ -136,6 +140,8 @@ def build_claude_plan(turn: Turn, body: dict[str, Any], message_id: str) -> Clau
         Event({"type": "message_stop"}, "message_stop"),
     ]
     final = dict(message, content=blocks, stop_reason=stop_reason, usage=usage_json)
+    if verdicts is not None:
+        final["safeguard_results"] = verdicts
 
     def failure() -> list[Event]:
         error = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any
 
@@ -15,6 +16,7 @@ from ._codex_events import build_codex_plan, codex_sse_encoder
 from ._codex_rules import codex_cache_key, codex_prefix_key, validate_codex_body
 from ._codex_ws import codex_websocket
 from ._content import estimate_tokens
+from ._floors import below, codex_version
 from ._http import bearer_token, parse_json_object, record_request, sim_of
 from ._records import RequestRecord
 from ._responses import DelayedResponse, EventStreamResponse, PacedJSONResponse
@@ -94,6 +96,20 @@ def error_response(request: Request, turn: Turn) -> Response:
     return DelayedResponse(_json(status, body, headers), turn.behaviour.header_delay_ms, turn)
 
 
+async def _floor_refusal(request: Request, record: RequestRecord, model: object) -> Response | None:
+    """The backend's 400 for a model above the request's Codex version (CLIENT-3, ``_floors``)."""
+    floor = sim_of(request).floors.get("codex", model) if isinstance(model, str) else None
+    if floor is None or not below(codex_version(request.headers), floor[0]):
+        return None
+    if floor[1] > 0:
+        await asyncio.sleep(floor[1])
+    detail = (
+        f"The '{model}' model requires a newer version of Codex. "
+        "Please upgrade to the latest app or CLI and try again."
+    )
+    return _reject(record, 400, {"detail": detail})
+
+
 async def responses(request: Request) -> Response:
     record, raw = await record_request(request, "codex", "codex.responses")
     authorized = await _authorize(request, record)
@@ -104,6 +120,9 @@ async def responses(request: Request) -> Response:
     problem = validate_codex_body(body, account, websocket=False)
     if problem is not None or body is None:
         return _reject(record, 400, {"detail": problem})
+    refused = await _floor_refusal(request, record, body.get("model"))
+    if refused is not None:
+        return refused
     sim = sim_of(request)
     turn = sim.begin_turn(
         record,
@@ -137,6 +156,9 @@ async def compact(request: Request) -> Response:
         return _reject(record, 400, {"detail": "A compaction request needs 'model' and an 'input' array"})
     if body["model"] not in account.models:
         return _reject(record, 400, {"detail": f"The '{body['model']}' model is not supported."})
+    refused = await _floor_refusal(request, record, body["model"])
+    if refused is not None:
+        return refused
     sim = sim_of(request)
     turn = sim.begin_turn(record, account, body["model"], prompt_tokens=estimate_tokens(raw), cache_key=None)
     if turn.behaviour.kind == "error":
@@ -174,6 +196,7 @@ async def models(request: Request) -> Response:
     if isinstance(authorized, Response):
         return authorized
     account = authorized
+    floors = sim_of(request).floors
     entries = [
         {
             "slug": slug,
@@ -191,6 +214,10 @@ async def models(request: Request) -> Response:
         }
         for index, slug in enumerate(account.models)
     ]
+    for entry in entries:  # CLIENT-3: a scripted floor is listed as the backend lists it
+        floor = floors.get("codex", str(entry["slug"]))
+        if floor is not None:
+            entry["minimal_client_version"] = floor[0]
     etag = _models_etag(account)
     record.status = 200
     record.outcome = "completed"

@@ -45,9 +45,12 @@ class RequestRecord:
     events: int = 0
     tool_call_ids: list[str] = field(default_factory=list)
     peer: str | None = None  # the address the request came from (a proxy's outgoing one, EGRESS-1)
+    raw_body: bytes = field(default=b"", repr=False)  # the body's bytes as received (not in as_dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        del data["raw_body"]
+        return data
 
 
 class RequestLog:
@@ -70,6 +73,7 @@ class RequestLog:
         body: Any,
         transport: str = "http",
         peer: str | None = None,
+        raw_body: bytes = b"",
     ) -> RequestRecord:
         self._seq += 1
         record = RequestRecord(
@@ -84,6 +88,7 @@ class RequestLog:
             body=body,
             transport=transport,
             peer=peer,
+            raw_body=raw_body,
         )
         self._records.append(record)
         return record

@@ -153,7 +153,10 @@ class PacedJSONResponse(Response):
                 self._turn.finish("error", self._failure_status)
                 await self._send_whole(send, self._failure_status, payload)
                 return "error"
-            payload = dumps(self._body).encode()
+            body = self._body
+            if behaviour.extra_field is not None:  # a field a newer upstream adds (CLIENT-7)
+                body = {**body, behaviour.extra_field: True}
+            payload = dumps(body).encode()
             if behaviour.kind == "cut":
                 headers = dict(self._json_headers, **{"content-length": str(len(payload))})
                 await send({"type": "http.response.start", "status": 200, "headers": _header_list(headers)})

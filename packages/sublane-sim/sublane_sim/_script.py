@@ -49,6 +49,13 @@ class Behaviour:
     `tool_name` calls the request's tool of that name instead (when the request offers it), as a
     model told to use that tool would — inside a Responses ``namespace`` tool too.
     `header_delay_ms` delays the response headers for every kind.
+    `safeguard_results` (Claude): the verdicts a Messages request that carries a ``safeguards``
+    field gets back, as the API returns them — top-level in a JSON message, in the
+    ``message_delta`` event's ``delta`` when streamed; a request without the field gets none.
+
+    Upstream changes (CLIENT-7), as a newer upstream would send them: `extra_event` sends one more
+    named SSE event of that type (`{"type": extra_event}`) before the terminal event; `extra_field`
+    adds that top-level field (value `true`) to the terminal event and to a JSON answer.
     """
 
     kind: BehaviourKind = "ok"
@@ -76,6 +83,9 @@ class Behaviour:
     retry_delay: str | None = None
     error_model: str | None = None
     error_domain: str | None = None
+    safeguard_results: list[Any] | None = None
+    extra_event: str | None = None
+    extra_field: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(BehaviourKind):

@@ -15,6 +15,7 @@ from ._cache import CACHE_LIFETIME_S, PromptCache
 from ._catalog import PROVIDERS, Provider
 from ._clock import SimClock
 from ._credentials import credential_file
+from ._floors import ClientFloors
 from ._logins import LoginDesk
 from ._quota import QuotaWindow
 from ._records import AccountCounters, CounterBook, RequestLog, RequestRecord
@@ -95,6 +96,7 @@ class Simulator:
         self._counters = CounterBook()
         self._cache = PromptCache()
         self.logins = LoginDesk()
+        self.floors = ClientFloors()
         self._server: ServerThread | None = None
         self._foreground_url: str | None = None
 
@@ -284,6 +286,16 @@ class Simulator:
             self._accounts.get(account_id)
             self._scripts.push(account_id, list(behaviours), model)
 
+    def set_client_floor(
+        self, provider: Provider, model: str, version: str | None, *, refusal_delay_s: float = 0.0
+    ) -> None:
+        """CLIENT-3: the lowest client version ``provider`` serves ``model`` to (``None``: no floor).
+
+        A request below it is refused as the real upstream refuses it (``_floors``), after
+        ``refusal_delay_s`` (an upstream's latency, for tests that act while a refusal is on its way).
+        """
+        self.floors.set(provider, model, version, refusal_delay_s)
+
     def set_default(self, account_id: str, behaviour: Behaviour) -> None:
         """What the account does when its queues are empty (initially a plain `Behaviour()`)."""
         with self._lock:
@@ -390,6 +402,7 @@ class Simulator:
             self._counters.clear()
             self._cache.clear()
             self.logins.reset()
+            self.floors.clear()
             self._rng.seed(self.seed)
 
     # == used by the protocol handlers ===========================================================
@@ -426,6 +439,7 @@ class Simulator:
                 body=body,
                 transport=transport,
                 peer=peer,
+                raw_body=raw_body,
             )
 
     def authenticate(

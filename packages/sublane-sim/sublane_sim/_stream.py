@@ -74,7 +74,7 @@ async def play(
             return "error"
         return "cut"
 
-    for event in events:
+    for event in _changed(events, behaviour):
         at_fault = deltas_sent == fault_at or (event.terminal and fault_at >= deltas_sent)
         if (event.delta or event.terminal) and at_fault:
             fault_at = -1
@@ -92,6 +92,25 @@ async def play(
         settle(success)
     await flush()
     return success
+
+
+def _changed(events: Sequence[Event], behaviour: Behaviour) -> Sequence[Event]:
+    """The events with what a newer upstream would add (CLIENT-7): an event of a type the client
+    may not know, before the first terminal event, and a new top-level field on that event."""
+    if behaviour.extra_event is None and behaviour.extra_field is None:
+        return events
+    changed: list[Event] = []
+    added = False
+    for event in events:
+        if event.terminal and not added:
+            added = True
+            if behaviour.extra_event is not None:
+                name = behaviour.extra_event if event.name is not None else None
+                changed.append(Event({"type": behaviour.extra_event}, name=name))
+            if behaviour.extra_field is not None:
+                event = Event({**event.data, behaviour.extra_field: True}, event.name, event.delta, True)
+        changed.append(event)
+    return changed
 
 
 async def wait_for_disconnect(receive: Callable[[], Awaitable[MutableMapping[str, Any]]]) -> None:

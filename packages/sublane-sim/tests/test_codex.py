@@ -309,3 +309,19 @@ def test_a_field_of_the_wrong_type_is_a_400_as_the_real_backend_answers(
         assert "Invalid type for 'reasoning'" in response.json()["detail"]
     assert http.post(url, json=codex_body(reasoning=None), headers=codex_headers(account)).status_code == 200
     assert sim.counters(account.id).model_requests == 1
+
+
+def test_a_newer_upstream_sends_an_extra_event_type_and_field(sim: Simulator, http: httpx.Client) -> None:
+    """`extra_event` adds an event of a new type before the terminal one, `extra_field` a new
+    top-level field to the terminal event and to a JSON answer (SubLane's CLIENT-7 tests)."""
+    account = sim.create_account("codex", require_stream=False)
+    changed = Behaviour.ok(extra_event="response.hologram.delta", extra_field="safety_report")
+    sim.script(account.id, changed, changed)
+    url = f"{sim.codex_base_url}/codex/responses"
+    events = parse_sse(http.post(url, json=codex_body(), headers=codex_headers(account)).text)
+    names = [event.name for event in events]
+    assert names[-2:] == ["response.hologram.delta", "response.completed"]
+    assert events[-2].data["type"] == "response.hologram.delta"
+    assert events[-1].data["safety_report"] is True
+    answer = http.post(url, json=codex_body(stream=False), headers=codex_headers(account)).json()
+    assert answer["safety_report"] is True and answer["status"] == "completed"

@@ -31,7 +31,9 @@ PAGES: tuple[str, ...] = (
     "/members",
     "/groups",
     "/admin/alerts",
+    "/admin/upstream-changes",
     "/admin/audit",
+    "/get-started",
 )
 """The page paths that answer the app shell; the browser picks the view from the path."""
 

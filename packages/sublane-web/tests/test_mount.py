@@ -35,7 +35,7 @@ def test_every_page_path_answers_the_shell_with_a_same_origin_policy(client: Tes
 def test_assets_are_served_and_revalidated(client: TestClient) -> None:
     modules = (
         "app.js", "lib.js", "accounts.js", "requests.js", "keys.js", "people.js", "audit.js", "usage.js",
-        "charts.js", "password.js",
+        "charts.js", "password.js", "clients.js",
     )  # fmt: skip
     for name in (*modules, "app.css"):
         answer = client.get(f"{STATIC_PREFIX}/{name}")

@@ -13,6 +13,9 @@ from sublane_gateway.management import (
     _bundles,
     _catalogue,
     _check,
+    _checklist,
+    _client_limits,
+    _connect,
     _groups,
     _history,
     _keys,
@@ -24,6 +27,7 @@ from sublane_gateway.management import (
     _providers,
     _runtime_view,
     _totp,
+    _upstream_changes,
     _usage,
     _users,
     _webhooks,
@@ -49,9 +53,12 @@ for _module in (
     _providers,
     _audit,
     _webhooks,
+    _connect,
+    _checklist,
+    _upstream_changes,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL
+for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits):  # TEAM, POOL, CLIENT-5
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -62,8 +62,11 @@ def set_aliases(
     """Replace the group's aliases (at most 256). A default left out is removed for this group.
 
     409 ``alias_shadows_model``: an alias names a model an account of the group lists (a kept
-    default is not checked: the listed model wins over it when a request comes). 409
-    ``alias_chain``: an alias's model is itself an alias.
+    default is not checked: the listed model wins over it when a request comes); 400
+    ``alias_shadows_model`` for a case variant of such a model. 409 ``alias_chain``: an alias's
+    model is itself an alias. 400 ``invalid_request``: an alias or a model with a provider prefix
+    (``codex/gpt-5``: the prefix narrows a request's providers before aliases are looked up, so
+    such an alias would never be used, and such a model never listed).
     """
     get_or_404(db, ResourceGroup, group_id, "group")
     runtime = client_runtime(request)
@@ -73,10 +76,28 @@ def set_aliases(
         if entry.alias in wanted:
             raise SubLaneError("invalid_request", f"The alias {entry.alias!r} is given twice.")
         wanted[entry.alias] = entry.model
-    listed = _listed(db, group_id)
+    providers = set(runtime.adapters)
     for alias, model in wanted.items():
-        if defaults.get(alias) != model and alias in listed:
+        for name in (alias, model):
+            if name.split("/", 1)[0] in providers:
+                raise SubLaneError(
+                    "invalid_request",
+                    f"{name!r} has a provider prefix; aliases and their models are plain model names.",
+                )
+    listed = _listed(db, group_id)
+    folded = {model.casefold(): model for model in listed}
+    for alias, model in wanted.items():
+        if defaults.get(alias) == model:
+            continue
+        if alias in listed:
             raise SubLaneError("alias_shadows_model", f"An account of the group lists {alias!r}.")
+        if alias.casefold() in folded:
+            shadowed = folded[alias.casefold()]
+            raise SubLaneError(
+                "alias_shadows_model",
+                f"An account of the group lists {shadowed!r}; {alias!r} differs in case only.",
+                status=400,
+            )
     for alias, model in wanted.items():
         if alias == model or model in wanted:
             raise SubLaneError("alias_chain", f"{alias!r} points to {model!r}, which is an alias.")

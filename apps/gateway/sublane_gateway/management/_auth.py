@@ -97,12 +97,18 @@ def setup(body: SetupBody, request: Request, response: Response, db: DbSession) 
 
 
 @router.get("/api/me")
-def me(user: CurrentUser, db: DbSession) -> dict[str, Any]:
-    """The signed-in user and the groups they belong to."""
+def me(user: CurrentUser, db: DbSession, request: Request) -> dict[str, Any]:
+    """The signed-in user, the groups they belong to, and ``sso``: whether single sign-on is on here
+    and linked to this user (AUTH-2; My account offers the link)."""
     assert user.id is not None
     group_ids = groups_of_users(db, [user.id])[user.id]
     groups = db.exec(select(ResourceGroup).where(col(ResourceGroup.id).in_(group_ids))).all()
+    settings = gateway_state(request).settings
     return {
         "user": user_view(user),
         "groups": [{"id": group.id, "name": group.name} for group in sorted(groups, key=lambda g: g.name)],
+        "sso": {
+            "configured": bool(settings.oidc_issuer and settings.oidc_client_id),
+            "linked": user.oidc_subject is not None,
+        },
     }

@@ -29,6 +29,7 @@ from sublane_core import (
     signals,
 )
 from sublane_gateway._bundles import MAX_BUNDLE_BYTES, VERSION, BadBundle, open_bundle, seal_bundle
+from sublane_gateway._digits import ascii_int
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import GatewayState, gateway_state
 from sublane_gateway.management._accounts import set_proxy
@@ -36,6 +37,7 @@ from sublane_gateway.management._audit import record_action
 from sublane_gateway.management._models import BundleExport
 from sublane_gateway.management._names import free_name
 from sublane_gateway.pipeline import client_runtime
+from sublane_providers import CredentialFormatError, UnknownProviderError, parse_credentials
 
 router = APIRouter(tags=["accounts"])
 _log = logging.getLogger("sublane.bundles")
@@ -140,10 +142,7 @@ def _group_ids(values: list[Any]) -> list[int] | None:
     for value in values:
         if not isinstance(value, str):
             raise SubLaneError("invalid_request", "group_ids are numbers.")
-        for part in value.replace(",", " ").split():
-            if not part.isdigit():
-                raise SubLaneError("invalid_request", "group_ids are numbers.")
-            ids.append(int(part))
+        ids.extend(ascii_int(part, "group_ids") for part in value.replace(",", " ").split())  # OPS-1
     return ids or None
 
 
@@ -176,6 +175,14 @@ def _import(
             if not isinstance(entry.get("credentials"), dict):
                 skipped.append({"name": name, "reason": "invalid_entry"})
                 continue
+            try:  # BULK-3: checked as POST /api/accounts/import checks a credential file
+                parsed = parse_credentials(str(entry["provider"]), entry["credentials"])
+            except CredentialFormatError:
+                skipped.append({"name": name, "reason": "invalid_credentials"})
+                continue
+            except UnknownProviderError:
+                skipped.append({"name": name, "reason": "unknown_provider"})
+                continue
             final = free_name(name, taken, 64)
             taken.add(final.lower())
             found = entry.get("identity")
@@ -188,11 +195,13 @@ def _import(
                 max_concurrency=limit
                 if isinstance(limit, int) and 1 <= limit <= 1000
                 else DEFAULT_MAX_CONCURRENCY,
-                credentials=state.cipher.encrypt(entry["credentials"]),
-                credentials_expires_at=_number(entry.get("credentials_expires_at")),
-                identity_email=_text(identity.get("email"), 256),
-                identity_plan=_text(identity.get("plan"), 64),
-                identity_subject=_text(identity.get("subject"), 256),
+                # what the provider's parser made of the fields it knows wins; fields a refresh
+                # added beside them (a project, a tier) are kept
+                credentials=state.cipher.encrypt({**entry["credentials"], **parsed.bundle}),
+                credentials_expires_at=_number(entry.get("credentials_expires_at")) or parsed.expires_at,
+                identity_email=_text(identity.get("email"), 256) or parsed.identity.email,
+                identity_plan=_text(identity.get("plan"), 64) or parsed.identity.plan,
+                identity_subject=_text(identity.get("subject"), 256) or parsed.identity.subject,
                 created_at=now,
                 updated_at=now,
             )

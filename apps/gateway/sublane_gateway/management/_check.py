@@ -3,7 +3,10 @@
 ``POST /api/accounts/{id}/check`` gets the account's credentials (refreshing them when due: that is
 what "the token is valid" means) and makes one bounded quota read through the account's egress —
 every provider has one — under the metadata admission rules (ADM-2: a workspace place, never a
-model slot). It clears nothing and records nothing but an egress failure in the runtime view.
+model slot). It clears nothing — not even an earlier egress error: only a served call does that — and
+records nothing but an egress failure in the runtime view. A proxy's failure is told from the
+provider's (EGRESS-2): an HTTP proxy answers a forwarded plain-http call itself, so a refusal or a
+timeout through one is checked with a tunnel to the same host.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sublane_gateway._sessions import AdminUser
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._models import PathId
 from sublane_gateway.pipeline import ClientRuntime, client_runtime
-from sublane_providers import EgressFailed, use_egress
+from sublane_providers import EgressFailed, UpstreamConnectError, UpstreamTimeout, use_egress
 
 router = APIRouter(tags=["scheduling"])
 
@@ -39,10 +42,12 @@ async def _read(runtime: ClientRuntime, account: Account) -> tuple[str | None, d
         credentials = await runtime.vault.get(account.id, account.provider, margin=timeout)
     except SubLaneError as error:  # reauth_required, account_refresh_failed (CRED)
         return runtime.vault.egress_of(account.id), _problem(error.code, error.message)
+    except (KeyError, TypeError, ValueError) as exc:  # a stored bundle of a shape the provider never made
+        return runtime.vault.egress_of(account.id), _unusable(exc)
     egress = credentials.egress
     try:
         with use_egress(egress):
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout + 1):  # httpx's own timeouts come first: they tell the URL
                 await runtime.adapters[account.provider].read_quota(credentials.bundle, runtime.clock.time())
     except (EgressFailed, httpx.ProxyError) as exc:
         return egress, _egress_failed(runtime, account.id, exc)
@@ -52,20 +57,53 @@ async def _read(runtime: ClientRuntime, account: Account) -> tuple[str | None, d
         return egress, _problem("upstream_error", "The provider could not be reached.")
     except httpx.HTTPStatusError as exc:
         status = exc.response.status_code
+        if egress is not None and await _proxy_failed(runtime, str(exc.request.url), egress):
+            # a plain-http call through an HTTP proxy is answered by the proxy itself when it
+            # refuses the password (tinyproxy says 401): the tunnel tells whose answer it was
+            return egress, _egress_failed(runtime, account.id, exc)
         if status in (401, 403):
             return egress, _problem(
                 "upstream_unauthorized", f"The provider refused the account's token ({status})."
             )
         return egress, _problem("upstream_error", f"The provider answered {status}.")
-    except (TimeoutError, httpx.TimeoutException):
+    except (TimeoutError, httpx.TimeoutException) as exc:
+        url = str(exc.request.url) if isinstance(exc, httpx.TimeoutException) else None
+        if egress is not None and url is not None and await _proxy_failed(runtime, url, egress):
+            return egress, _egress_failed(runtime, account.id, exc)
         return egress, _problem("upstream_timeout", "The provider did not answer in time.")
+    except (httpx.InvalidURL, UnicodeError, OSError, httpx.TransportError) as exc:
+        if egress is not None:  # a proxy address no client can use (a bad name, not an address)
+            return egress, _egress_failed(runtime, account.id, exc)
+        return egress, _problem(
+            "upstream_error", f"The provider could not be reached ({type(exc).__name__})."
+        )
     except (httpx.HTTPError, ValueError) as exc:
         return egress, _problem(
             "upstream_error", f"The provider's answer was not usable ({type(exc).__name__})."
         )
-    if runtime.egress_errors:
-        runtime.egress_worked(account.id)
-    return egress, None
+    except (KeyError, TypeError) as exc:  # the stored bundle lacks what the provider needs
+        return egress, _unusable(exc)
+    return egress, None  # EGRESS-3: clears nothing, the egress error included
+
+
+def _unusable(exc: Exception) -> dict[str, str]:
+    return _problem(
+        "invalid_credentials",
+        f"The account's stored credentials are not usable ({type(exc).__name__}); re-authorize it.",
+    )
+
+
+async def _proxy_failed(runtime: ClientRuntime, url: str, egress: str) -> bool:
+    """Whether the proxy ``egress`` fails to open a tunnel to ``url``'s host (EGRESS-2)."""
+    if egress.startswith("socks"):
+        return False  # a SOCKS proxy never answers for the upstream: its refusals are errors already
+    try:
+        await runtime.http.probe_egress(url, egress)
+    except EgressFailed:
+        return True
+    except (UpstreamConnectError, UpstreamTimeout):
+        pass  # the proxy opened the way: what failed is beyond it
+    return False
 
 
 def _egress_failed(runtime: ClientRuntime, account_id: int, exc: Exception) -> dict[str, str]:

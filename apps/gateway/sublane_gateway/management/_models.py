@@ -128,6 +128,12 @@ class AliasEntry(Body):
     model: ModelId
 
 
+class ClientVersionBody(Body):
+    """CLIENT-2: the admin's pin of a provider's client version (``null``: no pin)."""
+
+    version: Annotated[str, StringConstraints(max_length=64)] | None
+
+
 class GroupAliasesBody(Body):
     """ALIAS-1: the group's whole alias list (at most 256)."""
 

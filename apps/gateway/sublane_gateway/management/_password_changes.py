@@ -6,7 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from sublane_core import SubLaneError, User
+from sublane_gateway._login_throttle import SessionGuesses
 from sublane_gateway._passwords import hash_password, verify_password
+from sublane_gateway._proxy import client_address
 from sublane_gateway._sessions import SESSION_COOKIE, AdminUser, CurrentUser, DbSession, forget_sessions_of
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
@@ -34,9 +36,13 @@ def change_my_password(
     body: OwnPasswordChange, request: Request, response: Response, user: CurrentUser, db: DbSession
 ) -> None:
     """*Personal*: `{"current_password", "new_password"}` (8–128 characters). Signs you out
-    everywhere, here too: sign in again with the new password."""
+    everywhere, here too: sign in again with the new password. Wrong current passwords are
+    throttled like failed sign-ins (OPS-4: 429 ``too_many_attempts``)."""
+    guesses = SessionGuesses(gateway_state(request).login_throttle, user.username, client_address(request))
     if not verify_password(user.password_hash, body.current_password):
+        guesses.failed()
         raise SubLaneError("wrong_password")
+    guesses.succeeded()
     _set_password(request, db, user, body.new_password)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax")
 

@@ -5,7 +5,8 @@ are usable for a new conversation now (enabled, authorized, not cooling down, no
 refresh, not out of quota by a fresh observation — a busy one is usable: a call would wait for it),
 how many there are, each quota window as the fresh observations of those accounts show it (mean
 use, how many are exhausted, the soonest reset), and the member's share of the group's tokens in
-the last five hours. Account ids, names and e-mails never appear.
+the last five hours, from the usage summaries (``usage_group_hours``: right with history off and
+however many records history keeps). Account ids, names and e-mails never appear.
 """
 
 from __future__ import annotations
@@ -20,17 +21,18 @@ from fastapi import APIRouter, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from sublane_core import Account, ApiKey, GroupAccount, QuotaObservation, RequestRecord, ResourceGroup
+from sublane_core import Account, ApiKey, GroupAccount, QuotaObservation, ResourceGroup
 from sublane_gateway._sessions import CurrentUser
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._runtime_view import account_state, load_accounts, quota_retry_at, quota_rows
 from sublane_gateway.pipeline import ClientRuntime, client_runtime
+from sublane_history import UsageReader
 
 router = APIRouter(tags=["personal"])
 
 #: Account states in which an account may be chosen for a new conversation (POOL-1: "usable").
 USABLE_STATES = frozenset({"ready", "busy", "model_limited"})
-SHARE_WINDOW_S = 5 * 3600
+SHARE_HOURS = 5
 
 
 def _windows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -55,20 +57,6 @@ def _windows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return windows
 
 
-def _share(db: Session, user_id: int, group_id: int, since: float) -> float | None:
-    """The member's percentage of the group's tokens since ``since``; ``None`` when the group used none."""
-    tokens = sa.func.coalesce(col(RequestRecord.input_tokens), 0) + sa.func.coalesce(
-        col(RequestRecord.output_tokens), 0
-    )
-    mine = sa.case((col(RequestRecord.user_id) == user_id, tokens), else_=0)
-    total, own = db.exec(
-        select(sa.func.coalesce(sa.func.sum(tokens), 0), sa.func.coalesce(sa.func.sum(mine), 0)).where(
-            col(RequestRecord.group_id) == group_id, col(RequestRecord.started_at) >= since
-        )
-    ).one()
-    return round(100.0 * own / total, 1) if total else None
-
-
 @dataclass
 class _Loaded:
     """What the pool view reads from the database (in a worker thread)."""
@@ -80,7 +68,7 @@ class _Loaded:
     shares: dict[int, float | None]
 
 
-def _load(engine: Engine, user_id: int, now: float) -> _Loaded:
+def _load(engine: Engine, reader: UsageReader, user_id: int, now: float) -> _Loaded:
     accounts, quota = load_accounts(engine)
     with Session(engine) as db:
         live_keys = select(ApiKey.group_id).where(
@@ -99,7 +87,7 @@ def _load(engine: Engine, user_id: int, now: float) -> _Loaded:
         members = db.exec(
             select(GroupAccount.group_id, GroupAccount.account_id).where(col(GroupAccount.group_id).in_(ids))
         ).all()
-        shares = {group.id or 0: _share(db, user_id, group.id or 0, now - SHARE_WINDOW_S) for group in groups}
+    shares = reader.group_shares(user_id, [group.id or 0 for group in groups], SHARE_HOURS)
     in_group: dict[int, list[int]] = defaultdict(list)
     for group_id, account_id in members:
         in_group[group_id].append(account_id)
@@ -143,7 +131,8 @@ async def my_pool(request: Request, user: CurrentUser) -> dict[str, Any]:
     state = gateway_state(request)
     now = state.clock.time()
     assert user.id is not None
-    loaded = await anyio.to_thread.run_sync(_load, state.engine, user.id, now)
+    reader: UsageReader = request.app.state.usage_reader
+    loaded = await anyio.to_thread.run_sync(_load, state.engine, reader, user.id, now)
     return {"items": _pool(runtime, loaded, now)}
 
 
@@ -153,5 +142,6 @@ async def group_pool(request: Request, user_id: int, group_id: int) -> list[dict
     runtime = client_runtime(request)
     state = gateway_state(request)
     now = state.clock.time()
-    loaded = await anyio.to_thread.run_sync(_load, state.engine, user_id, now)
+    reader: UsageReader = request.app.state["usage_reader"]
+    loaded = await anyio.to_thread.run_sync(_load, state.engine, reader, user_id, now)
     return [item for item in _pool(runtime, loaded, now) if item["group_id"] == group_id]

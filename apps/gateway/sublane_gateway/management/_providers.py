@@ -1,7 +1,10 @@
-"""``GET /api/providers``: the providers this gateway has adapters for, as the web views offer them.
+"""``GET /api/providers``: the providers this gateway has adapters for, as the web views offer them;
+``PUT /api/providers/{provider}/client-version``: the admin's pin of a provider's client version.
 
 The views take the provider choices, their labels, which can be signed in to and which credential
-file an import takes from here, so a provider added to the gateway needs no change to them.
+file an import takes from here, so a provider added to the gateway needs no change to them. Each
+provider with a client identity also shows its client versions (CLIENT-2): the effective one, the
+one built in, the newest seen from a native client in the last 30 days and the pin.
 """
 
 from __future__ import annotations
@@ -10,17 +13,23 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from sublane_gateway._sessions import CurrentUser
+from sublane_core import SubLaneError
+from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
+from sublane_gateway.management._audit import audit
+from sublane_gateway.management._models import ClientVersionBody
 from sublane_gateway.pipeline import client_runtime
-from sublane_providers import SignsIn
+from sublane_providers import SignsIn, parse_version
 
 router = APIRouter(tags=["accounts"])
 
 
 @router.get("/api/providers")
 def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
-    """``{"items":[{"name","label","credential_file","sign_in","subject_label"}]}`` in the gateway's order."""
-    adapters = client_runtime(request).adapters
+    """``{"items":[{"name","label","credential_file","sign_in","subject_label","client_version"}]}``
+    in the gateway's order; ``client_version`` is ``{"effective","built_in","seen","pinned"}``, or
+    ``null`` for a provider without a client identity."""
+    runtime = client_runtime(request)
+    versions = runtime.client_versions
     return {
         "items": [
             {
@@ -29,7 +38,40 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
                 "credential_file": adapter.credential_file,
                 "sign_in": isinstance(adapter, SignsIn),
                 "subject_label": adapter.subject_label,
+                "client_version": (
+                    versions.view(name) if versions is not None and name in versions.identities else None
+                ),
             }
-            for name, adapter in adapters.items()
+            for name, adapter in runtime.adapters.items()
         ]
     }
+
+
+@router.put("/api/providers/{provider}/client-version")
+def pin_client_version(
+    provider: str, body: ClientVersionBody, request: Request, admin: AdminUser, db: DbSession
+) -> dict[str, Any]:
+    """Pin the client version SubLane presents to ``provider`` (``{"version": null}``: unpin).
+
+    The effective version is the highest of the built-in, the seen and the pinned one (CLIENT-2).
+    400 ``invalid_request`` for a version that is not ``MAJOR.MINOR.PATCH``; 404 for a provider
+    without a client identity. Audited (``provider.client_version``); every replica applies it.
+    """
+    versions = client_runtime(request).client_versions
+    if versions is None or provider not in versions.identities:
+        raise SubLaneError("not_found", "No such provider.")
+    if body.version is not None and parse_version(body.version) is None:
+        raise SubLaneError("invalid_request", "version must be MAJOR.MINOR.PATCH, e.g. 0.172.0.")
+    previous = versions.stage_pin(db, provider, body.version)
+    audit(
+        db,
+        request,
+        admin,
+        "provider.client_version",
+        provider=provider,
+        pinned=body.version,
+        previous=previous,
+    )
+    db.commit()
+    versions.pinned(provider, body.version)
+    return {"name": provider, "client_version": versions.view(provider)}

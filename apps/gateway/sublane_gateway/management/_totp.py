@@ -13,7 +13,9 @@ from fastapi import APIRouter, Request
 from sqlmodel import col, delete
 
 from sublane_core import SubLaneError, TotpRecoveryCode, User
+from sublane_gateway._login_throttle import SessionGuesses
 from sublane_gateway._passwords import verify_password
+from sublane_gateway._proxy import client_address
 from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway._totp import (
@@ -83,15 +85,20 @@ def enable(body: TotpEnableBody, request: Request, user: CurrentUser, db: DbSess
 
 @router.post("/api/me/totp/disable", status_code=204)
 def disable(body: TotpDisableBody, request: Request, user: CurrentUser, db: DbSession) -> None:
-    """Turn TOTP off with your password and a code (or a recovery code)."""
+    """Turn TOTP off with your password and a code (or a recovery code). Wrong ones are throttled
+    like failed sign-ins (OPS-4: 429 ``too_many_attempts``)."""
     if not user.totp_enabled:
         raise SubLaneError("totp_not_enabled")
-    if not verify_password(user.password_hash, body.password):
-        raise SubLaneError("invalid_credentials", status=400)
     state = gateway_state(request)
+    guesses = SessionGuesses(state.login_throttle, user.username, client_address(request))
+    if not verify_password(user.password_hash, body.password):
+        guesses.failed()
+        raise SubLaneError("invalid_credentials", status=400)
     assert user.id is not None
     if consume_code(db, state.cipher, user.id, body.code, state.clock.time()) is None:
+        guesses.failed()
         raise _invalid()
+    guesses.succeeded()
     db.refresh(user)
     clear_totp(db, user)
     user.updated_at = state.clock.time()

@@ -101,6 +101,8 @@ def update_user(
         if name in fields:
             changes[name] = change(getattr(user, name), value)
             setattr(user, name, value)
+    if "username" in fields:
+        _flush_name(db, body.username)  # before any statement that would flush it (sessions, audit)
     if "password" in fields:
         if body.password is None:
             raise SubLaneError("invalid_request", "password cannot be null")
@@ -118,3 +120,13 @@ def update_user(
         raise SubLaneError("name_taken", f"A user named {body.username!r} exists.") from None
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.USER, id=user_id))
     return user_view(user, groups_of_users(db, [user_id])[user_id])
+
+
+def _flush_name(db: Session, username: str | None) -> None:
+    """Write the changed name now: a taken one is 409 ``name_taken``, whatever else the change asks
+    (a password or ``enabled`` change deletes sessions, which flushed the name outside any catch)."""
+    try:
+        db.flush()
+    except IntegrityError:
+        db.rollback()
+        raise SubLaneError("name_taken", f"A user named {username!r} exists.") from None

@@ -1,18 +1,20 @@
 """Webhooks (ALERT-1, ALERT-4): admins register where alerts go, see their deliveries, send a test.
 
 The signing secret is made here, shown once (in the creation answer) and stored sealed with the
-credential key; no answer, log or audit entry carries it afterwards.
+credential key; no answer, log or audit entry carries it afterwards. A URL is accepted only when
+the deliverer can use it as given (:func:`url_problem`, else 400 ``invalid_url``), and its
+user-info and path are secrets too: answers and audit entries hold it masked (:func:`masked_url`).
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from sqlmodel import col, func, select
 
 from sublane_core import ALERT_EVENTS, SubLaneError, Webhook, WebhookDelivery
+from sublane_gateway._digits import ascii_int
 from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit
@@ -20,6 +22,7 @@ from sublane_gateway.management._ids import get_or_404
 from sublane_gateway.management._models import PathId, WebhookCreate, WebhookUpdate
 from sublane_gateway.pipeline import client_runtime
 from sublane_gateway.pipeline._alerts import new_secret
+from sublane_gateway.pipeline._webhook_url import masked_url, url_problem
 
 router = APIRouter(tags=["alerts"])
 MAX_WEBHOOKS = 16
@@ -29,7 +32,7 @@ PAGE = 50
 def _view(hook: Webhook) -> dict[str, Any]:
     return {
         "id": hook.id,
-        "url": hook.url,
+        "url": masked_url(hook.url),  # ALERT-1: user-info and path are secrets
         "events": hook.events,
         "format": hook.format,
         "enabled": hook.enabled,
@@ -39,9 +42,9 @@ def _view(hook: Webhook) -> dict[str, Any]:
 
 
 def _checked_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SubLaneError("invalid_request", "A webhook URL is http:// or https://.")
+    problem = url_problem(url)
+    if problem is not None:
+        raise SubLaneError("invalid_url", f"The webhook cannot be sent to that URL: {problem}.")
     return url
 
 
@@ -80,7 +83,16 @@ def add_webhook(body: WebhookCreate, request: Request, admin: AdminUser, db: DbS
     )
     db.add(hook)
     db.flush()
-    audit(db, request, admin, "webhook.create", hook.id, url=hook.url, events=hook.events, format=hook.format)
+    audit(
+        db,
+        request,
+        admin,
+        "webhook.create",
+        hook.id,
+        url=masked_url(hook.url),
+        events=hook.events,
+        format=hook.format,
+    )
     db.commit()
     client_runtime(request).outbox.webhooks_changed()
     return {**_view(hook), "secret": secret}
@@ -93,8 +105,8 @@ def update_webhook(
     """Change a webhook's URL, events, format or enabled flag."""
     hook: Webhook = get_or_404(db, Webhook, webhook_id, "webhook")
     fields = body.model_fields_set
-    if "url" in fields and body.url is not None:
-        hook.url = _checked_url(body.url)
+    if "url" in fields and body.url is not None and body.url != masked_url(hook.url):
+        hook.url = _checked_url(body.url)  # (the URL as answers show it, sent back, changes nothing)
     if "events" in fields and body.events is not None:
         hook.events = _checked_events(body.events)
     if "format" in fields and body.format is not None:
@@ -109,7 +121,7 @@ def update_webhook(
         admin,
         "webhook.update",
         webhook_id,
-        url=hook.url,
+        url=masked_url(hook.url),
         events=hook.events,
         enabled=hook.enabled,
     )
@@ -135,9 +147,7 @@ def deliveries(webhook_id: PathId, request: Request, _admin: AdminUser, db: DbSe
     query = select(WebhookDelivery).where(col(WebhookDelivery.webhook_id) == webhook_id)
     cursor = request.query_params.get("cursor")
     if cursor:
-        if not cursor.isdigit():
-            raise SubLaneError("invalid_request", "cursor is a number.")
-        query = query.where(col(WebhookDelivery.id) < int(cursor))
+        query = query.where(col(WebhookDelivery.id) < ascii_int(cursor, "cursor"))  # OPS-1
     rows = db.exec(query.order_by(col(WebhookDelivery.id).desc()).limit(PAGE + 1)).all()
     items = [
         {

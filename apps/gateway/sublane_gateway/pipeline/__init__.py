@@ -10,7 +10,7 @@ Steps, one module each: ``_schedule`` (which providers can serve the call, polic
 from sublane_gateway.pipeline._aliases import effective_aliases
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import CallSpec, refusal_reply, serve_call
-from sublane_gateway.pipeline._group_models import group_models, listed_models, resolve_alias
+from sublane_gateway.pipeline._group_models import group_models, listed_models, resolve_alias, served_by_group
 from sublane_gateway.pipeline._keys import KeyAuthenticator, Principal
 from sublane_gateway.pipeline._quota import observe_exhaustion
 from sublane_gateway.pipeline._relay import finish_call
@@ -53,6 +53,7 @@ __all__ = [
     "review_link",
     "schedule",
     "serve_call",
+    "served_by_group",
     "serving_providers",
     "split_model",
     "sublane_error_reply",

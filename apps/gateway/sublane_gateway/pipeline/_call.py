@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,8 @@ class ModelCall:
     cache_note: TurnNote | None = None
     cache_turns: ConversationTurns | None = None
     cache_lifetime_s: float | None = None
+    #: Called when the call ends in success (CLIENT-2: the native client version it carried was seen).
+    on_success: Callable[[], None] | None = None
 
     @classmethod
     def start(
@@ -127,6 +129,8 @@ class ModelCall:
             return False
         self.finished = True
         reason = self._cache_miss_reason(outcome) if self.cache_note is not None else None
+        if outcome is Outcome.SUCCESS and self.on_success is not None:
+            self.on_success()
         if signals.request_finished.has_receivers:
             self._report(outcome, error_code, reason)
         self._report_upstream(outcome, error_code)

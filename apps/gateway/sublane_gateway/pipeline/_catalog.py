@@ -156,12 +156,17 @@ class ModelCatalog:
                 _log.error("could not forget the catalogue of account %s: %s", account_id, type(exc).__name__)
 
     async def refresh(self, account_id: int, provider: str) -> CatalogueEntry | None:
-        """Discover one account's catalogue now (``POST /api/accounts/{id}/models/refresh``)."""
+        """Discover one account's catalogue now (``POST /api/accounts/{id}/models/refresh``):
+        ``None`` when the provider could not be read, even if a stored catalogue is still usable
+        (the refresh did not happen: ALIAS-1 amendment, a 503 rather than the old list)."""
         self._failed_at.pop(account_id, None)
         task = self._inflight.get(account_id)
         if task is not None:
             await asyncio.shield(task)
-        return await asyncio.shield(self._start(account_id, provider))
+        entry = await asyncio.shield(self._start(account_id, provider))
+        if account_id in self._failed_at or account_id in self._errors:
+            return None
+        return entry
 
     # -- discovery --------------------------------------------------------------------------------
 

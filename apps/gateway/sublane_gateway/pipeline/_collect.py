@@ -12,9 +12,11 @@ from typing import Any
 
 from sublane_core import Outcome, json_loads_text
 from sublane_gateway.pipeline._call import ModelCall
-from sublane_gateway.pipeline._relay import finish_call
+from sublane_gateway.pipeline._relay import finish_call, watch_ending
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch
 from sublane_protocols import Collector
 from sublane_providers import (
+    KIND_EVENT,
     USUAL_EVENT,
     SseFramer,
     StreamObserver,
@@ -22,7 +24,6 @@ from sublane_providers import (
     UpstreamResponse,
     blocks_of,
     event_fields,
-    usual_event_name,
 )
 
 
@@ -34,18 +35,23 @@ async def collect_stream(
     timeout_s: float,
     *,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    watch: ProviderWatch = UNWATCHED,
 ) -> dict[str, Any] | None:
     """Read the whole stream into ``collector``; its answer, or ``None`` when the stream failed.
 
-    Finishes the call. ``unwrap`` takes an upstream's envelope off each event first.
+    Finishes the call. ``unwrap`` takes an upstream's envelope off each event first. ``watch``:
+    event names and error codes the provider's upstream is not known to send are noted (CLIENT-7).
     """
     framer = SseFramer()
     clock, deadline = call.clock, call.started + timeout_s
+    last = None  # the last event decoded: at the end of a finished stream, its terminal event
     try:
         while chunk := await response.read(max(0.0, deadline - clock.monotonic())):
             events = framer.cut(chunk)
             if events:
-                _take(events, call, observer, collector, unwrap)
+                last = _take(events, call, observer, collector, unwrap, watch) or last
+        if call.state.finished:  # the upstream's own ending (CLIENT-7)
+            watch_ending(watch, call, last)
         if chunk is None:  # nothing came before the deadline (one timer only while waiting)
             call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
     except UpstreamError:
@@ -70,22 +76,28 @@ def _take(
     observer: StreamObserver,
     collector: Collector,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
-) -> None:
-    """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them)."""
+    watch: ProviderWatch,
+) -> dict[str, Any] | None:
+    """Feed complete events (one piece, as :meth:`SseFramer.cut` gives them); the last decoded."""
+    known = watch.events
+    last = None
     if events.find(b"\r") != -1:  # lines may end in CR or CRLF: event by event
         for block in blocks_of(events):
-            _feed(*event_fields(block), call, observer, collector, unwrap)
-        return
-    state = observer.state
+            name, data = event_fields(block)
+            if name is not None and name not in known:
+                watch.note(KIND_EVENT, name, call.request_id)
+            last = _feed(name, data, call, observer, collector, unwrap) or last
+        return last
+    state, names = observer.state, watch.event_names
     observer_wants, collector_wants = observer.wants, collector.wants
     usual_at = USUAL_EVENT.match
     start, size = 0, len(events)
     while start < size:
         usual = usual_at(events, start)
         if usual is not None:  # "event: NAME\ndata: DATA\n\n": event_fields without a copy of the block
-            name = usual_event_name(usual[1])
+            name = names[usual[1]]  # decoded once per name; an unknown one is noted (CLIENT-7)
             if observer_wants(name) or collector_wants(name):
-                _feed(name, usual[2], call, observer, collector, unwrap)
+                last = _feed(name, usual[2], call, observer, collector, unwrap) or last
             else:
                 state.events += 1  # counted; nobody needs it decoded
             start = usual.end()
@@ -93,12 +105,15 @@ def _take(
         stop = events.find(b"\n\n", start) + 2
         if events.startswith(b"event:", start):
             name = events[start + 6 : events.find(b"\n", start)].strip().decode("utf-8", "replace")
+            if name not in known:
+                watch.note(KIND_EVENT, name, call.request_id)
             if not observer_wants(name) and not collector_wants(name):
                 state.events += 1
                 start = stop
                 continue
-        _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap)
+        last = _feed(*event_fields(events[start:stop]), call, observer, collector, unwrap) or last
         start = stop
+    return last
 
 
 def _feed(
@@ -108,17 +123,18 @@ def _feed(
     observer: StreamObserver,
     collector: Collector,
     unwrap: Callable[[dict[str, Any]], dict[str, Any]] | None,
-) -> None:
+) -> dict[str, Any] | None:
     payload = observer.observe_data(name, data)  # decoded if it wants it
     if payload is None:
         if data is None or not collector.wants(name):
-            return  # a delta the answer does not need: not decoded
+            return None  # a delta the answer does not need: not decoded
         payload = _object(data)
         if payload is None:
-            return
+            return None
         observer.observe_payload(payload)
     call.note_output()
     collector.feed(payload if unwrap is None else unwrap(payload))
+    return payload
 
 
 def _object(data: bytes) -> dict[str, Any] | None:

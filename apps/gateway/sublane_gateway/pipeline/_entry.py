@@ -27,6 +27,12 @@ from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._collect import collect_stream
 from sublane_gateway.pipeline._failover import attempt_code, fails_over, move_on
 from sublane_gateway.pipeline._group_models import aliased
+from sublane_gateway.pipeline._identity import (
+    CLIENT_VERSION_CODE,
+    CallIdentity,
+    tell_refused,
+    too_old_message,
+)
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import has_level, resolve_level_suffix
 from sublane_gateway.pipeline._relay import (
@@ -123,7 +129,11 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     )
     call.requested_model = requested
     call.trace(runtime.tracing, spec.headers)
-    listing = await providers_listing(runtime, principal, model, providers)
+    try:
+        listing = await providers_listing(runtime, principal, model, providers)
+    except BaseException:  # the client left while the catalogue was read (ADM-6)
+        call.finish(Outcome.CANCELED, "client_canceled")
+        raise
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
         call.provider, call.account_id = listing.provider, listing.account_id
         return refusal_reply(runtime, call, listing.error, protocol)
@@ -137,11 +147,48 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     # which gives the answer for a model none lists (404, or the bound account's own error).
     refused = {upstream_shape(runtime.adapters[name]) for name in listing} - bodies.keys()
     providers = tuple(name for name in providers if upstream_shape(runtime.adapters[name]) not in refused)
-    opened = await _open(runtime, call, principal, spec, providers, bodies, client_body, operation, intent)
+    identity = CallIdentity(runtime.client_versions, call, protocol, spec.headers)
+    floored = _floored(runtime, identity, listing, model)
+    if floored:  # CLIENT-3: a catalogue floor above what the call would carry: refused before any call
+        if not set(listing) - floored.keys():
+            return _floor_reply(runtime, call, identity, protocol, floored)
+        providers = tuple(name for name in providers if name not in floored)
+    opened = await _open(
+        runtime, call, principal, spec, providers, bodies, client_body, operation, intent, identity
+    )
     if isinstance(opened, JsonReply):
         return opened
     response, adapter, upstream = opened
     return await _relay(runtime, call, spec, adapter, response, operation, upstream.hub)
+
+
+def _floored(
+    runtime: ClientRuntime, identity: CallIdentity, listing: tuple[str, ...], model: str
+) -> dict[str, str]:
+    """The providers whose catalogue names a floor for ``model`` above what the call would carry."""
+    floors: dict[str, str] = {}
+    for name in listing:
+        floor = identity.floor_refused(runtime.adapters[name], model)
+        if floor is not None:
+            floors[name] = floor
+    return floors
+
+
+def _floor_reply(
+    runtime: ClientRuntime,
+    call: ModelCall,
+    identity: CallIdentity,
+    protocol: WireProtocol,
+    floored: dict[str, str],
+) -> JsonReply:
+    """``client_version_too_old`` before any upstream call (CLIENT-3), recorded as ``client_version``."""
+    provider, floor = next(iter(floored.items()))
+    carried = identity.would_carry(runtime.adapters[provider])
+    call.provider = provider
+    call.finish(Outcome.CLIENT_VERSION, CLIENT_VERSION_CODE)
+    tell_refused(provider, call.model, floor, carried, sender=runtime, request_id=call.request_id)
+    message = too_old_message(provider, call.model, floor, carried)
+    return error_reply(protocol, 400, CLIENT_VERSION_CODE, message, request_id=call.request_id)
 
 
 def _upstream_bodies(
@@ -181,6 +228,7 @@ async def _open(
     client_body: dict[str, Any],
     operation: UpstreamOperation,
     intent: CallIntent,
+    identity: CallIdentity,
 ) -> tuple[UpstreamResponse, ProviderAdapter, UpstreamBody] | JsonReply:
     """Policy, a slot and an accepted upstream response — or the error answer (the call finished).
 
@@ -221,7 +269,9 @@ async def _open(
     call.take(grant)
     while True:
         try:
-            return await _attempt(runtime, call, principal, spec, grant, bodies, client_body, operation, key)
+            return await _attempt(
+                runtime, call, principal, spec, grant, bodies, client_body, operation, key, identity
+            )
         except (SubLaneError, UpstreamRefused) as error:
             moved = (
                 await move_on(
@@ -259,6 +309,7 @@ async def _attempt(
     client_body: dict[str, Any],
     operation: UpstreamOperation,
     key: str | None,
+    identity: CallIdentity,
 ) -> tuple[UpstreamResponse, ProviderAdapter, UpstreamBody] | JsonReply:
     """One attempt on ``grant``'s account: the upstream's accepted response (or an estimated count)."""
     account = grant.account
@@ -278,14 +329,17 @@ async def _attempt(
     bound = key is not None
 
     def build(credentials: Credentials) -> UpstreamRequest:
+        # CLIENT-1: the client's identity or SubLane's (always on a recovery probe, COOL-4)
+        probe = runtime.scheduler.cooldowns.probe_only(account.id, call.model)
+        headers = identity.headers_for(adapter, probe=probe)
         return adapter.build_request(
-            wanted, credentials.bundle, body, spec.headers, bound=bound, conversation_key=key
+            wanted, credentials.bundle, body, headers, bound=bound, conversation_key=key
         )
 
     async def recheck() -> None:
         await recheck_before_retry(runtime, principal, account, call.model)
 
-    response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
+    response, _credentials = await send_with_recovery(runtime, grant, build, recheck, identity)
     call.upstream_status = response.status_code
     if call.tracing is not None:
         call.accepted_at = runtime.clock.monotonic()
@@ -325,6 +379,17 @@ def _observe_quota(
         )
 
 
+def native_reply_headers(adapter: ProviderAdapter, response: UpstreamResponse) -> dict[str, str]:
+    """The answer's headers the adapter's own clients read (``native_reply_header_prefixes``),
+    by lower-case name, their bytes unchanged (CLIENT-5)."""
+    prefixes = tuple(prefix.encode("latin-1") for prefix in adapter.native_reply_header_prefixes)
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for _raw, name, value in response.headers.triples
+        if name.startswith(prefixes)
+    }
+
+
 async def _relay(
     runtime: ClientRuntime,
     call: ModelCall,
@@ -361,10 +426,14 @@ async def _relay(
             cut_ending=partial(cut_stream_ending, protocol),
             keepalive=JSON_KEEPALIVE if spec.json_array else KEEPALIVE,
         )
+        if translator is None and adapter.native_reply_header_prefixes:
+            reply.headers.update(native_reply_headers(adapter, response))
         if spec.json_array:
             return dataclasses.replace(reply, media_type="application/json")
         return reply
     headers = request_id_headers(protocol, call.request_id)
+    if translator is None and adapter.native_reply_header_prefixes:
+        headers = {**headers, **native_reply_headers(adapter, response)}
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
     if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)
@@ -372,15 +441,17 @@ async def _relay(
         if translator is not None:
             collector = translator.new_collector(spec.body, model=call.model, hub=hub)
             final = await collect_stream(
-                call, response, observer, collector, runtime.settings.request_timeout_s, unwrap=unwrap
-            )
+                call, response, observer, collector, runtime.settings.request_timeout_s, unwrap=unwrap,
+                watch=runtime.watch_of(adapter.name),
+            )  # fmt: skip
             if final is None:
                 return stream_failure_reply(call, protocol)
             answer = translator.client_side.answer_from_responses(final, model=call.model, created=created)
             return json_reply(answer, headers=headers)
         final = await collect_stream(
-            call, response, observer, new_collector(adapter.protocol), runtime.settings.request_timeout_s
-        )
+            call, response, observer, new_collector(adapter.protocol), runtime.settings.request_timeout_s,
+            watch=runtime.watch_of(adapter.name),
+        )  # fmt: skip
         if final is None:
             return stream_failure_reply(call, protocol)
         return json_reply(final, headers=headers)
@@ -396,6 +467,7 @@ async def _relay(
         unwrap=unwrap,
         deadline=call.started + runtime.settings.request_timeout_s,
         idle_timeout_s=runtime.settings.stream_idle_timeout_s,
+        watch=runtime.watch_of(adapter.name),
     )
 
 
@@ -452,6 +524,11 @@ def refusal_reply(
     if isinstance(error, UpstreamRefused):
         failure = error.failure
         call.upstream_status = failure.status
+        if failure.kind is FailureKind.CLIENT_VERSION:  # CLIENT-3: the client's version, no failure
+            call.finish(Outcome.CLIENT_VERSION, CLIENT_VERSION_CODE)
+            return error_reply(
+                protocol, 400, CLIENT_VERSION_CODE, failure.message, request_id=call.request_id
+            )
         call.finish(Outcome.ERROR, failure.code)
         if failure.kind is FailureKind.CLIENT_ERROR:  # the client's own mistake: relay it
             return error_reply(

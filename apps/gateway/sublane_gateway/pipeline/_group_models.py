@@ -11,16 +11,22 @@ SHARED_OWNER = "sublane"
 async def group_models(runtime: ClientRuntime, principal: Principal) -> dict[str, str]:
     """``model -> owner``: the provider of the group's usable accounts that list it, or
     ``"sublane"`` when accounts of several providers list it (CAT-3)."""
+    return await served_by_group(runtime, principal.group_id, principal.model_policy)
+
+
+async def served_by_group(
+    runtime: ClientRuntime, group_id: int, allowed: tuple[str, ...] | None
+) -> dict[str, str]:
+    """:func:`group_models` for a group and its model policy (``None``: every model)."""
     await runtime.directory.refresh()
     owners: dict[str, str] = {}
-    for account in runtime.directory.of_group(principal.group_id):
+    for account in runtime.directory.of_group(group_id):
         if not account.enabled or not account.auth_ok:
             continue
         for model in await runtime.catalog.listed_of(account.id, account.provider):
             owner = owners.setdefault(model, account.provider)
             if owner != account.provider:
                 owners[model] = SHARED_OWNER
-    allowed = principal.model_policy
     return {model: owner for model, owner in sorted(owners.items()) if allowed is None or model in allowed}
 
 

@@ -23,7 +23,8 @@ from sublane_core import Outcome, SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._entry import refusal_reply
 from sublane_gateway.pipeline._failover import fails_over
-from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
+from sublane_gateway.pipeline._identity import CallIdentity
+from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks, watch_ending
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import recheck_before_retry
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
@@ -141,12 +142,14 @@ async def run_hub_turn(
         call.finish(Outcome.REJECTED, refused.code)
         raise HubTurnError(400, refused.code, refused.message) from None
 
+    identity = CallIdentity(runtime.client_versions, call, WireProtocol.RESPONSES, headers)
+
     def build(credentials: Credentials) -> UpstreamRequest:
         return adapter.build_request(
             UpstreamOperation.STREAM,
             credentials.bundle,
             upstream_body,
-            headers,
+            identity.headers_for(adapter),  # CLIENT-1: translated: SubLane's identity
             bound=conversation_key is not None,
             conversation_key=conversation_key,
         )
@@ -155,7 +158,7 @@ async def run_hub_turn(
         await recheck_before_retry(runtime, call.principal, account, call.model)
 
     try:
-        response, _credentials = await send_with_recovery(runtime, grant, build, recheck)
+        response, _credentials = await send_with_recovery(runtime, grant, build, recheck, identity)
     except (SubLaneError, UpstreamRefused) as error:
         if fails_over(error):
             raise AttemptFailed(error) from None
@@ -180,6 +183,7 @@ async def _relay(
     frames = ResponsesFrames()
     framer = SseFramer()
     unwrap = runtime.unwrappers[adapter.name]
+    watch, watched_end = runtime.watch_of(adapter.name), False  # CLIENT-7
     final: dict[str, Any] | None = None
     timeout = max(0.0, call.started + runtime.settings.request_timeout_s - call.clock.monotonic())
     try:
@@ -188,7 +192,10 @@ async def _relay(
                 blocks = framer.feed(chunk)
                 if not blocks:
                     continue
-                observe_blocks(observer, blocks)
+                decoded_last = observe_blocks(observer, blocks, watch, call.request_id)
+                if call.state.finished and not watched_end:
+                    watched_end = True
+                    watch_ending(watch, call, decoded_last)
                 for payload in decoded(blocks):
                     if unwrap is not None:
                         payload = unwrap(payload)

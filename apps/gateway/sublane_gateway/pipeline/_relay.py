@@ -18,8 +18,10 @@ from sublane_core import Outcome, WireProtocol, json_dumps, json_loads
 from sublane_gateway.pipeline._call import ModelCall
 from sublane_gateway.pipeline._reply import SSE_HEADERS, JsonReply, StreamReply, error_reply
 from sublane_gateway.pipeline._runtime import ClientRuntime
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch
 from sublane_protocols import StreamTranslator
 from sublane_providers import (
+    KIND_EVENT,
     USUAL_EVENT,
     SseFramer,
     StreamState,
@@ -28,7 +30,6 @@ from sublane_providers import (
     blocks_of,
     event_fields,
     parse_event,
-    usual_event_name,
 )
 
 _log = logging.getLogger("sublane.relay")
@@ -50,7 +51,7 @@ class EventObserver(Protocol):
 
     def observe(self, name: str | None, data: str | None) -> object: ...
 
-    def observe_data(self, name: str | None, data: bytes | None) -> object: ...
+    def observe_data(self, name: str | None, data: bytes | None) -> dict[str, Any] | None: ...
 
 
 def event_name(block: bytes) -> str | None:
@@ -61,31 +62,49 @@ def event_name(block: bytes) -> str | None:
     return None
 
 
-def observe_blocks(observer: EventObserver, blocks: list[bytes]) -> None:
-    """Feed complete event blocks to the observer, decoding only what it wants."""
+def observe_blocks(
+    observer: EventObserver,
+    blocks: list[bytes],
+    watch: ProviderWatch = UNWATCHED,
+    request_id: str | None = None,
+) -> dict[str, Any] | None:
+    """Feed complete event blocks to the observer, decoding only what it wants; the last payload
+    it decoded. An event name ``watch`` does not know is noted (CLIENT-7)."""
+    known = watch.events
+    last = None
     for block in blocks:
         name = event_name(block)
-        if name is not None and not observer.wants(name):
-            observer.state.events += 1  # only counted (StreamObserver.observe)
-            continue
-        observer.observe_data(*event_fields(block))
+        if name is not None:
+            if name not in known:
+                watch.note(KIND_EVENT, name, request_id)
+            if not observer.wants(name):
+                observer.state.events += 1  # only counted (StreamObserver.observe)
+                continue
+        decoded = observer.observe_data(*event_fields(block))
+        if decoded is not None:
+            last = decoded
+    return last
 
 
-def observe_events(observer: EventObserver, events: bytes) -> None:
+def observe_events(
+    observer: EventObserver, events: bytes, watch: ProviderWatch = UNWATCHED, request_id: str | None = None
+) -> dict[str, Any] | None:
     """:func:`observe_blocks` for complete events in one piece (:meth:`SseFramer.cut`): an event
-    the observer does not want is counted from its name line, without a copy (issue #19)."""
+    the observer does not want is counted from its name line, without a copy (issue #19); the name
+    is read from what the provider knows (``watch.event_names``: one lookup, which notes a name
+    the provider does not know, CLIENT-7)."""
     if events.find(b"\r") != -1:
-        observe_blocks(observer, blocks_of(events))
-        return
-    state, wants = observer.state, observer.wants
+        return observe_blocks(observer, blocks_of(events), watch, request_id)
+    state, wants, known, names = observer.state, observer.wants, watch.events, watch.event_names
     usual_at = USUAL_EVENT.match
     start, size = 0, len(events)
+    last = None
     while start < size:
         usual = usual_at(events, start)
         if usual is not None:
-            name = usual_event_name(usual[1])
+            name = names[usual[1]]  # decoded once per name; an unknown one is noted (CLIENT-7)
             if wants(name):
-                observer.observe_data(name, usual[2])
+                last = observer.observe_data(name, usual[2]) or last
             else:
                 state.events += 1
             start = usual.end()
@@ -93,12 +112,23 @@ def observe_events(observer: EventObserver, events: bytes) -> None:
         stop = events.find(b"\n\n", start) + 2
         if events.startswith(b"event:", start):
             name = events[start + 6 : events.find(b"\n", start)].strip().decode("utf-8", "replace")
+            if name not in known:
+                watch.note(KIND_EVENT, name, request_id)
             if not wants(name):
                 state.events += 1
                 start = stop
                 continue
-        observer.observe_data(*event_fields(events[start:stop]))
+        last = observer.observe_data(*event_fields(events[start:stop])) or last
         start = stop
+    return last
+
+
+def watch_ending(watch: ProviderWatch, call: ModelCall, terminal: dict[str, Any] | None) -> None:
+    """At a stream's terminal event: its fields and, for an error, its code (CLIENT-7)."""
+    if terminal is not None:
+        watch.terminal(terminal, call.request_id)
+    if call.state.outcome is Outcome.ERROR:
+        watch.error(call.state.error_code, call.request_id)
 
 
 async def relay_sse(
@@ -113,15 +143,18 @@ async def relay_sse(
     trailer: Callable[[], bytes] | None = None,
     deadline: float | None = None,
     keepalive: bytes = KEEPALIVE,
+    watch: ProviderWatch = UNWATCHED,
 ) -> AsyncIterator[bytes]:
     """Yield the upstream's events as they complete; ``on_end`` finishes the call exactly once.
 
     ``transform`` turns complete upstream events into what the client gets (another protocol);
     without it the bytes pass unchanged. ``trailer`` adds a last frame after a normal end.
     ``deadline`` (monotonic) ends the stream with ``request_timeout`` (ADM-9). ``keepalive`` is
-    written after ``heartbeat_s`` of upstream silence.
+    written after ``heartbeat_s`` of upstream silence. ``watch``: what the provider's upstream is
+    known to send; anything else is noted (CLIENT-7), the bytes relayed all the same.
     """
     framer = SseFramer()
+    request_id = call.request_id
     clock = call.clock
     last_event = clock.monotonic()
     ended = False
@@ -154,24 +187,26 @@ async def relay_sse(
             if transform is not None:
                 blocks = framer.feed(chunk)
                 if blocks:
-                    observe_blocks(observer, blocks)
+                    decoded = observe_blocks(observer, blocks, watch, request_id)
                     last_event = clock.monotonic()
                     out = transform(blocks)
                     if out:
                         call.note_output()  # XLAT-5: first output as the client sees it
                     if call.state.finished:
+                        watch_ending(watch, call, decoded)
                         on_end(call)
                     if out:
                         yield out
             else:
                 events = framer.cut(chunk)  # the complete events, bytes unchanged, in one piece
                 if events:
-                    observe_events(observer, events)
+                    decoded = observe_events(observer, events, watch, request_id)
                     last_event = clock.monotonic()
                     call.note_output()
                     if call.state.finished:
                         # The terminal event: record the call and free its slot before the client
                         # can see the end and move on (WAIT-7); clients often close at once after it.
+                        watch_ending(watch, call, decoded)
                         on_end(call)
                     yield events
         ended = True
@@ -320,6 +355,7 @@ def stream_reply(
         trailer=trailer,
         deadline=call.started + settings.request_timeout_s,
         keepalive=keepalive,
+        watch=runtime.watch_of(call.provider),
     )
     return StreamReply(stream, {"x-request-id": call.request_id} | SSE_HEADERS)
 
@@ -334,11 +370,14 @@ async def relay_json(
     *,
     deadline: float | None = None,
     idle_timeout_s: float = 0,
+    watch: ProviderWatch = UNWATCHED,
 ) -> JsonReply:
     """Relay an upstream JSON answer as it came (the payload inside it, when the upstream wraps
     its answers: ``unwrap``) and finish the call from what ``observe`` saw.
 
     ``deadline`` (monotonic, ADM-9) and ``idle_timeout_s`` (TIME-2) bound the read (OPS-4).
+    ``watch``: the top-level fields of an answer decoded anyway, checked against what the
+    provider's upstream is known to answer (CLIENT-7).
     """
     try:
         content = await _read_bounded(call, response, deadline, idle_timeout_s)
@@ -377,6 +416,8 @@ async def relay_json(
         if isinstance(payload, dict):
             if observe is not None:
                 observe(payload)
+                if response.status_code < 300:
+                    watch.answer(payload, call.request_id)
             if unwrap is not None and response.status_code < 300:
                 content = json_dumps(unwrap(payload))
     outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS

@@ -20,20 +20,23 @@ import anyio.to_thread
 from sqlalchemy.engine import Connection, Engine
 from starlette.requests import HTTPConnection
 
-from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, group_ref, signals
+from sublane_core import AlertOutbox, Clock, CredentialCipher, Settings, account_ref, group_ref, signals
 from sublane_gateway.pipeline._alerts import Deliverer
 from sublane_gateway.pipeline._aliases import GroupAliases, default_aliases
 from sublane_gateway.pipeline._background import BackgroundTasks
 from sublane_gateway.pipeline._cache_turns import ConversationTurns, turn_of
 from sublane_gateway.pipeline._catalog import ModelCatalog
+from sublane_gateway.pipeline._client_versions import ClientVersions
 from sublane_gateway.pipeline._cooldown_store import CooldownStore
 from sublane_gateway.pipeline._keys import KeyAuthenticator
 from sublane_gateway.pipeline._serving import ServingProviders
 from sublane_gateway.pipeline._tracing import Tracing, tracing_from_environment
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch, UpstreamWatch
 from sublane_history import TokenBudgets
 from sublane_providers import (
     AliasesModels,
     CredentialVault,
+    HasClientIdentity,
     ProviderAdapter,
     UpstreamClients,
     WrapsEvents,
@@ -60,6 +63,8 @@ _log = logging.getLogger("sublane.gateway")
 
 #: ALERT-2: ``pool.unavailable`` at most once per group and model in this time.
 POOL_ALERT_EVERY_S = 600.0
+#: How soon this replica asks the database again when the event was not told (another told it).
+POOL_ALERT_RECHECK_S = 10.0
 
 Change = signals.AccountChange
 
@@ -92,6 +97,9 @@ class ClientRuntime:
     coordination: Coordination | None = None  # SCALE-2: the other replicas, through Redis
     #: COST-4: each conversation's previous turn, to tell why a turn missed the prompt cache.
     cache_turns: ConversationTurns = field(default_factory=ConversationTurns)
+    #: CLIENT-2: every provider's effective client version (providers with a client identity).
+    client_versions: ClientVersions | None = None
+    watch: UpstreamWatch | None = None  # CLIENT-7: what upstreams answer that SubLane does not know
     _engine: Engine | None = None  # where a replica reads what another told it changed
     _pool_told_at: dict[tuple[int | None, str], float] = field(default_factory=dict)
     #: EGRESS-2: the last failure of each account's egress proxy (time, what failed), until it works.
@@ -107,6 +115,14 @@ class ClientRuntime:
         if self.quota is not None:
             await self.quota.start()  # QUOTA-8: observations survive a restart
         coordination = self.coordination
+        versions = self.client_versions
+        if versions is not None:  # CLIENT-2: persisted, and shared with the other replicas
+            await anyio.to_thread.run_sync(versions.load)
+            versions.in_background = lambda work: self._background(anyio.to_thread.run_sync, work)
+            if coordination is not None:
+                versions.on_changed = lambda provider: coordination.publish(
+                    "client_versions", provider=provider
+                )
         if coordination is not None:
             coordination.on_released = self.scheduler.offer
             coordination.on_event = self._remote_event
@@ -114,9 +130,16 @@ class ClientRuntime:
             self.cache_turns.on_stored = coordination.publish_cache_turn
             await coordination.start()
         self.connect_signals()
+        if self.watch is not None:
+            self.watch.start()
         if self.alerts is not None:
             self.outbox.on_added = self.poke_alerts
             self.alerts.start()
+
+    def watch_of(self, provider: str | None) -> ProviderWatch:
+        """CLIENT-7: what ``provider``'s upstream is known to answer, and where news goes."""
+        watch = self.watch
+        return watch.providers.get(provider or "", UNWATCHED) if watch is not None else UNWATCHED
 
     def egress_failed(self, account_id: int, what: str) -> None:
         """EGRESS-2: the account's proxy failed (shown in its runtime view; no cooldown)."""
@@ -136,7 +159,9 @@ class ClientRuntime:
 
     def _pool_unavailable(self, payload: signals.PoolUnavailable) -> None:
         """ALERT-2 ``pool.unavailable``: a group had no eligible account for a model — told at most
-        once per group and model in 10 minutes (in-memory state: written right after)."""
+        once per group and model in 10 minutes over every replica (ALERT-6: the database decides,
+        ``once_per``), written right after, in the background. This replica asks the database again
+        for a group and model at most every :data:`POOL_ALERT_RECHECK_S` when it was not told."""
         alerts = self.alerts
         if alerts is None:
             return
@@ -151,10 +176,33 @@ class ClientRuntime:
             return {"group": group_ref(connection, group_id), "model": model, "reason": payload.reason}
 
         async def tell() -> None:
-            if await alerts.raise_event("pool.unavailable", describe) is None:
-                self._pool_told_at.pop((group_id, model), None)  # no webhook wanted it: not told
+            once_per = (f"pool.unavailable:{group_id}:{model}", POOL_ALERT_EVERY_S)
+            if await alerts.raise_event("pool.unavailable", describe, once_per=once_per) is None:
+                # told by another replica, or no webhook wanted it: look again a little later
+                self._pool_told_at[(group_id, model)] = now - POOL_ALERT_EVERY_S + POOL_ALERT_RECHECK_S
 
         self._background(tell)
+
+    def _version_refused(self, payload: signals.ClientVersionRefused) -> None:
+        """CLIENT-3 → CLIENT-7: a refused client version is listed with the upstream changes
+        (kind ``client_version``, named by the version the upstream or catalogue asked for)."""
+        if self.watch is not None:
+            needed = payload.needed or f"newer than {payload.carried or 'unknown'}"
+            self.watch.client_version_refused(payload.provider, needed, payload.request_id)
+
+    def _refresh_failing(self, payload: signals.RefreshFailing) -> None:
+        """ALERT-2 ``account.refresh_failing`` (the third refresh failure in a row, in-memory state):
+        written in the background, never on the path of the request whose refresh failed."""
+        alerts = self.alerts
+        if alerts is None:
+            return
+        account_id = payload.account_id
+
+        def describe(connection: Connection) -> dict[str, Any]:
+            account = account_ref(connection, account_id)
+            return {"account": account, "failures": payload.failures, "reason": payload.reason[:64]}
+
+        self._background(alerts.raise_event, "account.refresh_failing", describe)
 
     def poke_alerts(self) -> None:
         """Events were queued (from any thread): deliver them now, not at the next poll."""
@@ -247,9 +295,15 @@ class ClientRuntime:
         self._disconnects += [
             signals.credentials_rejected.connect(on_rejected),
             signals.pool_unavailable.connect(self._pool_unavailable, sender=scheduler),
+            signals.refresh_failing.connect(self._refresh_failing, sender=self.vault),
+            signals.client_version_refused.connect(self._version_refused, sender=self),
             signals.account_changed.connect(on_account),
             signals.access_changed.connect(on_access),
         ]
+        if self.client_versions is not None:  # refusals told by a call identity without a call
+            self._disconnects.append(
+                signals.client_version_refused.connect(self._version_refused, sender=self.client_versions)
+            )
 
     # -- other replicas (SCALE-2) --------------------------------------------------------------------
 
@@ -294,6 +348,8 @@ class ClientRuntime:
             from sublane_gateway.pipeline._coordination import quota_observation
 
             self.quota.apply_saved(quota_observation(event))
+        elif kind == "client_versions" and self.client_versions is not None:  # CLIENT-2
+            self._background(anyio.to_thread.run_sync, self.client_versions.load)
         elif kind == "cooldown":
             from sublane_gateway.pipeline._coordination import cooldown_of
 
@@ -308,6 +364,8 @@ class ClientRuntime:
         for account_id in list(self.vault.loaded()):
             self.vault.forget(account_id)
         self._background(self.cooldown_store.restore, self.scheduler.cooldowns)
+        if self.client_versions is not None:
+            self._background(anyio.to_thread.run_sync, self.client_versions.load)
 
     def share_budgets(self, budgets: TokenBudgets, engine: Engine) -> None:
         """TEAM-4 across replicas: the tokens of members who have budget rules and every change of
@@ -369,6 +427,8 @@ class ClientRuntime:
             await self.quota.close()  # running reads end; queued writes finish
         if self.tracing is not None:
             self.tracing.shutdown()  # the last spans are exported
+        if self.watch is not None:
+            await self.watch.close()  # what was noted is stored (and alerted) before the outbox stops
         if self.alerts is not None:
             await self.alerts.close()  # pending deliveries stay in the outbox for the next start
         await self.http.aclose()
@@ -396,6 +456,7 @@ def build_runtime(
             namespace=settings.redis_namespace,
         )
     outbox = AlertOutbox(settings.workspace_name, clock)  # ALERT-2: state changes write their events
+    watch = UpstreamWatch(engine, clock, outbox, adapters)  # CLIENT-7
     vault = CredentialVault(
         engine,
         cipher,
@@ -432,9 +493,11 @@ def build_runtime(
             try:
                 credentials = await vault.get(account_id, adapter.name, margin=metadata_margin)
                 with use_egress(credentials.egress):  # EGRESS-1: through the account's egress
-                    return await adapter.list_models(credentials.bundle)
+                    models = await adapter.list_models(credentials.bundle)
             finally:
                 ticket.close()
+            watch.of(adapter.name).catalogue(models)  # CLIENT-7: a model SubLane does not know
+            return models
 
         return discover
 
@@ -501,6 +564,16 @@ def build_runtime(
         outbox=outbox,
         alerts=Deliverer(engine, cipher, clock, outbox, settings.alert_retry_s),
         coordination=coordination,
+        client_versions=ClientVersions(
+            engine,
+            clock,
+            {
+                name: adapter.identity
+                for name, adapter in adapters.items()
+                if isinstance(adapter, HasClientIdentity)
+            },
+        ),
+        watch=watch,
     )
 
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from sublane_core import SubLaneError, signals
+from sublane_gateway.pipeline._identity import CallIdentity, too_old_message
 from sublane_gateway.pipeline._quota import record_exhaustion
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_providers import (
@@ -71,8 +72,12 @@ async def send_with_recovery(
     grant: Grant,
     build: Callable[[Credentials], UpstreamRequest],
     recheck: Callable[[], Awaitable[object]],
+    identity: CallIdentity | None = None,
 ) -> tuple[UpstreamResponse, Credentials]:
-    """Send until accepted or refused for good; the caller owns the grant and releases it."""
+    """Send until accepted or refused for good; the caller owns the grant and releases it.
+
+    ``identity``: the call's client identity decision, asked again after a version refusal (CLIENT-3).
+    """
     account = grant.account
     adapter = runtime.adapters[account.provider]
     credentials = await runtime.vault.get(account.id, account.provider)
@@ -115,6 +120,9 @@ async def send_with_recovery(
             return response, credentials
         body = await read_error_body(response, MAX_ERROR_BODY)
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
+        runtime.watch_of(account.provider).error(
+            failure.code
+        )  # CLIENT-7: an error type SubLane does not know
         if failure.kind is FailureKind.UNAUTHORIZED:
             credentials = await runtime.vault.rejected(
                 account.id, account.provider, credentials, after_refresh=refreshed
@@ -132,6 +140,17 @@ async def send_with_recovery(
             retries += 1
             await recheck()  # RETRY-2: access, policy and account health still hold
             continue
+        if failure.kind is FailureKind.CLIENT_VERSION:  # CLIENT-3: no cooldown, no failure, no failover
+            model = grant.lease.model
+            if identity is not None and identity.resend(adapter, failure, model):
+                _log.info("upstream %s refused the client version: sent again as SubLane", account.provider)
+                continue
+            needed = identity.needed(adapter, failure, model) if identity is not None else None
+            carried = identity.carried if identity is not None else None
+            message = too_old_message(account.provider, model, needed, carried)
+            raise UpstreamRefused(
+                dataclasses.replace(failure, needed_version=needed, message=message), account.id
+            )
         failure = scoped_to_request(failure, grant.lease.model)
         if failure.kind is FailureKind.QUOTA_EXHAUSTED:  # an observation, not a cooldown (QUOTA-7)
             hint = await record_exhaustion(

@@ -38,6 +38,7 @@ from sublane_gateway.pipeline._hub_turn import (
     refusal_error,
     run_hub_turn,
 )
+from sublane_gateway.pipeline._identity import CallIdentity
 from sublane_gateway.pipeline._keys import Principal
 from sublane_gateway.pipeline._level_suffix import has_level, resolve_level_suffix
 from sublane_gateway.pipeline._quota import observe_exhaustion
@@ -45,9 +46,11 @@ from sublane_gateway.pipeline._review import review_link
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import check_policy, schedule, selection_recheck, split_model
 from sublane_gateway.pipeline._send import EgressUnreached, report_refusal
+from sublane_gateway.pipeline._upstream_watch import UNWATCHED, ProviderWatch
 from sublane_protocols import body_field_problem, read_intent
 from sublane_protocols.responses import openai_error_body
 from sublane_providers import (
+    KIND_EVENT,
     Credentials,
     FailureKind,
     OpensSessions,
@@ -134,8 +137,10 @@ class _Upstream:
         adapter: ProviderAdapter,
         session: UpstreamSession,
         credentials: Credentials,
+        watch: ProviderWatch = UNWATCHED,
     ) -> None:
         self.account = account
+        self.watch = watch  # CLIENT-7: frame types the provider does not know are noted
         self.adapter = adapter
         self.session = session
         self.credentials = credentials
@@ -379,11 +384,14 @@ class SocketTurns:
         assert isinstance(adapter, OpensSessions)  # _run sends only such providers' turns here
         credentials = await runtime.vault.get(account.id, account.provider)
         refreshed = False
+        # CLIENT-1: the socket carries the client's identity or SubLane's, decided as it opens
+        identity = CallIdentity(runtime.client_versions, None, WireProtocol.RESPONSES, self.headers)
+        headers = identity.headers_for(adapter)
         while True:
             try:
                 with use_egress(credentials.egress):
                     session = await adapter.open_session(
-                        credentials.bundle, self.headers, open_timeout=runtime.settings.header_timeout_s
+                        credentials.bundle, headers, open_timeout=runtime.settings.header_timeout_s
                     )
             except SessionRefused as refused:
                 failure = refused.failure
@@ -413,7 +421,9 @@ class SocketTurns:
                 raise TurnError(
                     502, "upstream_error", "The provider could not be reached.", moves_on=True
                 ) from None
-            self.upstream = _Upstream(account, adapter, session, credentials)
+            self.upstream = _Upstream(
+                account, adapter, session, credentials, self.runtime.watch_of(adapter.name)
+            )
             return self.upstream
 
     async def _run(self, call: ModelCall, grant: Grant, body: dict[str, Any], prewarm: bool) -> None:
@@ -496,6 +506,9 @@ class SocketTurns:
         self, call: ModelCall, upstream: _Upstream, text: str, observer: StreamObserver, prewarm: bool
     ) -> None:
         kind = frame_type(text)
+        watch = upstream.watch
+        if kind is not None and kind not in watch.events:
+            watch.note(KIND_EVENT, kind, call.request_id)
         quota_events = upstream.quota_events
         if (
             kind in _TAGGED_EVENTS
@@ -550,6 +563,7 @@ class SocketTurns:
         failure = adapter.classify_failure(
             status, headers, json.dumps({"error": payload.get("error")}).encode(), self.runtime.clock.time()
         )
+        self.runtime.watch_of(adapter.name).error(failure.code, call.request_id)  # CLIENT-7
         if call.grant is not None:
             if failure.kind is FailureKind.QUOTA_EXHAUSTED:  # an observation, not a cooldown (QUOTA-7)
                 observe_exhaustion(self.runtime, adapter, call.grant.account, headers, failure)

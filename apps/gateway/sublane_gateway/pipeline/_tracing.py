@@ -2,7 +2,10 @@
 
 On only when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set; the
 standard ``OTEL_*`` variables configure the rest (headers, timeout, service name, resource,
-batching), read by the SDK itself. Off, nothing is imported and a request pays one ``is None``.
+batching), read by the SDK itself. ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (else
+``OTEL_EXPORTER_OTLP_PROTOCOL``) chooses the exporter: ``http/protobuf`` (the default) or ``grpc``;
+``http/json``, which no Python exporter speaks, or anything else stops start-up with a clear
+message rather than being ignored. Off, nothing is imported and a request pays one ``is None``.
 
 The spans of a request are made when it ends, from the times its :class:`ModelCall` noted (the
 SDK takes explicit start and end times): one span per model request, with the request ID, client
@@ -20,10 +23,31 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["RequestTimes", "Tracing", "tracing_from_environment"]
+__all__ = ["RequestTimes", "Tracing", "TracingRefused", "tracing_from_environment"]
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+_PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+PROTOCOLS = ("http/protobuf", "grpc")
+
+
+class TracingRefused(ValueError):
+    """The ``OTEL_*`` variables ask for an export SubLane cannot make (start-up stops, OPS-12)."""
+
+
+def otlp_protocol() -> str:
+    """The OTLP protocol the standard variables choose (the traces' own variable first)."""
+    for name in _PROTOCOL_VARIABLES:
+        value = os.environ.get(name, "").strip().lower()
+        if value:
+            if value not in PROTOCOLS:
+                raise TracingRefused(
+                    f"{name}={value!r} is not supported: SubLane exports traces over "
+                    f"{' or '.join(repr(protocol) for protocol in PROTOCOLS)}"
+                )
+            return value
+    return PROTOCOLS[0]
 
 
 class RequestTimes(Protocol):
@@ -126,7 +150,7 @@ def tracing_from_environment() -> Tracing | None:
     """A :class:`Tracing` when an OTLP endpoint is configured; ``None`` (and no import) otherwise."""
     if not any(os.environ.get(name) for name in _ENDPOINTS):
         return None
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    protocol = otlp_protocol()
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -137,5 +161,16 @@ def tracing_from_environment() -> Tracing | None:
     )
     resource = Resource.create({} if named else {"service.name": "sublane"})
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(_exporter(protocol)))
     return Tracing(provider)
+
+
+def _exporter(protocol: str) -> SpanExporter:
+    """The SDK's OTLP exporter of ``protocol``; it reads its own ``OTEL_*`` variables."""
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter()
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter()

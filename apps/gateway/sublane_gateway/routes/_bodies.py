@@ -41,7 +41,7 @@ async def read_json_object(
         )
     limit = body_limit(request)
     length = headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
+    if length is not None and length.isascii() and length.isdigit() and int(length) > limit:
         raise SubLaneError("body_too_large")
     chunks: list[bytes] = []
     size = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 from starlette.requests import HTTPConnection, Request
@@ -11,16 +12,25 @@ from sublane_core import SubLaneError, UpstreamOperation, WireProtocol
 from sublane_gateway._proxy import client_address
 from sublane_gateway.pipeline import CallSpec, client_runtime, serve_call, sublane_error_reply
 from sublane_gateway.routes._bodies import read_json_object
-from sublane_gateway.routes._replies import to_response
+from sublane_gateway.routes._replies import ClientWatch, to_response
+
+#: The Messages protocol's beta list, which a client may spread over several header lines.
+_BETAS = "anthropic-beta"
+_BETAS_RAW = _BETAS.encode()
 
 
 def headers_by_name(connection: HTTPConnection) -> dict[str, str]:
     """A request's or WebSocket's headers by (lower-case) name; of a repeated one the first, as
-    Starlette's ``Headers.get`` reads it. A plain dict: the pipeline looks up a dozen names a
-    call, most of them absent, and ``Headers`` scans its list and raises ``KeyError`` for each
-    miss (issue #19)."""
+    Starlette's ``Headers.get`` reads it (``anthropic-beta``: all of them, joined). A plain dict:
+    the pipeline looks up a dozen names a call, most of them absent, and ``Headers`` scans its
+    list and raises ``KeyError`` for each miss (issue #19)."""
     raw = connection.scope["headers"]
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+    if _BETAS in headers:  # a list header: every line counts, joined as HTTP folds them (CLIENT-4)
+        lines = [value.decode("latin-1") for name, value in raw if name == _BETAS_RAW]
+        if len(lines) > 1:
+            headers[_BETAS] = ",".join(lines)
+    return headers
 
 
 async def serve_http(
@@ -62,4 +72,20 @@ async def serve_http(
         json_array=json_array,
         arrived=arrived,
     )
-    return to_response(await serve_call(runtime, principal, spec))
+    watch = ClientWatch(request.receive)  # ADM-6: a client that leaves ends its call, whatever its shape
+    watch.waiting = True
+    try:
+        reply = await serve_call(runtime, principal, spec)
+    except asyncio.CancelledError:
+        watch.close()
+        if not watch.delivered():
+            raise
+        return to_response(sublane_error_reply(protocol, SubLaneError("invalid_request", _LEFT)))
+    except BaseException:
+        watch.close()
+        raise
+    watch.waiting = False
+    return to_response(reply, watch)
+
+
+_LEFT = "The client closed the connection."  # nobody reads it: the answer goes nowhere

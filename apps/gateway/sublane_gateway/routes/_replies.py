@@ -5,6 +5,11 @@ headers in one pass and, for a stream, watch for the client leaving with one pla
 Starlette's task group, cancel scope and event per response (issue #19; measured in BENCHMARKS.md).
 Headers and bytes on the wire are those Starlette would send: ``content-length`` for a JSON body,
 ``text/event-stream; charset=utf-8`` for a stream, the reply's own headers lower-cased.
+
+One :class:`ClientWatch` per call watches the ASGI ``receive`` for the client leaving, from the
+moment its body is read until its answer ends: while the pipeline waits (for a slot, the upstream's
+head, a JSON answer) or a stream waits for its next chunk, a disconnect cancels that wait (ADM-6),
+and the pipeline's own handlers record ``canceled`` and give the slot back.
 """
 
 from __future__ import annotations
@@ -26,6 +31,46 @@ def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
 
 def _without(raw: list[tuple[bytes, bytes]], name: bytes) -> bool:
     return all(key != name for key, _ in raw)
+
+
+class ClientWatch:
+    """Watches one call's client with one task: when it leaves while :attr:`waiting` is set, the
+    call's task is cancelled there (its waits are the pipeline's, which finish the call as
+    ``canceled``). The task's only work per call is one ``receive`` that ends at the disconnect
+    or at :meth:`close`; nothing is done per chunk."""
+
+    __slots__ = ("left", "task", "waiting", "watcher")
+
+    def __init__(self, receive: Receive) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.waiting = False
+        self.left = False
+        self.watcher: asyncio.Task[None] | None = asyncio.create_task(self._watch(receive))
+
+    async def _watch(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.left = True
+        if self.waiting:  # the call's task is suspended in a wait of the pipeline: the cancel lands there
+            self.task.cancel()
+
+    def delivered(self) -> bool:
+        """After a ``CancelledError``: whether it was this watch's (the client left), now taken
+        back so that the request ends quietly; ``False``: someone else's, to raise on."""
+        if not self.left:
+            return False
+        self.task.uncancel()
+        return True
+
+    def close(self) -> None:
+        """Stop watching (let go of the watcher: a cancelled task's error refers back to us)."""
+        self.waiting = False
+        watcher = self.watcher
+        if watcher is not None:
+            self.watcher = None
+            watcher.cancel()
 
 
 class ReplyResponse(Response):
@@ -63,10 +108,11 @@ class StreamReplyResponse(ReplyResponse):
     written, the relay is closed after that write.
     """
 
-    def __init__(self, reply: StreamReply) -> None:
+    def __init__(self, reply: StreamReply, watch: ClientWatch | None = None) -> None:
         self.status_code = 200
         self.background = None
         self.chunks = reply.chunks
+        self.watch = watch
         raw = _raw_headers(reply.headers) if reply.headers else []
         if _without(raw, b"content-type"):
             media_type = reply.media_type
@@ -76,41 +122,28 @@ class StreamReplyResponse(ReplyResponse):
         self.raw_headers = raw
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        task = asyncio.current_task()
-        assert task is not None
         chunks: AsyncIterator[bytes] = self.chunks
-        waiting = left = False
-
-        async def watch() -> None:
-            nonlocal left
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            left = True
-            if waiting:  # the relay task is suspended inside the relay: the cancel lands there
-                task.cancel()
-
-        watcher = asyncio.create_task(watch())
+        watch = self.watch or ClientWatch(receive)  # the call's, from before the stream began
         try:
             self.started = True
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             while True:  # the relay is always entered: its ``finally`` is what finishes the call
-                waiting = True
+                watch.waiting = True
                 try:
                     chunk = await anext(chunks)
                 except StopAsyncIteration:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                     return
                 finally:
-                    waiting = False
+                    watch.waiting = False
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if left:
+                if watch.left:
                     break
         except asyncio.CancelledError:
-            if not left:
+            if not watch.delivered():
                 raise
-            task.uncancel()  # our own cancel, delivered: the request ends quietly, as it left
         finally:
-            watcher.cancel()
+            watch.close()
             await _close(chunks)
 
 
@@ -121,8 +154,10 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
         await aclose()
 
 
-def to_response(reply: Reply) -> Response:
-    """The ASGI response of a pipeline reply."""
+def to_response(reply: Reply, watch: ClientWatch | None = None) -> Response:
+    """The ASGI response of a pipeline reply; a stream goes on with the call's ``watch``."""
     if isinstance(reply, StreamReply):
-        return StreamReplyResponse(reply)
+        return StreamReplyResponse(reply, watch)
+    if watch is not None:
+        watch.close()
     return JsonReplyResponse(reply)

@@ -124,7 +124,7 @@ class _Reducer:
             key = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, Mapping) and key in target:
                 target = target[key]
-            elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
+            elif isinstance(target, list) and key.isascii() and key.isdigit() and int(key) < len(target):
                 target = target[int(key)]
             else:
                 return None

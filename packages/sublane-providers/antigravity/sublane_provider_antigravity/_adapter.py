@@ -22,6 +22,7 @@ from sublane_provider_antigravity._cache import CACHE_LIFETIME_S
 from sublane_provider_antigravity._client_names import GEMINI_CLI_NAMES
 from sublane_provider_antigravity._credentials import parse_credentials
 from sublane_provider_antigravity._failures import classify_failure, no_capacity
+from sublane_provider_antigravity._identity import AntigravityIdentity
 from sublane_provider_antigravity._login import AntigravityLogin
 from sublane_provider_antigravity._oauth import GoogleOAuth
 from sublane_provider_antigravity._project import ProjectUnavailable, discover_project
@@ -29,10 +30,12 @@ from sublane_provider_antigravity._quota import models_of, windows_from_models
 from sublane_provider_antigravity._request import hosts_of, upstream_headers, wrapped_body
 from sublane_provider_antigravity._settings import AntigravitySettings
 from sublane_provider_antigravity._stream import AntigravityStreamObserver, unwrap
+from sublane_provider_antigravity._vocabulary import VOCABULARY
 from sublane_providers import (
     AccountIdentity,
     CompletesBundles,
     CompletesImports,
+    HasClientIdentity,
     HasOtherHosts,
     ImportedCredentials,
     LoginFlow,
@@ -76,7 +79,14 @@ _PATHS = {
 
 
 class AntigravityAdapter(
-    ProviderAdapter, CompletesBundles, CompletesImports, HasOtherHosts, SignsIn, SuggestsAliases, WrapsEvents
+    ProviderAdapter,
+    CompletesBundles,
+    CompletesImports,
+    HasClientIdentity,
+    HasOtherHosts,
+    SignsIn,
+    SuggestsAliases,
+    WrapsEvents,
 ):
     """Talks to cloudcode-pa and Google's OAuth server for one SubLane process."""
 
@@ -89,6 +99,8 @@ class AntigravityAdapter(
     refresh_fallback = False  # plain validity (GEM-3)
     fallback_models = KNOWN_MODELS
     cache_lifetime = CACHE_LIFETIME_S  # COST-4 (_cache.py)
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported).
+    vocabulary = VOCABULARY
 
     def __init__(
         self,
@@ -104,6 +116,7 @@ class AntigravityAdapter(
         self._oauth = oauth
         self._authorize_url = authorize_url
         self._metadata_timeout = metadata_timeout
+        self.identity = AntigravityIdentity()
 
     # -- credentials ------------------------------------------------------------------------------
 
@@ -126,7 +139,11 @@ class AntigravityAdapter(
             return merged
         try:
             project, tier = await discover_project(
-                self._http, self.hosts[-1], str(merged["access_token"]), timeout_s=self._metadata_timeout
+                self._http,
+                self.hosts[-1],
+                str(merged["access_token"]),
+                timeout_s=self._metadata_timeout,
+                identity=self.identity.headers(),
             )
         except (httpx.HTTPError, ValueError, ProjectUnavailable) as exc:
             raise RefreshFailed(f"project:{type(exc).__name__}", permanent=False) from None
@@ -181,7 +198,8 @@ class AntigravityAdapter(
                 body, project=str(bundle.get("project_id") or ""), model=model, conversation_key=key
             )
         content = json_dumps(payload, errors="surrogatepass")
-        headers = upstream_headers(str(bundle["access_token"]), accept=accept)
+        identity = self.identity.carried(client_headers)  # CLIENT-1: the client's only when usable
+        headers = upstream_headers(str(bundle["access_token"]), accept=accept, identity=identity)
         return UpstreamRequest("POST", self.hosts[0] + path, headers, content)
 
     def next_host(self, request: UpstreamRequest, failure: UpstreamFailure | None) -> UpstreamRequest | None:
@@ -222,7 +240,11 @@ class AntigravityAdapter(
                 response = await self._http.post(
                     f"{host}/v1internal:fetchAvailableModels",
                     json={"project": bundle.get("project_id")} if bundle.get("project_id") else {},
-                    headers=upstream_headers(str(bundle["access_token"]), accept="application/json"),
+                    headers=upstream_headers(
+                        str(bundle["access_token"]),
+                        accept="application/json",
+                        identity=self.identity.headers(),
+                    ),
                     timeout=self._metadata_timeout,
                 )
             except httpx.TransportError:

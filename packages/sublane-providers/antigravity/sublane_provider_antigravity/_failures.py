@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sublane_providers import FailureKind, UpstreamFailure, parse_retry_after
-from sublane_providers.kit import MAX_RETRY_AFTER_S, header
+from sublane_providers.kit import MAX_RETRY_AFTER_S, VERSION_IN_TEXT, header
 
 DOMAIN = "cloudcode-pa.googleapis.com"
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
@@ -23,6 +23,14 @@ RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 #: ErrorInfo reasons that name one model's limit.
 MODEL_REASONS = frozenset({"RATE_LIMIT_EXCEEDED", "QUOTA_EXHAUSTED", "MODEL_CAPACITY_EXHAUSTED"})
 NO_CAPACITY = "no capacity available"
+#: CLIENT-3, an assumption (no refusal of this kind has been captured): Google's APIs refuse an
+#: outdated client with ``FAILED_PRECONDITION`` or ``INVALID_ARGUMENT`` and an ``ErrorInfo`` reason
+#: naming the client version, or a message asking to upgrade Antigravity.
+VERSION_REASONS = frozenset({"CLIENT_VERSION_TOO_OLD", "UNSUPPORTED_CLIENT_VERSION", "CLIENT_TOO_OLD"})
+_UPGRADE = re.compile(
+    r"(upgrade|update) (to )?(the latest )?(version of )?antigravity|newer version of antigravity", re.I
+)
+CLIENT_VERSION_CODE = "client_version_too_old"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -94,6 +102,15 @@ def classify_failure(status: int, headers: Mapping[str, str], body: bytes, now: 
         if status == 503 and NO_CAPACITY in message.lower():
             code = "no_capacity"
         return UpstreamFailure(FailureKind.TRANSIENT, status, code, message, retry_after)
+    if status == 400 and (reason in VERSION_REASONS or _UPGRADE.search(message)):
+        found = VERSION_IN_TEXT.search(message)
+        return UpstreamFailure(
+            FailureKind.CLIENT_VERSION,
+            status,
+            CLIENT_VERSION_CODE,
+            message,
+            needed_version=found[1] if found else None,
+        )
     return UpstreamFailure(FailureKind.CLIENT_ERROR, status, code, message)
 
 

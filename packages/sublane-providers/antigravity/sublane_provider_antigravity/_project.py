@@ -41,19 +41,34 @@ def _default_tier(payload: Mapping[str, Any]) -> str:
     return "free-tier"
 
 
-async def _post(http: MetadataHttp, url: str, token: str, body: dict[str, Any], timeout_s: float) -> Any:
-    response = await http.post(
-        url, json=body, headers=upstream_headers(token, accept="application/json"), timeout=timeout_s
-    )
+async def _post(
+    http: MetadataHttp,
+    url: str,
+    token: str,
+    body: dict[str, Any],
+    timeout_s: float,
+    identity: Mapping[str, str] | None,
+) -> Any:
+    headers = upstream_headers(token, accept="application/json", identity=identity)
+    response = await http.post(url, json=body, headers=headers, timeout=timeout_s)
     response.raise_for_status()
     return response.json()
 
 
 async def discover_project(
-    http: MetadataHttp, host: str, token: str, *, timeout_s: float, poll_s: float = ONBOARD_POLL_S
+    http: MetadataHttp,
+    host: str,
+    token: str,
+    *,
+    timeout_s: float,
+    poll_s: float = ONBOARD_POLL_S,
+    identity: Mapping[str, str] | None = None,
 ) -> tuple[str, str | None]:
-    """``(project id, tier)`` of the account, onboarding it when it has none."""
-    loaded = await _post(http, f"{host}/v1internal:loadCodeAssist", token, {"metadata": _METADATA}, timeout_s)
+    """``(project id, tier)`` of the account, onboarding it when it has none (``identity``: the
+    client identity headers to send, CLIENT-1)."""
+    loaded = await _post(
+        http, f"{host}/v1internal:loadCodeAssist", token, {"metadata": _METADATA}, timeout_s, identity
+    )
     if not isinstance(loaded, dict):
         raise ProjectUnavailable("loadCodeAssist answered something other than an object")
     tier = _default_tier(loaded)
@@ -62,7 +77,7 @@ async def discover_project(
         return project, tier
     body = {"tier_id": tier, "metadata": _METADATA}
     for attempt in range(ONBOARD_POLLS):
-        operation = await _post(http, f"{host}/v1internal:onboardUser", token, body, timeout_s)
+        operation = await _post(http, f"{host}/v1internal:onboardUser", token, body, timeout_s, identity)
         if isinstance(operation, dict) and operation.get("done") is True:
             response = operation.get("response")
             project = _project_id(

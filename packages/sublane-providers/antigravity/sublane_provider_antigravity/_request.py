@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sublane_core import new_uuid
+from sublane_provider_antigravity._identity import API_CLIENT, BUILT_IN_VERSION, CLIENT_METADATA
 
-USER_AGENT = "antigravity/1.13.3 linux/amd64"
-API_CLIENT = "google-cloud-sdk vscode_cloudshelleditor/0.1"
-CLIENT_METADATA = '{"ideType":"IDE_UNSPECIFIED","platform":"PLATFORM_UNSPECIFIED","pluginType":"GEMINI"}'
+USER_AGENT = f"antigravity/{BUILT_IN_VERSION} linux/amd64"
 # Fields of the Gemini request the wrapper carries itself, or the upstream refuses.
 _DROPPED = ("model", "safetySettings")
 
@@ -45,15 +44,24 @@ def wrapped_body(
     }
 
 
-def upstream_headers(access_token: str, *, accept: str) -> dict[str, str]:
-    """Our bearer and the Antigravity client identity; nothing of the client's headers goes upstream."""
+def upstream_headers(
+    access_token: str, *, accept: str, identity: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Our bearer and the Antigravity client identity (``identity``: the headers the call carries,
+    CLIENT-1; the built-in one by default); nothing else of the client's headers goes upstream."""
     return {
         "authorization": f"Bearer {access_token}",
         "content-type": "application/json",
         "accept": accept,
-        "user-agent": USER_AGENT,
-        "x-goog-api-client": API_CLIENT,
-        "client-metadata": CLIENT_METADATA,
+        **(
+            identity
+            if identity is not None
+            else {
+                "user-agent": USER_AGENT,
+                "x-goog-api-client": API_CLIENT,
+                "client-metadata": CLIENT_METADATA,
+            }
+        ),
     }
 
 

@@ -15,8 +15,9 @@ from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_
 from sublane_provider_claude._cache import CACHE_LIFETIME_S, cache_lifetime_s
 from sublane_provider_claude._credentials import parse_credentials
 from sublane_provider_claude._failures import classify_failure
+from sublane_provider_claude._identity import ClaudeIdentity
 from sublane_provider_claude._login import AUTHORIZE_URL, CLIENT_ID, ClaudeLogin
-from sublane_provider_claude._quota import remembered_windows_from_headers, windows_from_usage
+from sublane_provider_claude._quota import HEADER_PREFIX, remembered_windows_from_headers, windows_from_usage
 from sublane_provider_claude._request import (
     CLAUDE_DIALECT,
     DEFAULT_ANTHROPIC_VERSION,
@@ -28,10 +29,12 @@ from sublane_provider_claude._request import (
 )
 from sublane_provider_claude._settings import ClaudeSettings
 from sublane_provider_claude._stream import ClaudeStreamObserver
+from sublane_provider_claude._vocabulary import VOCABULARY
 from sublane_providers import (
     AccountIdentity,
     AliasesModels,
     CompletesImports,
+    HasClientIdentity,
     ImportedCredentials,
     LoginFlow,
     MetadataHttp,
@@ -57,21 +60,20 @@ PERMANENT_REFRESH_CODES = frozenset({"invalid_grant"})
 # There is no model-list endpoint for OAuth accounts (and the simulator offers none): the catalogue
 # is the ids known to work with Claude subscriptions (PROTOCOLS §2.9), overridable per adapter.
 KNOWN_MODELS: tuple[str, ...] = (
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+    "claude-fable-5-2",
+    "claude-fable-5-1",
+    "claude-fable-5",
     "claude-opus-5",
     "claude-sonnet-5",
-    "claude-fable-5",
     "claude-opus-4-8",
     "claude-opus-4-7",
     "claude-opus-4-6",
     "claude-sonnet-4-6",
     "claude-opus-4-5-20251101",
-    "claude-sonnet-4-5-20250929",
     "claude-haiku-4-5-20251001",
-    "claude-opus-4-1-20250805",
-    "claude-opus-4-20250514",
-    "claude-sonnet-4-20250514",
-    "claude-3-7-sonnet-20250219",
-    "claude-3-5-haiku-20241022",
 )
 
 _SAFE_CODE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -119,7 +121,7 @@ def _plan_of(profile: Mapping[str, Any]) -> str | None:
     return None
 
 
-class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
+class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, HasClientIdentity):
     """Talks to the Anthropic API and Claude's OAuth server for one SubLane process.
 
     Args:
@@ -148,6 +150,11 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
     def cache_lifetime_s(self, body: Mapping[str, Any]) -> float:
         """Five minutes, or an hour when a breakpoint asks ``"ttl": "1h"``."""
         return cache_lifetime_s(body)
+    # Claude Code shows its subscription limits from these (CLIENT-5): they reach it unchanged.
+    native_reply_header_prefixes = (HEADER_PREFIX,)
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported); its catalogue
+    #: lists the dated ids and their aliases.
+    vocabulary = dataclasses.replace(VOCABULARY, models=fallback_models | aliases_of(KNOWN_MODELS))
 
     def __init__(
         self,
@@ -169,6 +176,7 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         self._models = tuple(models)
         self._models_fallback = models_fallback
         self._clock = clock
+        self.identity = ClaudeIdentity()
 
     # -- endpoints --------------------------------------------------------------------------------
 
@@ -225,7 +233,9 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         bound: bool,
     ) -> UpstreamRequest:
         """``POST /v1/messages`` streaming (``stream: true`` forced) for the client's Messages body."""
-        headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=bound)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=self.access(bundle), bound=bound
+        )
         payload = messages_body(body, model=str(body["model"]))
         payload["stream"] = True
         return self._post(self.messages_url, payload, headers, "text/event-stream")
@@ -239,7 +249,9 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         bound: bool,
     ) -> UpstreamRequest:
         """``POST /v1/messages`` answered as one JSON message (``stream: false``)."""
-        headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=bound)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=self.access(bundle), bound=bound
+        )
         payload = messages_body(body, model=str(body["model"]))
         payload["stream"] = False
         return self._post(self.messages_url, payload, headers, "application/json")
@@ -248,9 +260,21 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
         self, bundle: Mapping[str, Any], body: Mapping[str, Any], client_headers: Mapping[str, str]
     ) -> UpstreamRequest:
         """``POST /v1/messages/count_tokens`` for the client's body (never bound to a session)."""
-        headers = upstream_headers(client_headers, access_token=self.access(bundle), bound=False)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=self.access(bundle), bound=False
+        )
         payload = messages_body(body, model=str(body["model"]))
         return self._post(self.count_tokens_url, payload, headers, "application/json")
+
+    def identified(self, client_headers: Mapping[str, str]) -> Mapping[str, str]:
+        """The headers with a usable Claude Code identity: the client's, or else SubLane's (CLIENT-1).
+
+        The gateway has already replaced the client's identity where it may not pass (a translated
+        call, an old client); this fills in SubLane's where the call carries none at all.
+        """
+        if self.identity.client_version(client_headers) is None:
+            return self.identity.replaced(client_headers)
+        return client_headers
 
     def new_observer(self, state: StreamState | None = None) -> ClaudeStreamObserver:
         return ClaudeStreamObserver(state)
@@ -275,7 +299,7 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
             return await self._http.post(
                 self.token_url,
                 json=payload,
-                headers={"accept": "application/json"},
+                headers={**self._own_agent(), "accept": "application/json"},
                 timeout=self._metadata_timeout,
             )
         except httpx.HTTPError as exc:
@@ -356,8 +380,14 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn):
 
     # -- metadata ---------------------------------------------------------------------------------
 
+    def _own_agent(self) -> dict[str, str]:
+        """SubLane's Claude Code ``user-agent`` and ``x-app`` at the effective version (CLIENT-1)."""
+        own = self.identity.headers()
+        return {"user-agent": own["user-agent"], "x-app": own["x-app"]}
+
     def _metadata_headers(self, bundle: Mapping[str, Any]) -> dict[str, str]:
         return {
+            **self._own_agent(),
             "authorization": f"Bearer {self.access(bundle)}",
             "anthropic-beta": OAUTH_BETA,
             "accept": "application/json",

@@ -1,4 +1,5 @@
-"""Import of ``~/.claude/.credentials.json`` (PROTOCOLS §2.7)."""
+"""Import of ``~/.claude/.credentials.json`` (PROTOCOLS §2.7), and of the bundle SubLane stores
+(an account bundle carries that one, BULK-3)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         where = ".credentials.json 'claudeAiOauth'"
     elif "accessToken" in data:
         oauth = data
+        where = "credentials"
+    elif "access_token" in data:  # the shape this parser makes (an exported account's)
+        oauth = {
+            "accessToken": data.get("access_token"),
+            "refreshToken": data.get("refresh_token"),
+            "expiresAt": data.get("expires_at"),
+            "scopes": data.get("scopes"),
+            "subscriptionType": data.get("subscription_type"),
+            "rateLimitTier": data.get("rate_limit_tier"),
+        }
         where = "credentials"
     else:
         raise CredentialFormatError("not a Claude .credentials.json: expected a 'claudeAiOauth' object")

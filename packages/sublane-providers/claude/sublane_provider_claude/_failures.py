@@ -11,14 +11,39 @@ trouble, "not your usage limit".
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from sublane_provider_claude._quota import rejected_main_windows
 from sublane_providers import FailureKind, UpstreamFailure, parse_retry_after
-from sublane_providers.kit import MAX_RETRY_AFTER_S, header
+from sublane_providers.kit import MAX_RETRY_AFTER_S, VERSION_IN_TEXT, header
 
 QUOTA_CODE = "usage_limit_reached"
+#: CLIENT-3: Anthropic's refusal of a Claude Code too old for a model, as Claude Code 2.1.332 itself
+#: recognizes it: a 400 whose ``error.details.error_code`` is this, or whose message says "Claude
+#: Code X does not support this model; version Y or newer is required" (or names an organization's
+#: minimum). The type or a ``code`` field holding it is taken too.
+VERSION_REFUSAL = "claude_code_version_too_old"
+CLIENT_VERSION_CODE = "client_version_too_old"
+_VERSION_MESSAGE = re.compile(
+    r"\bClaude Code \S+ (?:does not support this model; version (\S+) or newer is required"
+    r"|is older than the minimum version required by your organization's policy"
+    r"|or later is required for your organization)"
+)
+
+
+def _version_refusal(error: Mapping[str, Any], message: str) -> tuple[bool, str | None]:
+    """Whether the error is a version refusal, and the version it asks for when it names one."""
+    found = _VERSION_MESSAGE.search(message)
+    details = error.get("details")
+    code = details.get("error_code") if isinstance(details, dict) else None
+    refused = VERSION_REFUSAL in (code, error.get("type"), error.get("code")) or found is not None
+    needed = found[1] if found is not None and found[1] else None
+    if refused and needed is None:
+        loose = VERSION_IN_TEXT.search(message)
+        needed = loose[1] if loose else None
+    return refused, needed
 
 
 def _error_object(body: bytes) -> dict[str, Any]:
@@ -61,4 +86,9 @@ def classify_failure(status: int, headers: Mapping[str, str], body: bytes, now: 
         return UpstreamFailure(FailureKind.FORBIDDEN, status, code, message)
     if status == 408 or status >= 500:
         return UpstreamFailure(FailureKind.TRANSIENT, status, code, message, retry_after)
+    refused, needed = _version_refusal(error, message) if status == 400 else (False, None)
+    if refused:
+        return UpstreamFailure(
+            FailureKind.CLIENT_VERSION, status, CLIENT_VERSION_CODE, message, needed_version=needed
+        )
     return UpstreamFailure(FailureKind.CLIENT_ERROR, status, code, message)

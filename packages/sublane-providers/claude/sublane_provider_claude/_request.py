@@ -28,16 +28,16 @@ _PASSTHROUGH_PREFIXES = ("x-stainless-",)
 
 
 def merged_betas(values: list[str]) -> str:
-    """One ``anthropic-beta`` value: the client's flags in order, without duplicates, plus the OAuth flag."""
-    flags: list[str] = []
-    for value in values:
-        for item in value.split(","):
-            flag = item.strip()
-            if flag and flag not in flags:
-                flags.append(flag)
-    if OAUTH_BETA not in flags:
-        flags.append(OAUTH_BETA)
-    return ",".join(flags)
+    """One ``anthropic-beta`` value: the client's own, byte for byte, plus the OAuth flag when absent.
+
+    Nothing the client sent is reordered, respaced or dropped (CLIENT-4: Claude Code's auto mode
+    checks for its own beta, e.g. ``dangerous-tool-use-2026-09-03``, beside the ``safeguards`` field);
+    several header lines are joined with ``,`` as HTTP folds them, and the OAuth flag goes last.
+    """
+    sent = ",".join(value for value in values if value.strip())
+    if OAUTH_BETA in (item.strip() for item in sent.split(",")):
+        return sent
+    return f"{sent},{OAUTH_BETA}" if sent else OAUTH_BETA
 
 
 def upstream_headers(client_headers: Mapping[str, str], *, access_token: str, bound: bool) -> dict[str, str]:

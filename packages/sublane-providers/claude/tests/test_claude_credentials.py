@@ -54,3 +54,13 @@ HUGE = 10**400
 def test_ops_1_a_400_digit_timestamp_is_no_expiry(data: dict[str, Any]) -> None:
     # Found by probing: a 400-digit expiry in an imported credential file gave a 500 (OverflowError).
     assert parse_credentials("claude", data).expires_at is None
+
+
+def test_bulk_3_claude_reads_the_bundle_it_stores() -> None:
+    """An account bundle carries the stored bundle; its import parses it again (BULK-3)."""
+    data = {"claudeAiOauth": {"accessToken": "a-1", "refreshToken": "r-1", "expiresAt": 1_767_396_165_210}}
+    stored = parse_credentials("claude", data).bundle
+    again = parse_credentials("claude", stored)
+    assert again.bundle == stored and again.expires_at == pytest.approx(1_767_396_165.21)
+    with pytest.raises(CredentialFormatError):
+        parse_credentials("claude", {**stored, "refresh_token": 7})

@@ -91,20 +91,22 @@ def test_session_id_only_for_bound_calls() -> None:
         ("", "oauth-2025-04-20"),
         ("claude-code-20250219", "claude-code-20250219,oauth-2025-04-20"),
         ("oauth-2025-04-20,claude-code-20250219", "oauth-2025-04-20,claude-code-20250219"),
-        (" a , b,,a ,oauth-2025-04-20 ", "a,b,oauth-2025-04-20"),
+        ("dangerous-tool-use-2026-09-03,a, b,a", "dangerous-tool-use-2026-09-03,a, b,a,oauth-2025-04-20"),
+        (" a , b,,a ,oauth-2025-04-20 ", " a , b,,a ,oauth-2025-04-20 "),
     ],
 )
-def test_beta_flags_keep_order_without_duplicates_and_include_oauth(
+def test_client_4_beta_value_passes_byte_exact_plus_the_oauth_flag(
     client_betas: str | None, expected: str
 ) -> None:
     client = {} if client_betas is None else {"Anthropic-Beta": client_betas}
     assert upstream_headers(client, access_token="t", bound=False)["anthropic-beta"] == expected
 
 
-def test_beta_flags_from_differently_cased_duplicate_headers_are_merged() -> None:
+def test_client_4_beta_header_lines_are_joined_in_order_without_dropping_any() -> None:
     client = {"anthropic-beta": "a,b", "Anthropic-Beta": "b,c"}
     assert (
-        upstream_headers(client, access_token="t", bound=False)["anthropic-beta"] == "a,b,c,oauth-2025-04-20"
+        upstream_headers(client, access_token="t", bound=False)["anthropic-beta"]
+        == "a,b,b,c,oauth-2025-04-20"
     )
 
 

@@ -118,9 +118,11 @@ async def test_streaming_with_thinking_and_tools(
     seen = sim.requests(account_id=account.id, endpoint="claude.messages")[-1]
     assert seen.token == account.access_token and seen.token_kind == "access"
     assert "x-api-key" not in seen.headers and MEMBER_KEY not in json.dumps(seen.headers)
-    assert seen.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14,oauth-2025-04-20"
+    # CLIENT-1: the SDK is not Claude Code: the call carries SubLane's identity, its betas kept
+    betas = "claude-code-20250219,interleaved-thinking-2025-05-14,oauth-2025-04-20"
+    assert seen.headers["anthropic-beta"] == betas
     assert seen.headers["x-claude-code-session-id"] == "s-9"
-    assert seen.headers["x-stainless-lang"] == "python"
+    assert seen.headers["user-agent"].startswith("claude-cli/") and "x-stainless-lang" not in seen.headers
     assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert seen.body["tools"] == tools
 

@@ -13,6 +13,7 @@ from sublane_provider_codex._cache import CACHE_LIFETIME_S
 from sublane_provider_codex._credentials import parse_credentials
 from sublane_provider_codex._errors import error_code
 from sublane_provider_codex._failures import classify_failure
+from sublane_provider_codex._identity import BUILT_IN_VERSION, CodexIdentity
 from sublane_provider_codex._login import CLIENT_ID, CodexLogin
 from sublane_provider_codex._quota import (
     remembered_windows_from_headers,
@@ -23,7 +24,9 @@ from sublane_provider_codex._request import CODEX_DIALECT, compact_body, respons
 from sublane_provider_codex._session import open_codex_session
 from sublane_provider_codex._settings import CodexSettings
 from sublane_provider_codex._stream import CodexStreamObserver
+from sublane_provider_codex._vocabulary import VOCABULARY
 from sublane_providers import (
+    HasClientIdentity,
     ImportedCredentials,
     LoginFlow,
     MetadataHttp,
@@ -43,7 +46,7 @@ from sublane_providers import (
 )
 from sublane_providers.kit import oauth_retry_after
 
-CLIENT_VERSION = "0.171.0"
+CLIENT_VERSION = BUILT_IN_VERSION  # the built-in identity version (CLIENT-2: see CodexIdentity)
 # Token-endpoint codes that mean the refresh token is dead: re-authorization is required (CRED-6).
 PERMANENT_REFRESH_CODES = frozenset(
     {"refresh_token_expired", "refresh_token_reused", "refresh_token_invalidated", "invalid_grant"}
@@ -67,7 +70,7 @@ KNOWN_MODELS = frozenset(
 )
 
 
-class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn):
+class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn, HasClientIdentity):
     """Talks to the Codex backend and the OpenAI OAuth server for one SubLane process."""
 
     name = "codex"
@@ -81,13 +84,18 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
     quota_events = frozenset({"codex.rate_limits"})
     fallback_models = KNOWN_MODELS
     cache_lifetime = CACHE_LIFETIME_S  # COST-4 (_cache.py)
+    #: What its upstream is known to answer (CLIENT-7: anything else is reported).
+    vocabulary = VOCABULARY
 
     def __init__(self, *, base_url: str, auth_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.base_url = base_url.rstrip("/")
         self.auth_url = auth_url.rstrip("/")
         self._http = http
         self._metadata_timeout = metadata_timeout
-        self._login = CodexLogin(auth_url=self.auth_url, http=http, timeout=metadata_timeout)
+        self.identity = CodexIdentity()
+        self._login = CodexLogin(
+            auth_url=self.auth_url, http=http, timeout=metadata_timeout, identity=self.identity
+        )
 
     # -- endpoints --------------------------------------------------------------------------------
 
@@ -125,7 +133,9 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
         if operation is not UpstreamOperation.STREAM:
             raise ValueError(f"codex cannot build a {operation} request")
         token, account_id = self.access(bundle)
-        headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=token, account_id=account_id, bound=bound
+        )
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream"
         payload = responses_body(body, model=str(body["model"]))
@@ -142,7 +152,9 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
     ) -> UpstreamRequest:
         """A remote compaction request: plain JSON in and out (PROTOCOLS §1.7)."""
         token, account_id = self.access(bundle)
-        headers = upstream_headers(client_headers, access_token=token, account_id=account_id, bound=bound)
+        headers = upstream_headers(
+            self.identified(client_headers), access_token=token, account_id=account_id, bound=bound
+        )
         headers["content-type"] = headers["accept"] = "application/json"
         content = json_dumps(compact_body(body, model=str(body["model"])), ensure_ascii=True)
         return UpstreamRequest("POST", self.compact_url, headers, content)
@@ -155,10 +167,20 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
             self.websocket_url,
             access_token=token,
             account_id=account_id,
-            client_headers=client_headers,
+            client_headers=self.identified(client_headers),
             open_timeout=open_timeout,
             now=time.time(),
         )
+
+    def identified(self, client_headers: Mapping[str, str]) -> Mapping[str, str]:
+        """The headers with a usable Codex identity: the client's, or else SubLane's (CLIENT-1).
+
+        The gateway has already replaced the client's identity where it may not pass (a translated
+        call, an old client); this fills in SubLane's where the call carries none at all.
+        """
+        if self.identity.client_version(client_headers) is None:
+            return self.identity.replaced(client_headers)
+        return client_headers
 
     def new_observer(self, state: StreamState | None = None) -> CodexStreamObserver:
         return CodexStreamObserver(state)
@@ -191,6 +213,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
                     "grant_type": "refresh_token",
                     "refresh_token": bundle["refresh_token"],
                 },
+                headers=self.identity.headers(),  # CLIENT-1: refresh carries SubLane's identity
                 timeout=self._metadata_timeout,
             )
         except httpx.HTTPError as exc:
@@ -226,7 +249,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
 
     def _metadata_headers(self, bundle: Mapping[str, Any]) -> dict[str, str]:
         token, account_id = self.access(bundle)
-        headers = {"authorization": f"Bearer {token}", "originator": "codex_cli_rs"}
+        headers = {**self.identity.headers(), "authorization": f"Bearer {token}"}
         if account_id:
             headers["chatgpt-account-id"] = account_id
         return headers
@@ -248,7 +271,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
         """Model slugs the account may use, from ``GET /codex/models``."""
         response = await self._http.get(
             f"{self.base_url}/codex/models",
-            params={"client_version": CLIENT_VERSION},
+            params={"client_version": self.identity.effective},
             headers=self._metadata_headers(bundle),
             timeout=self._metadata_timeout,
         )
@@ -257,11 +280,13 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
         models = payload.get("models") if isinstance(payload, dict) else None
         if not isinstance(models, list):
             raise ValueError("codex/models answered no model list")
-        return [
-            str(item["slug"])
-            for item in models
-            if isinstance(item, dict) and isinstance(item.get("slug"), str)
-        ]
+        listed = [item for item in models if isinstance(item, dict) and isinstance(item.get("slug"), str)]
+        # CLIENT-3: a model's ``minimal_client_version`` is refused before any call above the
+        # effective version (the floor is the model's, whichever account listed it).
+        self.identity.note_floors(
+            {str(item["slug"]): str(item.get("minimal_client_version") or "") for item in listed}
+        )
+        return [str(item["slug"]) for item in listed]
 
 
 def build_adapter(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from sublane_providers import FailureKind, UpstreamFailure, parse_retry_after
-from sublane_providers.kit import MAX_RETRY_AFTER_S, header
+from sublane_providers.kit import MAX_RETRY_AFTER_S, VERSION_IN_TEXT, header
 
 
 def _error_object(body: bytes) -> dict[str, Any]:
@@ -37,6 +38,12 @@ def _reset_seconds(error: Mapping[str, Any], now: float) -> float | None:
     return None
 
 
+#: CLIENT-3: what the backend answers (400) when a model needs a newer client than the call's
+#: ``version`` says: "The 'MODEL' model requires a newer version of Codex. Please upgrade …".
+_VERSION_REFUSAL = re.compile(r"requires a newer version of codex", re.IGNORECASE)
+CLIENT_VERSION_CODE = "client_version_too_old"
+
+
 def classify_failure(status: int, headers: Mapping[str, str], body: bytes, now: float) -> UpstreamFailure:
     """What an error answer of the Codex backend means. Messages never include credentials."""
     error = _error_object(body)
@@ -63,4 +70,10 @@ def classify_failure(status: int, headers: Mapping[str, str], body: bytes, now: 
     if status == 408 or status >= 500:
         retry_after = parse_retry_after(header(headers, "retry-after"), now)
         return UpstreamFailure(FailureKind.TRANSIENT, status, code, message, retry_after)
+    if status == 400 and _VERSION_REFUSAL.search(message):
+        found = VERSION_IN_TEXT.search(message)  # the backend names no version today
+        needed = found[1] if found else None
+        return UpstreamFailure(
+            FailureKind.CLIENT_VERSION, status, CLIENT_VERSION_CODE, message, needed_version=needed
+        )
     return UpstreamFailure(FailureKind.CLIENT_ERROR, status, code, message)

@@ -9,6 +9,7 @@ import httpx
 from sublane_provider_codex._credentials import parse_credentials
 from sublane_provider_codex._errors import error_code
 from sublane_providers import (
+    ClientIdentity,
     CredentialFormatError,
     ImportedCredentials,
     MetadataHttp,
@@ -26,10 +27,13 @@ SCOPES = "openid profile email offline_access"
 class CodexLogin:
     """The OpenAI OAuth login of the Codex CLI, with its public client."""
 
-    def __init__(self, *, auth_url: str, http: MetadataHttp, timeout: float) -> None:
+    def __init__(
+        self, *, auth_url: str, http: MetadataHttp, timeout: float, identity: ClientIdentity | None = None
+    ) -> None:
         self._auth_url = auth_url.rstrip("/")
         self._http = http
         self._timeout = timeout
+        self._identity = identity  # CLIENT-1: the sign-in carries SubLane's Codex identity
 
     def start_login(self) -> tuple[str, str, PkcePair]:
         """``(authorize_url, state, pkce)`` for a PKCE login of a ChatGPT account."""
@@ -71,6 +75,7 @@ class CodexLogin:
                     "redirect_uri": REDIRECT_URI,
                     "code_verifier": pkce.verifier,
                 },
+                headers=self._identity.headers() if self._identity is not None else None,
                 timeout=self._timeout,
             )
         except httpx.HTTPError as exc:

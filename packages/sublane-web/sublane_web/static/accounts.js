@@ -1,5 +1,6 @@
 // Accounts (WEB-1) and Scheduling settings (WEB-2): live account cards over GET /api/accounts/runtime.
 import {bundlesSection} from "./bundles.js";
+import {clientVersionsSection} from "./clients.js";
 import {announce, api, DASH, field, form, formatLeft, formatTime, h, option, render, section} from "./lib.js";
 
 const POLL_MS = 2000;
@@ -292,7 +293,7 @@ function egressControls(run, refresh) {
 export async function accountsView() {
   const cards = liveCards(egressControls);
   render("Accounts", cards.element, await addAccount(() => cards.refresh(true)),
-    bundlesSection(() => cards.refresh(true)));
+    bundlesSection(() => cards.refresh(true)), clientVersionsSection());
   await cards.refresh(true);
   cards.poll();
 }

@@ -13,6 +13,7 @@ const EVENT_WORDS = {
   "model.limited": "The provider limited a model on an account",
   "pool.unavailable": "A group had no account for a model",
   "history.dropped": "Request records were dropped",
+  "upstream.changed": "An upstream answered something SubLane does not know yet",
   "webhook.test": "A test alert",
 };
 
@@ -121,7 +122,7 @@ export async function alertsView() {
   const format = h("select", {name: "format"}, option("json", "JSON (signed)"), option("slack", "Slack / Mattermost / Discord text"));
   const events = h("div", {}, eventChoices(available, ["*"]));
   const add = form({class: "stack", "aria-label": "Add a webhook"}, [
-    field("URL", url, "Where alerts are POSTed (http or https)."),
+    field("URL", url, "Where alerts are POSTed (http or https). Its user name, password and path are shown masked afterwards."),
     field("Format", format),
     events,
     h("button", {type: "submit"}, "Add webhook"),
@@ -142,7 +143,7 @@ export async function alertsView() {
   });
   render("Alerts",
     h("p", {class: "muted"}, "Webhooks tell your chat or your own receiver when accounts need attention. " +
-      "Each alert is signed, retried for a day, and carries no credential, prompt or e-mail."),
+      "Each alert is signed, retried for a day, and carries no credential or prompt; it names accounts by their names, which may be e-mails."),
     section("Webhooks", list),
     section("Add a webhook", add, secretBox),
     section("Recent deliveries", deliveries));

@@ -9,6 +9,8 @@ import {teamUsageView, usageView} from "./usage.js";
 import {passwordView} from "./password.js";
 import {poolView} from "./pool.js";
 import {alertsView} from "./alerts.js";
+import {checklistPending, checklistView} from "./checklist.js";
+import {changesView} from "./changes.js";
 
 const NAV = [
   {heading: "General", links: [
@@ -18,6 +20,7 @@ const NAV = [
     {path: "/keys", label: "Keys", view: keysView},
   ]},
   {heading: "Administration", admin: true, links: [
+    {path: "/get-started", label: "Get started", view: checklistView},
     {path: "/accounts", label: "Accounts", view: accountsView},
     {path: "/scheduling", label: "Scheduling settings", view: schedulingView},
     {path: "/admin/requests", label: "All requests", view: (me) => requestsView(me, true)},
@@ -25,6 +28,7 @@ const NAV = [
     {path: "/members", label: "Members", view: membersView},
     {path: "/groups", label: "Groups", view: groupsView},
     {path: "/admin/alerts", label: "Alerts", view: alertsView},
+    {path: "/admin/upstream-changes", label: "Upstream changes", view: changesView},
     {path: "/admin/audit", label: "Audit log", view: auditView},
   ]},
 ];
@@ -53,6 +57,8 @@ const SSO_ERRORS = {
   sso_user_disabled: "Your SubLane user is disabled.",
   sso_expired: "The sign-in took too long, or started in another browser: try again.",
   sso_denied: "The sign-in was refused at your identity provider.",
+  account_exists: "A SubLane user with your e-mail exists: sign in with its password, then link single sign-on on My account.",
+  sso_public_url_required: "SubLane does not know its public address (SUBLANE_PUBLIC_URL): ask an admin.",
 };
 
 function signIn(notice) {
@@ -99,7 +105,7 @@ function signIn(notice) {
 
 async function signOut() {
   await api("POST", "/api/auth/logout").catch(() => null);
-  history.replaceState(null, "", "/requests");
+  history.replaceState(null, "", "/");
   signIn();
 }
 
@@ -112,7 +118,10 @@ async function start() {
     render("SubLane", h("p", {class: "error", role: "alert"}, failure.message));
     return;
   }
-  if (location.pathname === "/") history.replaceState(null, "", "/requests");
+  if (location.pathname === "/") {  // CONNECT-3: admins land on the checklist until the first call
+    const first = me.user.role === "admin" && await checklistPending() ? "/get-started" : "/requests";
+    history.replaceState(null, "", first);
+  }
   document.getElementById("nav").replaceChildren(...navigation(me));
   document.getElementById("who").replaceChildren(
     h("span", {class: "user"}, `${me.user.username}`, h("small", {}, ` (${me.user.role})`)),

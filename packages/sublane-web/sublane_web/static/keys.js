@@ -1,7 +1,9 @@
-// Keys (WEB-4): your keys for everyone — create (secret shown once), list, revoke — and all keys for admins.
+// Keys (WEB-4): your keys for everyone — create (secret shown once), list, revoke — and all keys for admins;
+// "Connect a client" (CONNECT-1) at creation and from the list.
 import {announce, api, copyButton, DASH, field, form, formatTime, h, option, render, section} from "./lib.js";
+import {connectPanel} from "./connect.js";
 
-function keysTable(items, {withOwner, revokePath}, reload) {
+function keysTable(items, {withOwner, revokePath, connect}, reload) {
   if (!items.length) return h("p", {class: "empty"}, "No keys yet.");
   return h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": withOwner ? "All keys" : "Your keys"},
     h("table", {},
@@ -18,7 +20,9 @@ function keysTable(items, {withOwner, revokePath}, reload) {
         h("td", {class: "mono networks"}, (key.allowed_ips || []).length ? key.allowed_ips.join(", ") : "any"),
         h("td", {}, formatTime(key.created_at)),
         h("td", {}, key.expires_at ? formatTime(key.expires_at) : "never"),
-        h("td", {}, key.state === "revoked" ? "" : [h("button", {type: "button", class: "secondary",
+        h("td", {}, key.state === "revoked" ? "" : [connect ? [h("button", {type: "button", class: "secondary",
+          "aria-label": `Connect a client to ${key.name}`, onclick: () => connect(key)}, "Connect"), " "] : null,
+          h("button", {type: "button", class: "secondary",
           "aria-label": `Client networks of ${key.name}`,
           onclick: async () => {  // AUTH-3: where the key may be used from
             const answer = window.prompt(
@@ -52,10 +56,17 @@ export async function keysView(me) {
   const mine = h("div", {});
   const all = h("div", {});
   const secretBox = h("div", {class: "secret", hidden: true, role: "region", "aria-label": "New key secret"});
+  const connectBox = h("div", {});
+
+  async function connect(key) {  // CONNECT-1 from the list: a placeholder for the secret
+    connectBox.replaceChildren(await connectPanel(key, null));
+    connectBox.scrollIntoView({block: "nearest"});
+  }
 
   async function reload() {
     const items = (await api("GET", "/api/me/keys")).items;
-    mine.replaceChildren(keysTable(items, {withOwner: false, revokePath: (k) => `/api/me/keys/${k.id}`}, reload));
+    mine.replaceChildren(
+      keysTable(items, {withOwner: false, revokePath: (k) => `/api/me/keys/${k.id}`, connect}, reload));
     if (isAdmin) {
       const every = (await api("GET", "/api/keys")).items;
       all.replaceChildren(keysTable(every, {withOwner: true, revokePath: (k) => `/api/keys/${k.id}`}, reload));
@@ -68,6 +79,9 @@ export async function keysView(me) {
         "It is shown only now: copy it somewhere safe."),
       h("p", {class: "secret-row"}, h("code", {class: "secret-value"}, key.secret), copyButton(key.secret, "key secret")));
     secretBox.hidden = false;
+    // CONNECT-1 at creation: the set-up holds the secret
+    connectPanel(key, key.secret).then((panel) => secretBox.append(panel))
+      .catch((failure) => secretBox.append(h("p", {class: "error", role: "alert"}, failure.message)));
   }
 
   const name = h("input", {name: "name", required: true, maxlength: 64, autocomplete: "off"});
@@ -93,7 +107,7 @@ export async function keysView(me) {
 
   const parts = [
     section("Create a key", me.groups.length ? create : h("p", {}, "You are in no group yet; ask an admin."), secretBox),
-    section("Your keys", mine),
+    section("Your keys", mine, connectBox),
   ];
   if (isAdmin) {
     const users = (await api("GET", "/api/users")).items;

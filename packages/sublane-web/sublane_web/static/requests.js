@@ -3,7 +3,7 @@ import {
   api, copyButton, DASH, field, filterForm, formatCount, formatMs, formatTime, h, option, pager, render, section,
 } from "./lib.js";
 
-const OUTCOMES = ["success", "incomplete", "error", "canceled", "rejected"];
+const OUTCOMES = ["success", "incomplete", "error", "canceled", "rejected", "client_version"];
 
 /** Unix seconds ↔ the value of a datetime-local input, in local time. */
 function toLocalInput(seconds) {

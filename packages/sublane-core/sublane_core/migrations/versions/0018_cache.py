@@ -2,8 +2,8 @@
 the usage summaries (per member, model and day in ``usage_days``; per account in
 ``usage_cache_accounts``).
 
-Revision ID: 0021
-Revises: 0013
+Revision ID: 0018
+Revises: 0017
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0013"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
