@@ -27,8 +27,7 @@ import sqlalchemy as sa
 from sublane_core import NO_GROUP, NO_PROVIDER, signals, storable_text
 from sublane_history._cache_rate import hit_rate
 from sublane_history._statements import DriverStatement
-from sublane_history._tables import USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_HOURS
-from sublane_history._tables import USAGE_DAYS, USAGE_GROUP_HOURS, USAGE_HOURS
+from sublane_history._tables import USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_GROUP_HOURS, USAGE_HOURS
 
 DAY_S: Final = 86_400
 KEPT_DAYS: Final = 90

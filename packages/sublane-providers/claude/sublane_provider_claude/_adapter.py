@@ -150,6 +150,7 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, H
     def cache_lifetime_s(self, body: Mapping[str, Any]) -> float:
         """Five minutes, or an hour when a breakpoint asks ``"ttl": "1h"``."""
         return cache_lifetime_s(body)
+
     # Claude Code shows its subscription limits from these (CLIENT-5): they reach it unchanged.
     native_reply_header_prefixes = (HEADER_PREFIX,)
     #: What its upstream is known to answer (CLIENT-7: anything else is reported); its catalogue
