@@ -28,7 +28,7 @@ from test_real_clients_cross import TOOL_RESULT_MARKERS
 from sublane_sim import Behaviour
 
 #: The model each provider's pool serves to the CLI (``-m``), as the cross-provider tests use.
-PROVIDER_MODELS = {"antigravity": "gemini-3-flash", "codex": "gpt-5-codex", "claude": "claude-sonnet-4-5"}
+PROVIDER_MODELS = {"antigravity": "gemini-3-flash", "codex": "gpt-5-codex", "claude": "claude-sonnet-4-6"}
 
 
 def gemini_google_run(url: str, key: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -341,7 +341,7 @@ def test_client_6_antigravity_client_wrapper_and_its_session_keep_one_account(
             request["sessionId"] = session
         return {
             "project": "sublane-key-1",
-            "model": "claude-sonnet-4-5",
+            "model": "claude-sonnet-4-6",
             "userAgent": "antigravity",
             "requestType": "agent",
             "requestId": "agent-1",

@@ -26,7 +26,7 @@ from sublane_sim import Behaviour, Simulator
 
 CODEX_BODY = {"model": "gpt-5-codex", "input": "hi", "stream": True}
 CLAUDE_BODY = {
-    "model": "claude-sonnet-4-5",
+    "model": "claude-sonnet-4-6",
     "max_tokens": 64,
     "messages": [{"role": "user", "content": "hi"}],
 }
@@ -309,7 +309,7 @@ def test_client_7_what_the_providers_know_covers_their_usual_answers(
     pool.sim.script(
         account.id, Behaviour.ok(), Behaviour.ok(), Behaviour.overload(after_deltas=1), Behaviour.error(429)
     )
-    model = {"codex": "gpt-5-codex", "claude": "claude-sonnet-4-5", "antigravity": "gemini-3-flash"}[provider]
+    model = {"codex": "gpt-5-codex", "claude": "claude-sonnet-4-6", "antigravity": "gemini-3-flash"}[provider]
     with pool.client() as client:
         answers = [
             client.post("/v1/responses", json={"model": model, "input": "hi", "stream": stream})
@@ -395,7 +395,7 @@ async def test_client_7_unknown_event_in_a_websocket_turn_served_by_another_upst
     pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(extra_event="thinking_budget_update"))
     url = pool.gateway.url.replace("http://", "ws://") + "/v1/responses"
     headers = {"authorization": f"Bearer {pool.key}", "openai-beta": "responses_websockets=2026-02-06"}
-    create = {"type": "response.create", "model": "claude-sonnet-4-5", "input": "hi", "stream": True}
+    create = {"type": "response.create", "model": "claude-sonnet-4-6", "input": "hi", "stream": True}
     async with websockets.connect(url, additional_headers=headers) as ws:
         await ws.send(json.dumps(create))
         types: list[str] = []

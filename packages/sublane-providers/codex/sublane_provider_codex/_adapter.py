@@ -65,6 +65,14 @@ KNOWN_MODELS = frozenset(
         "gpt-5.6-sol",
         "gpt-5.6-terra",
         "gpt-5.6-luna",
+        # what the Codex CLI 0.171.0's bundled catalogue lists (its default is gpt-6.2-sol)
+        "gpt-6-sol",
+        "gpt-6-luna",
+        "gpt-6-astra",
+        "gpt-6.1-sol",
+        "gpt-6.1-terra",
+        "gpt-6.2-sol",
+        "gpt-6.2-astra",
         "codex-auto-review",
     ]
 )
