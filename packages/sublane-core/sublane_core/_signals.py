@@ -274,6 +274,8 @@ class RequestFinished:
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = None
     served_model: str | None = None  # the model an alias in ``model`` was served as (ALIAS-1)
+    cache_write_tokens: int | None = None  # COST-2: input written to the cache (part of input)
+    cache_write_1h_tokens: int | None = None  # the part of those written for one hour (Claude)
 
 
 # -- signals ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ EXPECTED = [
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",
     "KeyCheck", "AccountModels", "QuotaObservation", "GroupAlias", "RequestRecord", "ResourceGroup",
     "User", "WebSession", "Webhook", "WebhookDelivery",
-    "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "TotpRecoveryCode", "UsageDay", "UsageHour",
+    "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "TotpRecoveryCode", "UsageDay", "UsageAccountDay", "ModelPriceOverride", "UsageHour",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "decode_key", "load_or_create_key",
     "signals", "checked_proxy_url", "masked_proxy_url",
     "ALERT_EVENTS", "AlertOutbox", "account_ref", "group_ref",
