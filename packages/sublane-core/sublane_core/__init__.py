@@ -122,9 +122,9 @@ __all__ = [
     "TokenBudget",
     "TotpRecoveryCode",
     "UsageDay",
+    "UsageHour",
     "UsageAccountDay",
     "ModelPriceOverride",
-    "UsageHour",
     # credentials
     "CredentialCipher",
     "CredentialDecryptError",

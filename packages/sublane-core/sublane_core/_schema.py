@@ -453,7 +453,7 @@ class UsageAccountDay(SQLModel, table=True):
 
     day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
     account_id: int = Field(primary_key=True)
-    provider: str = Field(max_length=16)
+    provider: str = Field(primary_key=True, max_length=16)
     requests: int = 0
     input_tokens: int | None = Field(default=None, sa_column=_tokens_column())
     output_tokens: int | None = Field(default=None, sa_column=_tokens_column())

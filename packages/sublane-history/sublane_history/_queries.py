@@ -49,6 +49,8 @@ class RecordRow:
     cached_tokens: int | None
     routing: dict[str, Any] | None
     served_model: str | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
     username: str | None
     key_name: str | None
     account_name: str | None

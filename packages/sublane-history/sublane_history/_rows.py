@@ -105,17 +105,19 @@ def _attempts(value: object) -> list[dict[str, Any]]:
 RECORD_COLUMNS: Final = (
     "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
-    "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model",
+    "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model", "cache_write_tokens",
+    "cost_usd",
 )  # fmt: skip
 INSERT_RECORDS: Final = DriverStatement(
     sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
 )
 
 
-def record_values(payload: RequestFinished) -> tuple[Any, ...]:
+def record_values(payload: RequestFinished, cost_usd: float | None = None) -> tuple[Any, ...]:
     """The ``request_records`` row of one attempt as the driver stores it, in :data:`RECORD_COLUMNS`
     order: the fields of HIST-2, bounded, and nothing else; the routing explanation as JSON text
-    (what the ``JSON`` column type would write, ``null`` included)."""
+    (what the ``JSON`` column type would write, ``null`` included); ``cost_usd`` as the writer
+    priced it (COST-2)."""
     status = payload.upstream_status
     outcome = payload.outcome
     return (
@@ -139,6 +141,8 @@ def record_values(payload: RequestFinished) -> tuple[Any, ...]:
         _count(payload.cached_tokens),
         _routing_text(routing_explanation(payload.routing)),
         _text(payload.served_model, 128),
+        _count(payload.cache_write_tokens),
+        cost_usd,
     )
 
 

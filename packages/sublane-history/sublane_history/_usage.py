@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from sublane_core import NO_GROUP, NO_PROVIDER, signals, storable_text
 from sublane_history._statements import DriverStatement
-from sublane_history._tables import USAGE_DAYS, USAGE_HOURS
+from sublane_history._tables import USAGE_ACCOUNT_DAYS, USAGE_DAYS, USAGE_HOURS
 
 DAY_S: Final = 86_400
 KEPT_DAYS: Final = 90
@@ -71,6 +71,27 @@ class _Day:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     unknown_usage_requests: int = 0
+    cost_usd: float | None = None
+    unpriced_tokens: int = 0
+
+
+@dataclass(slots=True)
+class _AccountDay:
+    """What one batch adds to one account's day (COST-2 by account, COST-3)."""
+
+    provider: str
+    requests: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    unpriced_tokens: int = 0
+
+
+def add_cost(total: float | None, cost: float | None) -> float | None:
+    """``total + cost`` where ``None`` is an unpriced attempt: it leaves the total as it is."""
+    if cost is None:
+        return total
+    return cost if total is None else total + cost
 
 
 @dataclass(slots=True)
@@ -149,8 +170,14 @@ def _upsert_sql(table: sa.Table, names: tuple[str, ...]) -> DriverStatement:
 
 
 _DAY_KEY: Final = ("day", "user_id", "group_id", "provider", "model")
-_DAY_COUNTS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests")
+_DAY_COUNTS: Final = (
+    "requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests", "cost_usd", "unpriced_tokens",
+)  # fmt: skip
 _UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS, (*_DAY_KEY, *_DAY_COUNTS))
+_ACCOUNT_COUNTS: Final = ("requests", "input_tokens", "output_tokens", "cost_usd", "unpriced_tokens")
+_UPSERT_ACCOUNT_DAYS: Final = _upsert_sql(
+    USAGE_ACCOUNT_DAYS, ("day", "account_id", "provider", *_ACCOUNT_COUNTS)
+)
 _UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS, ("day", "hour", "user_id", "requests", "tokens"))
 
 
@@ -171,12 +198,23 @@ class UsageWriter:
         self._labels.clear()
         self._cleaned_day = None
 
-    def add(self, connection: sa.Connection, payloads: Sequence[signals.RequestFinished], now: float) -> None:
-        """Add ``payloads`` to the buckets in the caller's transaction; expire old days once a day."""
+    def add(
+        self,
+        connection: sa.Connection,
+        payloads: Sequence[signals.RequestFinished],
+        now: float,
+        costs: Sequence[float | None] | None = None,
+    ) -> None:
+        """Add ``payloads`` to the buckets in the caller's transaction; expire old days once a day.
+
+        ``costs``: each attempt's cost (COST-2), ``None`` where unpriced; its tokens are then
+        counted in ``unpriced_tokens``."""
         days: dict[tuple[int, int, int, str, str], _Day] = {}
         hours: dict[tuple[int, int, int], _Hour] = {}
-        for payload in payloads:
+        accounts: dict[tuple[int, int], _AccountDay] = {}
+        for index, payload in enumerate(payloads):
             usage = AttemptUsage.of(payload)
+            cost = costs[index] if costs is not None else None
             started = float(payload.started_at)
             day = utc_day(started)
             user_id = payload.user_id
@@ -196,6 +234,18 @@ class UsageWriter:
             bucket.output_tokens = add_known(bucket.output_tokens, usage.output_tokens)
             bucket.cached_tokens = add_known(bucket.cached_tokens, usage.cached_tokens)
             bucket.unknown_usage_requests += usage.unknown
+            unpriced = (usage.tokens or 0) if cost is None else 0
+            bucket.cost_usd = add_cost(bucket.cost_usd, cost)
+            bucket.unpriced_tokens += unpriced
+            if payload.account_id is not None:
+                account = accounts.get((day, payload.account_id))
+                if account is None:
+                    account = accounts[(day, payload.account_id)] = _AccountDay(key[3])
+                account.requests += 1
+                account.input_tokens = add_known(account.input_tokens, usage.input_tokens)
+                account.output_tokens = add_known(account.output_tokens, usage.output_tokens)
+                account.cost_usd = add_cost(account.cost_usd, cost)
+                account.unpriced_tokens += unpriced
             hour_key = (day, min(23, math.floor((started - day) / 3600)), user_id)
             hour = hours.get(hour_key)
             if hour is None:
@@ -206,6 +256,12 @@ class UsageWriter:
             _UPSERT_DAYS.execute(connection, [_day_row(key, bucket) for key, bucket in days.items()])
             hour_rows = [(*key, cell.requests, cell.tokens) for key, cell in hours.items()]
             _UPSERT_HOURS.execute(connection, hour_rows)
+        if accounts:
+            account_rows = [
+                (day, account_id, cell.provider, *(getattr(cell, name) for name in _ACCOUNT_COUNTS))
+                for (day, account_id), cell in accounts.items()
+            ]
+            _UPSERT_ACCOUNT_DAYS.execute(connection, account_rows)
         self._expire(connection, now)
 
     def _label(self, connection: sa.Connection, user_id: int, day: int, model: str) -> str:
@@ -235,6 +291,7 @@ class UsageWriter:
         cutoff = usage_cutoff(now)
         connection.execute(sa.delete(USAGE_DAYS).where(USAGE_DAYS.c.day < cutoff))
         connection.execute(sa.delete(USAGE_HOURS).where(USAGE_HOURS.c.day < cutoff))
+        connection.execute(sa.delete(USAGE_ACCOUNT_DAYS).where(USAGE_ACCOUNT_DAYS.c.day < cutoff))
         self._cleaned_day = today
         for key in [key for key in self._labels if key[1] < today - DAY_S]:
             del self._labels[key]

@@ -42,6 +42,11 @@ def _date(moment: float) -> str:
     return dt.datetime.fromtimestamp(moment, dt.UTC).date().isoformat()
 
 
+def _stored(value: object) -> Decimal | None:
+    """A stored price (a float column) as the decimal it was given as."""
+    return None if value is None else plain(Decimal(str(value)))
+
+
 def _decimal(value: object, name: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise InvalidPrice(f"{name} must be a number of US dollars per million tokens")
@@ -57,7 +62,9 @@ def _decimal(value: object, name: str) -> Decimal:
 class PriceBook:
     """Prices by model: an admin's override, else the built-in source's, else none (unpriced)."""
 
-    def __init__(self, engine: Engine, clock: Clock, source: PriceSource, *, reload_s: float = RELOAD_S) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock, source: PriceSource, *, reload_s: float = RELOAD_S
+    ) -> None:
         self._engine = engine
         self._clock = clock
         self.source = source
@@ -132,20 +139,16 @@ class PriceBook:
             rows = connection.execute(sa.select(_PRICES)).mappings().all()
         overrides: dict[str, ModelPrices] = {}
         for row in rows:
-
-            def price(name: str, row: Mapping[str, object] = row) -> Decimal | None:
-                value = row[name]
-                return None if value is None else plain(Decimal(str(value)))
-
+            found = {name: _stored(row[name]) for name in PRICE_FIELDS}
             overrides[str(row["model"])] = ModelPrices(
                 model=str(row["model"]),
-                input=price("input") or Decimal(0),
-                output=price("output") or Decimal(0),
-                cached_input=price("cached_input"),
-                cache_write_5m=price("cache_write_5m"),
-                cache_write_1h=price("cache_write_1h"),
+                input=found["input"] or Decimal(0),
+                output=found["output"] or Decimal(0),
+                cached_input=found["cached_input"],
+                cache_write_5m=found["cache_write_5m"],
+                cache_write_1h=found["cache_write_1h"],
                 source="admin",
-                as_of=_date(float(str(row["updated_at"]))),
+                as_of=_date(float(row["updated_at"])),
             )
         self._overrides = overrides
         self._loaded_at = self._clock.monotonic()

@@ -30,7 +30,9 @@ def _prices(**values: str | None) -> ModelPrices:
 
 def test_cost_1_formula_prices_each_kind_of_token() -> None:
     prices = _prices(input="3", cached_input="0.3", cache_write_5m="3.75", cache_write_1h="6", output="15")
-    tokens = CallTokens(input=10_000, output=2_000, cached_input=4_000, cache_write=3_000, cache_write_1h=1_000)
+    tokens = CallTokens(
+        input=10_000, output=2_000, cached_input=4_000, cache_write=3_000, cache_write_1h=1_000
+    )
     # (10000 − 4000 − 3000) × 3 + 4000 × 0.3 + 2000 × 3.75 + 1000 × 6 + 2000 × 15, per million
     expected = Decimal(3000 * 3 + 4000 * 0.3 + 2000 * 3.75 + 1000 * 6 + 2000 * 15) / 1_000_000
     assert call_cost(prices, tokens) == expected.quantize(Decimal("0.000000001"))
@@ -67,7 +69,9 @@ def test_cost_1_admin_override_wins_and_delete_restores_the_built_in(book: Price
     book.set("gpt-5.5", book.validate("gpt-5.5", {"input": 1, "output": "2.5"}))
     override = book.prices("gpt-5.5")
     assert override is not None and override.source == "admin" and override.as_of is not None
-    assert book.cost("gpt-5.5", CallTokens(input=1_000_000, output=1_000_000, cached_input=500_000)) == Decimal("3.5")
+    assert book.cost(
+        "gpt-5.5", CallTokens(input=1_000_000, output=1_000_000, cached_input=500_000)
+    ) == Decimal("3.5")
     book.set("house-model", book.validate("house-model", {"input": 1, "output": 1}))
     assert [p.model for p in book.listing(["gpt-5.5", "no-such-model"])] == ["gpt-5.5", "house-model"]
     assert book.delete("gpt-5.5") is True and book.delete("gpt-5.5") is False

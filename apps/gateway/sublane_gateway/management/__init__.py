@@ -21,6 +21,7 @@ from sublane_gateway.management import (
     _oidc,
     _password_changes,
     _pool,
+    _prices,
     _providers,
     _runtime_view,
     _totp,
@@ -51,7 +52,7 @@ for _module in (
     _webhooks,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets, _pool):  # team controls (TEAM), POOL
+for _module in (_limits, _password_changes, _usage, _budgets, _pool, _prices):  # TEAM, POOL, COST
     router.include_router(_module.router)
 
 __all__ = ["router"]

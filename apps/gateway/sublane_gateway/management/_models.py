@@ -186,6 +186,8 @@ class AccountUpdate(Body):
     enabled: bool | None = None
     #: EGRESS-1: ``http``, ``https``, ``socks5`` or ``socks5h`` URL; ``null`` removes it.
     proxy_url: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048)] | None = None
+    #: COST-3: what the subscription costs a month in US dollars; ``null`` removes it.
+    monthly_price_usd: Annotated[float, Field(ge=0, le=1_000_000, allow_inf_nan=False)] | None = None
 
 
 class AccountLimits(Body):

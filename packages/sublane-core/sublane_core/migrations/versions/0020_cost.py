@@ -31,7 +31,7 @@ def upgrade() -> None:
         "usage_account_days",
         sa.Column("day", sa.Integer(), primary_key=True),
         sa.Column("account_id", sa.Integer(), primary_key=True),
-        sa.Column("provider", sa.String(length=16), nullable=False),
+        sa.Column("provider", sa.String(length=16), primary_key=True),
         sa.Column("requests", sa.Integer(), nullable=False),
         sa.Column("input_tokens", sa.BigInteger(), nullable=True),
         sa.Column("output_tokens", sa.BigInteger(), nullable=True),

@@ -1,0 +1,28 @@
+"""The price book wired to the history writer (COST-2): each record priced from its token counts."""
+
+from __future__ import annotations
+
+from sublane_core import signals
+from sublane_pricing import CallTokens, PriceBook
+
+
+class RecordPricing:
+    """:class:`sublane_history.RecordCosts` over a :class:`PriceBook`: the served model's price of the
+    counts the upstream reported; ``None`` when the model is unpriced or a count is missing."""
+
+    def __init__(self, book: PriceBook) -> None:
+        self._book = book
+
+    def cost_usd(self, payload: signals.RequestFinished) -> float | None:
+        input_tokens, output_tokens = payload.input_tokens, payload.output_tokens
+        if input_tokens is None or output_tokens is None:
+            return None
+        tokens = CallTokens(
+            input=input_tokens,
+            output=output_tokens,
+            cached_input=payload.cached_tokens or 0,
+            cache_write=payload.cache_write_tokens or 0,
+            cache_write_1h=payload.cache_write_1h_tokens or 0,
+        )
+        cost = self._book.cost(payload.served_model or payload.model, tokens)
+        return None if cost is None else float(cost)
