@@ -164,3 +164,138 @@ def test_cost_2_cost_matches_hand_computation_gemini_cached(make_pool: Callable[
     assert (usage["input_tokens"], usage["cached_tokens"], usage["output_tokens"]) == (8_000, 3_000, 400)
     # the built-in Gemini 3 Flash prices: 0.5 input, 0.05 cached input, 3 output
     assert usage["cost_usd"] == pytest.approx((5_000 * 0.5 + 3_000 * 0.05 + 400 * 3) / MILLION)
+
+
+# --- COST-3: subscription value --------------------------------------------------------------
+
+
+def test_cost_3_value_served_against_the_subscription_price(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2)
+    first, second = pool.account_ids
+    answer = pool.admin.patch(f"/api/accounts/{first}", json={"monthly_price_usd": 0.026})
+    assert answer.status_code == 200 and answer.json()["monthly_price_usd"] == 0.026
+    for bad in (-1, "20", True):
+        refused = pool.admin.patch(f"/api/accounts/{first}", json={"monthly_price_usd": bad})
+        assert refused.status_code == 400, refused.text
+    for account in pool.sim_accounts:
+        pool.sim.script(account.id, Behaviour.ok(input_tokens=10_000, cached_tokens=4_000, output_tokens=500))
+    pool.gateway.app.state.client.scheduler  # noqa: B018 - the pool rotates; find who served
+    assert pool.client().post("/v1/responses", json=CODEX_BODY).status_code == 200
+    served = _records(pool)[-1]["account_id"]
+    if served != first:  # make the priced account the one that served
+        assert pool.admin.patch(f"/api/accounts/{first}", json={"monthly_price_usd": None}).status_code == 200
+        assert (
+            pool.admin.patch(f"/api/accounts/{served}", json={"monthly_price_usd": 0.026}).status_code == 200
+        )
+        first, second = served, first
+    month = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    value = pool.admin.get(f"/api/usage/value?month={month}").json()
+    assert value["month"] == month
+    accounts = {row["account_id"]: row for row in value["accounts"]}
+    assert accounts[first]["cost_usd"] == pytest.approx(0.013) and accounts[first]["ratio"] == 0.5
+    assert accounts[first]["monthly_price_usd"] == 0.026
+    assert accounts[second]["cost_usd"] == 0 and accounts[second]["ratio"] is None  # no price: no ratio
+    [codex] = value["providers"]
+    assert (codex["provider"], codex["accounts"], codex["ratio"]) == ("codex", 2, 0.5)
+    assert pool.admin.get("/api/usage/value").json()["month"] == month  # this month by default
+    empty = pool.admin.get("/api/usage/value?month=2001-01").json()
+    assert {row["account_id"]: row["cost_usd"] for row in empty["accounts"]} == {first: 0, second: 0}
+    for bad in ("2026-13", "26-01", "2026-1", "now"):
+        assert pool.admin.get(f"/api/usage/value?month={bad}").status_code == 400
+    _user, _key = pool.member_key("bob")
+    assert pool.gateway.login("bob", MEMBER_PASSWORD).get("/api/usage/value").status_code == 403
+
+
+# --- COST-5: rolling windows and dollars -----------------------------------------------------
+
+
+def _rules(pool: Pool, user_id: int, *rules: dict[str, Any]) -> httpx.Response:
+    return pool.admin.put(f"/api/users/{user_id}/budgets", json={"rules": list(rules)})
+
+
+def _spend(pool: Pool, key: str, **counts: int) -> None:
+    for account in pool.sim_accounts:
+        pool.sim.script(account.id, Behaviour.ok(**counts))
+    response = pool.client(key).post("/v1/responses", json=CODEX_BODY)
+    assert response.status_code == 200, response.text
+
+
+def test_cost_5_rolling_token_window_refuses_until_enough_usage_left_it(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    _spend(pool, key, input_tokens=300, output_tokens=0)
+    first = time.time()
+    time.sleep(1.0)
+    _spend(pool, key, input_tokens=300, output_tokens=0)
+    # set after the calls: a rolling rule counts what the window already holds
+    answer = _rules(pool, bob["id"], {"period": "5h", "limit": 500})
+    assert answer.status_code == 200, answer.text
+    [rule] = answer.json()["rules"]
+    assert (rule["period"], rule["unit"], rule["used"], rule["exceeded"]) == ("5h", "tokens", 600, True)
+    refused = pool.client(key).post("/v1/responses", json=CODEX_BODY)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "token_budget_exceeded"
+    # the first call leaving the window is enough (300 < 500): then, 5 hours after it
+    expected = first + 5 * 3600 - time.time()
+    assert expected - 3 <= int(refused.headers["retry-after"]) <= expected + 1
+    assert abs(int(refused.headers["x-token-budget-reset"]) - (first + 5 * 3600)) <= 2
+    assert _rules(pool, bob["id"], {"period": "day", "limit": 500}).json()["rules"][0]["unit"] == "tokens"
+
+
+def test_cost_5_dollar_budget_counts_the_cost_of_calls(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    for bad in ({"period": "5h", "limit": 1.5}, {"period": "7d", "unit": "usd", "limit": 0},
+                {"period": "2h", "limit": 5}, {"period": "7d", "unit": "eur", "limit": 5},
+                {"period": "7d", "unit": "usd", "limit": "1"}):  # fmt: skip
+        assert _rules(pool, bob["id"], bad).status_code == 400, bad
+    answer = _rules(pool, bob["id"], {"period": "7d", "unit": "usd", "limit": 0.02})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["rules"][0]["limit"] == 0.02
+    _spend(pool, key, input_tokens=10_000, cached_tokens=4_000, output_tokens=500)  # $0.013
+    _spend(pool, key, input_tokens=10_000, cached_tokens=4_000, output_tokens=500)  # begun at $0.013 < $0.02
+    refused = pool.client(key).post("/v1/responses", json=CODEX_BODY)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "token_budget_exceeded"
+    assert "$0.02 per 7 days" in refused.json()["error"]["message"]
+    [rule] = pool.admin.get(f"/api/users/{bob['id']}/budgets").json()["rules"]
+    assert rule["used"] >= 0.02 and rule["exceeded"] is True
+    # a month rule in dollars counts the same cost
+    month = _rules(pool, bob["id"], {"period": "month", "unit": "usd", "limit": 0.5}).json()["rules"][0]
+    assert month["used"] == pytest.approx(_records_cost(pool, bob["id"]), abs=1e-6)
+    assert pool.client(key).post("/v1/responses", json=CODEX_BODY).status_code == 200
+
+
+def _records_cost(pool: Pool, user_id: int) -> float:
+    return sum(record["usage"]["cost_usd"] or 0 for record in _records(pool) if record["user_id"] == user_id)
+
+
+# --- COST-6: usage for a key -----------------------------------------------------------------
+
+
+def test_cost_6_usage_for_any_key_header(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    _spend(pool, key, input_tokens=10_000, cached_tokens=4_000, output_tokens=500)
+    assert _rules(
+        pool, bob["id"], {"period": "5h", "limit": 100_000}, {"period": "month", "unit": "usd", "limit": 5}
+    )
+    for headers in ({"authorization": f"Bearer {key}"}, {"x-api-key": key}, {"x-goog-api-key": key}):
+        answer = pool.gateway.client(headers=headers).get("/v1/usage")
+        assert answer.status_code == 200, answer.text
+        usage = answer.json()
+        assert usage["member"] == {"id": bob["id"], "username": "bob"}
+        assert usage["key"]["name"] == "member" and usage["key"]["group_id"] == 1
+        assert set(usage["windows"]) == {"5h", "7d", "day", "month"}
+        for window in usage["windows"].values():
+            assert window["tokens"] == 10_500 and window["cost_usd"] == pytest.approx(0.013)
+        assert usage["windows"]["5h"]["limit"] == {"tokens": 100_000, "cost_usd": None}
+        assert usage["windows"]["month"]["limit"] == {"tokens": None, "cost_usd": 5}
+        assert usage["windows"]["7d"]["limit"] == {"tokens": None, "cost_usd": None}
+        [room] = usage["pool"]
+        assert (room["provider"], room["accounts_total"]) == ("codex", 1) and "account_id" not in room
+    admins = pool.client().get("/v1/usage").json()  # another member's key: only their own use
+    assert admins["member"]["username"] == "admin" and admins["windows"]["day"]["tokens"] == 0
+    refused = pool.gateway.client(headers={"authorization": "Bearer sk-nope"}).get("/v1/usage")
+    assert refused.status_code == 401 and "error" in refused.json()
+    assert pool.gateway.client().get("/v1/usage").status_code == 401

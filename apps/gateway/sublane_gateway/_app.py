@@ -157,7 +157,12 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)
-    stop_budgets = await _start_budgets(runtime, engine, state.clock) if usage is not None else lambda: None
+    await anyio.to_thread.run_sync(prices.warm)  # the price data is read before the first call
+    stop_budgets = (
+        await _start_budgets(runtime, engine, state.clock, RecordPricing(prices, reload=False))
+        if usage is not None
+        else lambda: None
+    )
     # OPS-8: calls counted for /metrics; SUBLANE_METRICS_ENABLED=false prices it in benchmarks.
     counters = CallCounters() if settings.metrics_enabled else None
     stop_counting = (
@@ -177,10 +182,14 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
             engine.dispose()
 
 
-async def _start_budgets(runtime: pipeline.ClientRuntime, engine: Engine, clock: Clock) -> Callable[[], None]:
+async def _start_budgets(
+    runtime: pipeline.ClientRuntime, engine: Engine, clock: Clock, costs: RecordPricing
+) -> Callable[[], None]:
     """Token budgets (TEAM-4): rules and this month's usage loaded once, then counted in memory as
-    calls finish (before their slot is handed on); returns the disconnect."""
+    calls finish (before their slot is handed on); returns the disconnect. Dollar rules (COST-5)
+    price a call from the price book's memory, never the database."""
     budgets = TokenBudgets(clock)
+    budgets.costs = costs
     await anyio.to_thread.run_sync(budgets.load, engine)
     runtime.share_budgets(budgets, engine)
     return signals.request_finished.connect(budgets.note, sender=runtime)

@@ -8,10 +8,15 @@ from sublane_pricing import CallTokens, PriceBook
 
 class RecordPricing:
     """:class:`sublane_history.RecordCosts` over a :class:`PriceBook`: the served model's price of the
-    counts the upstream reported; ``None`` when the model is unpriced or a count is missing."""
+    counts the upstream reported; ``None`` when the model is unpriced or a count is missing.
 
-    def __init__(self, book: PriceBook) -> None:
+    ``reload=False`` (the budgets, on the request path) prices from what the book holds in memory
+    and never reads the admins' prices from the database; the history writer's reads keep it fresh.
+    """
+
+    def __init__(self, book: PriceBook, *, reload: bool = True) -> None:
         self._book = book
+        self._reload = reload
 
     def cost_usd(self, payload: signals.RequestFinished) -> float | None:
         input_tokens, output_tokens = payload.input_tokens, payload.output_tokens
@@ -24,5 +29,5 @@ class RecordPricing:
             cache_write=payload.cache_write_tokens or 0,
             cache_write_1h=payload.cache_write_1h_tokens or 0,
         )
-        cost = self._book.cost(payload.served_model or payload.model, tokens)
+        cost = self._book.cost(payload.served_model or payload.model, tokens, reload=self._reload)
         return None if cost is None else float(cost)

@@ -74,16 +74,24 @@ class PriceBook:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def prices(self, model: str) -> ModelPrices | None:
-        """The prices of ``model`` now, or ``None`` when it is unpriced."""
-        self._fresh()
+    def prices(self, model: str, *, reload: bool = True) -> ModelPrices | None:
+        """The prices of ``model`` now, or ``None`` when it is unpriced. ``reload=False``: from
+        memory only (never a database read), as the overrides were last read."""
+        if reload:
+            self._fresh()
         found = self._overrides.get(model)
         return found if found is not None else self.source.prices(model)
 
-    def cost(self, model: str, tokens: CallTokens) -> Decimal | None:
+    def cost(self, model: str, tokens: CallTokens, *, reload: bool = True) -> Decimal | None:
         """The API-equivalent cost of a call, or ``None`` when ``model`` is unpriced."""
-        prices = self.prices(model)
+        prices = self.prices(model, reload=reload)
         return None if prices is None else call_cost(prices, tokens)
+
+    def warm(self) -> None:
+        """Read the overrides and load the built-in price data now (blocking: at start-up), so the
+        first priced call pays for neither."""
+        self._fresh()
+        self.source.prices("gpt-5")
 
     def listing(self, models: Iterable[str]) -> list[ModelPrices]:
         """Every overridden model and each of ``models`` that has a price, by model name."""
