@@ -299,3 +299,36 @@ def test_cost_6_usage_for_any_key_header(make_pool: Callable[..., Pool]) -> None
     refused = pool.gateway.client(headers={"authorization": "Bearer sk-nope"}).get("/v1/usage")
     assert refused.status_code == 401 and "error" in refused.json()
     assert pool.gateway.client().get("/v1/usage").status_code == 401
+
+
+def test_cost_6_the_documented_status_line_script_runs_and_prints(
+    make_pool: Callable[..., Pool], tmp_path: Any
+) -> None:
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("jq") is None or shutil.which("curl") is None:
+        pytest.skip("the status line script needs curl and jq")
+    text = (Path(__file__).parents[1] / "docs" / "cost.md").read_text()
+    script = re.search(r"<!-- statusline -->\n```sh\n(.*?)```", text, re.S)
+    assert script is not None
+    path = tmp_path / "sublane-status.sh"
+    path.write_text(script.group(1))
+    path.chmod(0o755)
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    _spend(pool, key, input_tokens=10_000, cached_tokens=4_000, output_tokens=500)
+    assert _rules(pool, bob["id"], {"period": "5h", "limit": 100_000}).status_code == 200
+    env = {"PATH": "/usr/bin:/bin", "SUBLANE_URL": pool.gateway.url, "SUBLANE_API_KEY": key}
+    session = '{"session_id": "x", "model": {"display_name": "Opus"}}'  # what Claude Code sends
+    done = subprocess.run(
+        [str(path)], input=session, env=env, capture_output=True, text=True, timeout=20, check=True
+    )
+    assert done.stdout.strip() == "SubLane bob · 5h 10.5k/100k $0.01 · month 10.5k $0.01"
+    env["SUBLANE_API_KEY"] = "sk-wrong"
+    done = subprocess.run(
+        [str(path)], input=session, env=env, capture_output=True, text=True, timeout=20, check=True
+    )
+    assert done.stdout.strip() == "SubLane: usage unavailable"
