@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sublane_core import signals
-from sublane_pricing import CallTokens, PriceBook
+from sublane_pricing import PriceBook
 
 
 class RecordPricing:
@@ -22,12 +22,12 @@ class RecordPricing:
         input_tokens, output_tokens = payload.input_tokens, payload.output_tokens
         if input_tokens is None or output_tokens is None:
             return None
-        tokens = CallTokens(
-            input=input_tokens,
-            output=output_tokens,
-            cached_input=payload.cached_tokens or 0,
-            cache_write=payload.cache_write_tokens or 0,
-            cache_write_1h=payload.cache_write_1h_tokens or 0,
+        return self._book.cost_usd(
+            payload.served_model or payload.model,
+            input_tokens,
+            output_tokens,
+            payload.cached_tokens or 0,
+            payload.cache_write_tokens or 0,
+            payload.cache_write_1h_tokens or 0,
+            reload=self._reload,
         )
-        cost = self._book.cost(payload.served_model or payload.model, tokens, reload=self._reload)
-        return None if cost is None else float(cost)

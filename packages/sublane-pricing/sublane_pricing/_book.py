@@ -21,7 +21,7 @@ from sqlmodel import SQLModel
 
 from sublane_core import Clock
 from sublane_pricing._builtin import PriceSource, plain
-from sublane_pricing._prices import CallTokens, ModelPrices, call_cost
+from sublane_pricing._prices import PER_MILLION, CallTokens, ModelPrices, call_cost
 
 _log = logging.getLogger("sublane.pricing")
 
@@ -32,6 +32,27 @@ REQUIRED_FIELDS: Final = ("input", "output")
 MAX_PRICE: Final = Decimal(100_000)
 MAX_MODEL_LENGTH: Final = 128
 _PRICES: Final = SQLModel.metadata.tables["model_prices"]
+
+
+_UNSEEN: Final = (-1.0, -1.0, -1.0, -1.0, -1.0)
+
+
+def _per_token(prices: ModelPrices | None) -> tuple[float, float, float, float, float] | None:
+    """A model's prices in dollars per token, each missing cache price replaced by the input's."""
+    if prices is None:
+        return None
+    base = prices.input
+
+    def rate(value: Decimal | None) -> float:
+        return float((value if value is not None else base) / PER_MILLION)
+
+    return (
+        rate(base),
+        rate(prices.cached_input),
+        rate(prices.cache_write_5m),
+        rate(prices.cache_write_1h),
+        rate(prices.output),
+    )
 
 
 class InvalidPrice(ValueError):
@@ -71,6 +92,9 @@ class PriceBook:
         self._reload_s = reload_s
         self._overrides: dict[str, ModelPrices] = {}
         self._loaded_at: float | None = None
+        #: Per model, its prices as floats per token (or ``None``: unpriced), for :meth:`cost_usd`;
+        #: replaced whole when the overrides are read again.
+        self._rates: dict[str, tuple[float, float, float, float, float] | None] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -86,6 +110,41 @@ class PriceBook:
         """The API-equivalent cost of a call, or ``None`` when ``model`` is unpriced."""
         prices = self.prices(model, reload=reload)
         return None if prices is None else call_cost(prices, tokens)
+
+    def cost_usd(
+        self,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cached: int = 0,
+        written: int = 0,
+        written_1h: int = 0,
+        *,
+        reload: bool = True,
+    ) -> float | None:
+        """:meth:`cost` in floats, to a billionth of a dollar: what records and budgets use, once per
+        call (a few float operations after the first call of a model)."""
+        if reload:
+            self._fresh()
+        rates = self._rates
+        rate = rates.get(model, _UNSEEN)
+        if rate is _UNSEEN:
+            rate = rates[model] = _per_token(self.prices(model, reload=False))
+        if rate is None:
+            return None
+        fresh_in, cached_in, write_5m, write_1h, out = rate
+        total = max(input_tokens, 0)
+        cached = min(max(cached, 0), total)
+        written = min(max(written, 0), total - cached)
+        hour = min(max(written_1h, 0), written)
+        return round(
+            (total - cached - written) * fresh_in
+            + cached * cached_in
+            + (written - hour) * write_5m
+            + hour * write_1h
+            + max(output_tokens, 0) * out,
+            9,
+        )
 
     def warm(self) -> None:
         """Read the overrides and load the built-in price data now (blocking: at start-up), so the
@@ -159,6 +218,7 @@ class PriceBook:
                 as_of=_date(float(row["updated_at"])),
             )
         self._overrides = overrides
+        self._rates = {}
         self._loaded_at = self._clock.monotonic()
 
     def _fresh(self) -> None:
