@@ -757,9 +757,10 @@ def test_cost_2_usage_pages_show_cost_beside_tokens_and_the_subscription_value(
     expect(page.get_by_role("heading", name="Team usage")).to_be_visible()
     team = pool.admin.get("/api/usage?days=30").json()
     assert team["totals"]["cost_usd"] > 0
-    expected = page.evaluate(
-        "(n) => `$${Number(n).toLocaleString(undefined, {minimumFractionDigits: n < 1 ? 4 : 2, maximumFractionDigits: n < 1 ? 4 : 2})}`",
-        team["totals"]["cost_usd"],
+    digits = 4 if team["totals"]["cost_usd"] < 1 else 2
+    expected = page.evaluate(  # the browser's own number format
+        "([n, d]) => `$${n.toLocaleString(undefined, {minimumFractionDigits: d, maximumFractionDigits: d})}`",
+        [team["totals"]["cost_usd"], digits],
     )
     assert _tile(page, "API-equivalent cost") == expected
     chart = page.locator("figure[data-chart=cost]")
