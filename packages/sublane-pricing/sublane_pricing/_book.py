@@ -133,6 +133,8 @@ class PriceBook:
         if rate is None:
             return None
         fresh_in, cached_in, write_5m, write_1h, out = rate
+        if not (cached or written) and input_tokens >= 0 and output_tokens >= 0:  # the usual call
+            return round(input_tokens * fresh_in + output_tokens * out, 9)
         total = max(input_tokens, 0)
         cached = min(max(cached, 0), total)
         written = min(max(written, 0), total - cached)

@@ -88,3 +88,23 @@ def test_cost_1_admin_override_wins_and_delete_restores_the_built_in(book: Price
 def test_cost_1_invalid_prices_are_refused(book: PriceBook, body: dict[str, object]) -> None:
     with pytest.raises(InvalidPrice):
         book.validate("m", body)
+
+
+def test_cost_1_the_float_cost_records_use_matches_the_decimal_formula(book: PriceBook) -> None:
+    book.set("m", book.validate("m", {"input": 3, "cached_input": 0.3, "cache_write_5m": 3.75,
+                                      "cache_write_1h": 6, "output": 15}))  # fmt: skip
+    for counts in (
+        (10_000, 2_000, 4_000, 3_000, 1_000),
+        (100, 20, 0, 0, 0),
+        (5, 5, 50, 0, 0),
+        (0, 7, 0, 0, 0),
+    ):
+        tokens = CallTokens(
+            input=counts[0],
+            output=counts[1],
+            cached_input=counts[2],
+            cache_write=counts[3],
+            cache_write_1h=counts[4],
+        )
+        assert book.cost_usd("m", *counts) == pytest.approx(float(book.cost("m", tokens) or 0), abs=1e-9)
+    assert book.cost_usd("unknown-model", 10, 10) is None
