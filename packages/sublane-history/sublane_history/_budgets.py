@@ -304,9 +304,20 @@ class TokenBudgets:
                 rule.model is not None and rule.model != model
             ):
                 continue
-            state = self._state(user_id, rule, now)
-            if not state.exceeded:
-                continue
+            span = ROLLING_S.get(rule.period)
+            if span is None:  # a calendar period: compared without building its state
+                window = self._day if rule.period is BudgetPeriod.DAY else self._month
+                key = (user_id, rule.group_id, rule.model)
+                if rule.unit == "usd":
+                    if window.costs.get(key, 0.0) < (rule.usd_limit or 0.0):
+                        continue
+                elif window.totals.get(key, 0) < rule.limit:
+                    continue
+                state = self._state(user_id, rule, now)
+            else:
+                state = self._rolling_state(user_id, rule, span, now)
+                if not state.exceeded:
+                    continue
             if blocking is None or state.resets_at > blocking.resets_at:
                 blocking = state  # the rule that refuses longest decides
         if blocking is not None:
