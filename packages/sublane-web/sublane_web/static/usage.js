@@ -136,10 +136,10 @@ function valueSection(value) {
       table("Value per account", value.accounts, (row) => `${row.account_name || `#${row.account_id}`} (${row.provider})`)));
 }
 
-function meter(used, limit) {
+function meter(used, limit, unit = "tokens") {
   const share = limit ? Math.min(1, (used || 0) / limit) : 0;
-  return h("meter", {min: 0, max: 1, value: share, low: 0.75, high: 0.95, optimum: 0,
-    "aria-label": `${formatCount(used)} of ${formatCount(limit)} tokens`});
+  const label = unit === "usd" ? `${formatUsd(used)} of ${formatUsd(limit)}` : `${formatCount(used)} of ${formatCount(limit)} tokens`;
+  return h("meter", {min: 0, max: 1, value: share, low: 0.75, high: 0.95, optimum: 0, "aria-label": label});
 }
 
 const PERIODS = {day: "UTC day", month: "UTC month", "5h": "5 hours (rolling)", "7d": "7 days (rolling)"};
@@ -156,7 +156,7 @@ export function budgetsTable(answer, {empty = "No token budgets."} = {}) {
         h("td", {}, PERIODS[rule.period] || rule.period),
         h("td", {class: "num"}, rule.used === null ? DASH : rule.unit === "usd" ? formatUsd(rule.used) : compact(rule.used)),
         h("td", {class: "num"}, rule.unit === "usd" ? formatUsd(rule.limit) : compact(rule.limit)),
-        h("td", {}, meter(rule.used, rule.limit), rule.exceeded ? h("strong", {class: "over"}, " used up") : null),
+        h("td", {}, meter(rule.used, rule.limit, rule.unit), rule.exceeded ? h("strong", {class: "over"}, " used up") : null),
         h("td", {}, formatTime(rule.resets_at)))))));
 }
 
