@@ -21,13 +21,14 @@ COPY packages/sublane-quota packages/sublane-quota
 COPY packages/sublane-providers packages/sublane-providers
 COPY packages/sublane-protocols packages/sublane-protocols
 COPY packages/sublane-history packages/sublane-history
+COPY packages/sublane-pricing packages/sublane-pricing
 COPY packages/sublane-web packages/sublane-web
 COPY apps/gateway apps/gateway
 RUN pip install -c constraints.txt \
         ./packages/sublane-core ./packages/sublane-scheduler ./packages/sublane-quota \
         ./packages/sublane-providers ./packages/sublane-providers/codex ./packages/sublane-providers/claude \
         ./packages/sublane-providers/antigravity ./packages/sublane-protocols ./packages/sublane-history \
-        ./packages/sublane-web ./apps/gateway \
+        ./packages/sublane-pricing ./packages/sublane-web ./apps/gateway \
     && rm -rf /src
 
 # A user of its own, owning nothing but the data folder (0700, as SubLane keeps it: OPS-7).

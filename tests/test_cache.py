@@ -110,7 +110,7 @@ def test_cost_4_usage_summaries_show_hit_rates(make_pool: Callable[..., Pool]) -
     team = pool.admin.get("/api/usage", params={"days": 1}).json()
     assert team["totals"]["hit_rate"] == round(cached / fed, 4)
     assert [row["hit_rate"] for row in team["by_model"]] == [round(cached / fed, 4)]
-    assert [(row["account_id"], row["input_tokens"]) for row in team["by_account"]] == [
+    assert [(row["account_id"], row["input_tokens"]) for row in team["cache_by_account"]] == [
         (pool.account_ids[0], fed)
     ]
     personal = pool.admin.get("/api/me/usage", params={"days": 1}).json()

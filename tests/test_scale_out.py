@@ -464,6 +464,29 @@ def test_scale_2_token_budgets_hold_over_every_replica(nodes: Cluster, sim: Simu
     admin.close()
 
 
+def test_cost_5_rolling_dollar_budgets_hold_over_every_replica(nodes: Cluster, sim: Simulator) -> None:
+    a, b = nodes.start(2)
+    admin = a.admin()
+    _import_account(admin, sim, "priced", 4)
+    user = admin.post("/api/users", json={"username": "cy", "password": "cy-pass-12345", "role": "member"})
+    assert user.status_code == 201, user.text
+    user_id = user.json()["id"]
+    key = admin.post(f"/api/users/{user_id}/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+    rules = {"rules": [{"period": "5h", "unit": "usd", "limit": 0.01}]}  # set on A: B must learn it
+    assert admin.put(f"/api/users/{user_id}/budgets", json=rules).status_code == 200
+    time.sleep(1)
+    priced = {"model": "gpt-5-codex", "input": "say hi", "stream": False}
+    with a.client(key) as on_a, b.client(key) as on_b:
+        for account in sim.accounts():
+            sim.script(account.id, Behaviour.ok(input_tokens=10_000, cached_tokens=4_000, output_tokens=500))
+        assert on_a.post("/v1/responses", json=priced).status_code == 200  # $0.013, begun at $0
+        time.sleep(0.5)  # its cost reached B
+        refused = on_b.post("/v1/responses", json=priced)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "token_budget_exceeded"
+        assert 5 * 3600 - 10 <= int(refused.headers["retry-after"]) <= 5 * 3600
+    admin.close()
+
+
 def test_scale_3_a_call_is_recorded_before_its_slot_goes_back(
     nodes: Cluster, sim: Simulator, redis: RedisServer
 ) -> None:

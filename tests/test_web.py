@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 README_IMAGE = ROOT / "docs" / "images" / "accounts.png"
 TEAM_USAGE_IMAGE = ROOT / "docs" / "images" / "team-usage.png"
+COST_IMAGE = ROOT / "docs" / "images" / "usage-cost.png"
 DOC_IMAGES = ROOT / "docs" / "images"  # pictures the docs show, taken by the tests
 DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=390, height=844)
@@ -767,6 +768,45 @@ def test_team_5_usage_as_a_member_shows_only_their_own_numbers(
     page.goto("/admin/usage")
     expect(page.get_by_role("heading", name="Not available")).to_be_visible()
     assert page.request.get("/api/usage").status == 403
+
+
+def test_cost_2_usage_pages_show_cost_beside_tokens_and_the_subscription_value(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool, _keys = _team_pool(make_pool)
+    account = pool.account_ids[0]
+    assert pool.admin.patch(f"/api/accounts/{account}", json={"monthly_price_usd": 200}).status_code == 200
+    page = _admin_page(pool, open_context, "/admin/usage")
+    expect(page.get_by_role("heading", name="Team usage")).to_be_visible()
+    team = pool.admin.get("/api/usage?days=30").json()
+    assert team["totals"]["cost_usd"] > 0
+    digits = 4 if team["totals"]["cost_usd"] < 1 else 2
+    expected = page.evaluate(  # the browser's own number format
+        "([n, d]) => `$${n.toLocaleString(undefined, {minimumFractionDigits: d, maximumFractionDigits: d})}`",
+        [team["totals"]["cost_usd"], digits],
+    )
+    assert _tile(page, "API-equivalent cost") == expected
+    chart = page.locator("figure[data-chart=cost]")
+    expect(chart.locator("svg g.day")).to_have_count(30)
+    expect(chart.locator("svg")).to_have_attribute("aria-label", re.compile(re.escape(expected)))
+    members = page.get_by_role("region", name="Usage by member")
+    expect(members.locator("thead")).to_contain_text("Cost")
+    top = team["by_member"][0]
+    assert top["cost_usd"] is not None
+    expect(members.locator("tbody tr").first.locator("td.cost")).to_have_text(re.compile(r"^\$[0-9.,]+$"))
+    accounts = page.get_by_role("region", name="Usage by account")
+    expect(accounts.locator("tbody tr")).to_have_count(1)
+    value = page.get_by_role("region", name="Value per account")
+    expect(value).to_contain_text("$200.00")
+    served = pool.admin.get("/api/usage/value").json()["accounts"][0]
+    expect(value).to_contain_text(f"{served['ratio']:.3g}×")  # served ÷ price
+    page.set_viewport_size(DESKTOP)
+    COST_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=COST_IMAGE, full_page=True)
+    mine = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/usage")
+    expect(mine.locator("figure[data-chart=cost] svg g.day")).to_have_count(30)
+    assert _tile(mine, "API-equivalent cost").startswith("$")
+    expect(mine.get_by_role("region", name="Usage by account")).to_have_count(0)  # accounts are the team's
 
 
 def test_team_5_team_usage_as_an_admin(make_pool: Callable[..., Pool], open_context: Any) -> None:

@@ -57,7 +57,7 @@ def test_cost_4_web_shows_hit_rates_and_miss_reasons(
     accounts = page.get_by_role("region", name="Cache hit rate by account")
     expect(accounts.locator("tbody tr")).to_have_count(1)
     expect(accounts.locator("tbody tr th")).to_have_text("claude-1")
-    expect(accounts.locator("td.hit-rate")).to_have_text(_percent(team["by_account"][0]["hit_rate"]))
+    expect(accounts.locator("td.hit-rate")).to_have_text(_percent(team["cache_by_account"][0]["hit_rate"]))
     _shoot(page, "team-usage-cache")
     accounts.screenshot(path=DOC_IMAGES / "cache-by-account.png")
     page.goto("/usage?days=7")  # My usage

@@ -32,6 +32,7 @@ from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._mutation_guard import MutationGuard
+from sublane_gateway._pricing import RecordPricing
 from sublane_gateway._settings import gateway_settings
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._start_pacer import StartPacer
@@ -44,6 +45,7 @@ from sublane_history import (
     UsageReader,
     UsageWriter,
 )
+from sublane_pricing import GenaiPrices, PriceBook
 from sublane_web import mount as mount_web_views
 
 __version__ = "0.1.0"
@@ -130,6 +132,9 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     retention = Retention.from_settings(settings)
     # Usage summaries (TEAM-3) are added by the same writer, in the records' transaction.
     usage = UsageWriter() if settings.usage_enabled else None
+    # COST-1/2: the price book; the writer thread prices each record as it writes it.
+    prices = PriceBook(engine, state.clock, GenaiPrices())
+    app.state.prices = prices
     recorder = HistoryRecorder(
         engine,
         state.clock,
@@ -138,6 +143,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
         usage=usage,
         queue_size=settings.history_queue_max,
         outbox=runtime.outbox,
+        costs=RecordPricing(prices),
     )
     recorder.start()
     if runtime.coordination is not None:  # SCALE-3: a call's record is written before its slot goes back
@@ -151,7 +157,12 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)
-    stop_budgets = await _start_budgets(runtime, engine, state.clock) if usage is not None else lambda: None
+    await anyio.to_thread.run_sync(prices.warm)  # the price data is read before the first call
+    stop_budgets = (
+        await _start_budgets(runtime, engine, state.clock, RecordPricing(prices, reload=False))
+        if usage is not None
+        else lambda: None
+    )
     # OPS-8: calls counted for /metrics; SUBLANE_METRICS_ENABLED=false prices it in benchmarks.
     counters = CallCounters() if settings.metrics_enabled else None
     stop_counting = (
@@ -171,10 +182,14 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
             engine.dispose()
 
 
-async def _start_budgets(runtime: pipeline.ClientRuntime, engine: Engine, clock: Clock) -> Callable[[], None]:
+async def _start_budgets(
+    runtime: pipeline.ClientRuntime, engine: Engine, clock: Clock, costs: RecordPricing
+) -> Callable[[], None]:
     """Token budgets (TEAM-4): rules and this month's usage loaded once, then counted in memory as
-    calls finish (before their slot is handed on); returns the disconnect."""
+    calls finish (before their slot is handed on); returns the disconnect. Dollar rules (COST-5)
+    price a call from the price book's memory, never the database."""
     budgets = TokenBudgets(clock)
+    budgets.costs = costs
     await anyio.to_thread.run_sync(budgets.load, engine)
     runtime.share_budgets(budgets, engine)
     return signals.request_finished.connect(budgets.note, sender=runtime)

@@ -213,6 +213,9 @@ class Account(SQLModel, table=True):
     proxy_shown: str | None = Field(
         default=None, max_length=2048, description="EGRESS-1: that URL with its password as ***"
     )
+    monthly_price_usd: float | None = Field(
+        default=None, description="COST-3: what the subscription costs a month, in US dollars"
+    )
     created_at: float
     updated_at: float
 
@@ -327,6 +330,10 @@ class RequestRecord(SQLModel, table=True):
     routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
     served_model: str | None = Field(default=None, max_length=128)  # the alias's model (ALIAS-1)
     cache_miss_reason: str | None = Field(default=None, max_length=16)  # COST-4
+    cache_write_tokens: int | None = None  # COST-2: input tokens written to the cache
+    cost_usd: float | None = Field(
+        default=None, description="COST-2: the API-equivalent cost when written; NULL when unpriced"
+    )
 
 
 # -- operations -----------------------------------------------------------------------------------
@@ -436,7 +443,7 @@ class UpstreamChange(SQLModel, table=True):
 
 # -- team controls (TEAM) -------------------------------------------------------------------------
 
-BUDGET_PERIODS = ("day", "month")
+BUDGET_PERIODS = ("day", "month", "5h", "7d")
 NO_GROUP = 0  # the ``group_id`` of a usage bucket whose attempt had no group
 NO_PROVIDER = ""  # the ``provider`` of a usage bucket whose attempt reached no account
 
@@ -475,6 +482,10 @@ class UsageDay(SQLModel, table=True):
     # denominator and numerator); ``NULL`` while none has.
     hit_input_tokens: int | None = Field(default=None, sa_column=_tokens_column())
     hit_cached_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    cost_usd: float | None = Field(default=None, description="COST-2: the priced attempts' cost")
+    unpriced_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
 
 
 class UsageCacheAccount(SQLModel, table=True):
@@ -489,6 +500,40 @@ class UsageCacheAccount(SQLModel, table=True):
     requests: int = 0
     hit_input_tokens: int = Field(default=0, sa_type=sa.BigInteger)
     hit_cached_tokens: int = Field(default=0, sa_type=sa.BigInteger)
+
+
+class UsageAccountDay(SQLModel, table=True):
+    """One UTC day of one account's served calls (COST-2's breakdown by account, COST-3's value).
+
+    Added to by the history writer with the day buckets; an attempt that reached no account is not
+    in it. ``cost_usd`` is ``NULL`` while no priced attempt was added.
+    """
+
+    __tablename__ = "usage_account_days"
+
+    day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
+    account_id: int = Field(primary_key=True)
+    provider: str = Field(primary_key=True, max_length=16)
+    requests: int = 0
+    input_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    output_tokens: int | None = Field(default=None, sa_column=_tokens_column())
+    cost_usd: float | None = None
+    unpriced_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+
+
+class ModelPriceOverride(SQLModel, table=True):
+    """An admin's price for one model (COST-1), US dollars per million tokens; it replaces the
+    built-in price of that model. ``NULL`` where the admin gave none (the input price stands in)."""
+
+    __tablename__ = "model_prices"
+
+    model: str = Field(primary_key=True, max_length=128)
+    input: float
+    cached_input: float | None = None
+    cache_write_5m: float | None = None
+    cache_write_1h: float | None = None
+    output: float
+    updated_at: float
 
 
 class UsageHour(SQLModel, table=True):
@@ -537,8 +582,12 @@ class TokenBudget(SQLModel, table=True):
         ),
     )
     model: str | None = Field(default=None, max_length=128)
-    period: str = Field(max_length=8, description="'day' or 'month' (UTC)")
+    period: str = Field(max_length=8, description="'day' or 'month' (UTC), '5h' or '7d' (rolling)")
     token_limit: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    unit: str = Field(
+        default="tokens", max_length=8, sa_column_kwargs={"server_default": "tokens"}, description="COST-5"
+    )
+    usd_limit: float | None = Field(default=None, description="COST-5: the limit of a 'usd' rule")
     enabled: bool = True
     created_at: float
     updated_at: float

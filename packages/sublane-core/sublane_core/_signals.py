@@ -303,6 +303,8 @@ class RequestFinished:
     #: Why a later turn of a conversation mostly missed the upstream's prompt cache (COST-4):
     #: ``first_turn``, ``account_changed``, ``prefix_changed``, ``expired`` or ``unknown``.
     cache_miss_reason: str | None = None
+    cache_write_tokens: int | None = None  # COST-2: input written to the cache (part of input)
+    cache_write_1h_tokens: int | None = None  # the part of those written for one hour (Claude)
 
 
 # -- signals ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ EXPECTED = [
     "KeyCheck", "AccountModels", "QuotaObservation", "GroupAlias", "RequestRecord", "ResourceGroup",
     "User", "WebSession", "Webhook", "WebhookDelivery", "ClientVersion",
     "BUDGET_PERIODS", "NO_GROUP", "NO_PROVIDER", "TokenBudget", "TotpRecoveryCode", "UpstreamChange",
-    "UsageDay", "UsageHour",
+    "UsageDay", "UsageHour", "UsageAccountDay", "ModelPriceOverride",
     "CredentialCipher", "CredentialDecryptError", "CredentialKeyError", "decode_key", "load_or_create_key",
     "SEALED", "sealed_columns", "reseal_rows", "reseal_database",
     "signals", "checked_proxy_url", "masked_proxy_url",

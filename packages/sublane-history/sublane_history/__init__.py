@@ -26,6 +26,7 @@ from sublane_history._cache_rate import (
     hit_rate,
     weighted_hit_rate,
 )
+from sublane_history._costs import RecordCosts
 from sublane_history._filters import HistoryFilter, InvalidFilter
 from sublane_history._queries import (
     CHOICES_LIMIT,
@@ -48,7 +49,7 @@ from sublane_history._usage import (
     usage_cutoff,
     utc_day,
 )
-from sublane_history._usage_queries import COUNTERS, RANGES, UsageReader, weekday
+from sublane_history._usage_queries import ACCOUNT_COUNTERS, COUNTERS, RANGES, UsageReader, money, weekday
 from sublane_history._views import (
     DELETED_ACCOUNT,
     choices_view,
@@ -81,6 +82,10 @@ __all__ = [
     "COUNTERS",
     "RANGES",
     "weekday",
+    # cost (COST-2)
+    "RecordCosts",
+    "ACCOUNT_COUNTERS",
+    "money",
     # token budgets (TEAM-4)
     "TokenBudgets",
     "BudgetRule",

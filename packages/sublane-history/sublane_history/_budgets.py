@@ -7,6 +7,13 @@ and :meth:`TokenBudgets.check` compares them with the member's rules in O(rules)
 for every member, whether or not they have rules, so a rule set later counts from the start of its
 period: per member, per (group or any) × (model or any), for the current UTC day and month.
 
+COST-5 adds rolling windows (``5h``, ``7d``: the span ending now) and rules in US dollars
+(``unit: "usd"``, counting COST-2's cost). Rolling windows are counted from each attempt of the
+members who have such rules (loaded from the request records of the last 7 days when their rules
+are read or set, then added to as calls finish); a refusal's ``Retry-After`` is when enough of the
+window's usage will have left it. A call's cost is asked of ``costs`` (the gateway's price book,
+never the database) only for members who have dollar rules.
+
 Nothing is reserved: a request that was admitted may finish over the limit; the next one is refused.
 The totals count the exact model names; the summaries fold a member's models past the daily label
 cap into "other", so after a restart a model-scoped rule does not see such tokens (a member who
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,7 +34,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sublane_core import NO_GROUP, Clock, SubLaneError, signals
-from sublane_history._tables import BUDGETS, USAGE_DAYS
+from sublane_history._costs import RecordCosts
+from sublane_history._tables import BUDGETS, RECORDS, USAGE_DAYS
 from sublane_history._usage import DAY_S, reported_tokens, utc_day
 
 MAX_RULES: Final = 64
@@ -35,14 +44,29 @@ RETRY_AFTER_CAP_S: Final = float(DAY_S)
 
 
 class BudgetPeriod(StrEnum):
-    """The UTC period a budget counts."""
+    """The period a budget counts: a UTC day or month, or a rolling span ending now (COST-5)."""
 
     DAY = "day"
     MONTH = "month"
+    FIVE_HOURS = "5h"
+    SEVEN_DAYS = "7d"
+
+    @property
+    def rolling_s(self) -> int | None:
+        """The span of a rolling period in seconds; ``None`` for a calendar period."""
+        return ROLLING_S.get(self.value)
+
+
+ROLLING_S: Final = {"5h": 5 * 3600, "7d": 7 * DAY_S}
+UNITS: Final = ("tokens", "usd")
 
 
 def period_bounds(period: BudgetPeriod, moment: float) -> tuple[float, float]:
-    """``(start, reset)`` in Unix seconds of the UTC ``period`` that holds ``moment``."""
+    """``(start, reset)`` in Unix seconds of the UTC ``period`` that holds ``moment`` (a rolling
+    period: the span ending at ``moment``, and ``moment``)."""
+    span = period.rolling_s
+    if span is not None:
+        return moment - span, moment
     if period is BudgetPeriod.DAY:
         start = utc_day(moment)
         return float(start), float(start + DAY_S)
@@ -54,8 +78,9 @@ def period_bounds(period: BudgetPeriod, moment: float) -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetRule:
-    """One rule: at most ``limit`` input + output tokens per ``period``, in ``group_id`` (``None``:
-    any group) and of ``model`` (``None``: any model)."""
+    """One rule: at most ``limit`` input + output tokens (``unit="usd"``: ``usd_limit`` dollars of
+    COST-2's cost) per ``period``, in ``group_id`` (``None``: any group) and of ``model`` (``None``:
+    any model)."""
 
     id: int
     group_id: int | None
@@ -63,6 +88,13 @@ class BudgetRule:
     period: BudgetPeriod
     limit: int
     enabled: bool = True
+    unit: str = "tokens"
+    usd_limit: float | None = None
+
+    @property
+    def threshold(self) -> float:
+        """What the rule allows, in its unit."""
+        return (self.usd_limit or 0.0) if self.unit == "usd" else float(self.limit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,13 +102,17 @@ class BudgetState:
     """A rule with what its period has used so far and when the period resets."""
 
     rule: BudgetRule
-    used: int
-    resets_at: float
+    used: int | float  # tokens, or dollars for a ``usd`` rule
+    resets_at: float  # a rolling rule: when enough usage will have left the window to allow a call
 
     @property
     def exceeded(self) -> bool:
         """Whether the rule refuses new requests now (only enabled rules do)."""
-        return self.rule.enabled and self.used >= self.rule.limit
+        return self.rule.enabled and self.used >= self.rule.threshold
+
+
+#: One attempt of a member with rolling rules: started, group, model, tokens, cost (``None``: unpriced).
+_Event = tuple[float, int | None, str, int, float | None]
 
 
 _Key = tuple[int, int | None, str | None]
@@ -85,20 +121,27 @@ _Key = tuple[int, int | None, str | None]
 class _Window:
     """Tokens per member × (group | any) × (model | any) in one UTC day or month."""
 
-    __slots__ = ("period", "reset", "start", "totals")
+    __slots__ = ("costs", "period", "reset", "start", "totals")
 
     def __init__(self, period: BudgetPeriod, moment: float) -> None:
         self.period = period
         self.start, self.reset = period_bounds(period, moment)
         self.totals: dict[_Key, int] = {}
+        self.costs: dict[_Key, float] = {}  # COST-5: dollars, for the members who have dollar rules
 
-    def add(self, user_id: int, group_id: int | None, model: str, tokens: int) -> None:
-        self.add_to(_keys(user_id, group_id, model), tokens)
+    def add(
+        self, user_id: int, group_id: int | None, model: str, tokens: int, cost: float | None = None
+    ) -> None:
+        self.add_to(_keys(user_id, group_id, model), tokens, cost)
 
-    def add_to(self, keys: tuple[_Key, ...], tokens: int) -> None:
+    def add_to(self, keys: tuple[_Key, ...], tokens: int, cost: float | None = None) -> None:
         totals = self.totals
         for key in keys:
             totals[key] = totals.get(key, 0) + tokens
+        if cost:
+            costs = self.costs
+            for key in keys:
+                costs[key] = costs.get(key, 0.0) + cost
 
 
 def _keys(user_id: int, group_id: int | None, model: str) -> tuple[_Key, ...]:
@@ -123,9 +166,17 @@ class TokenBudgets:
         self._month = _Window(BudgetPeriod.MONTH, now)
         self._rules: dict[int, tuple[BudgetRule, ...]] = {}
         self._lock = threading.Lock()  # rule sets are replaced from management worker threads
-        #: With replicas (SCALE-2): told the tokens of each attempt of a member who has rules
-        #: (``user, group, model, started_at, tokens``) and each member whose rules were set here.
-        self.on_noted: Callable[[int, int | None, str, float, int], None] | None = None
+        #: COST-5: the attempts of the last 7 days of members who have rolling rules, oldest first;
+        #: the members who have dollar rules (their calls are priced as they finish).
+        self._events: dict[int, deque[_Event]] = {}
+        self._priced: frozenset[int] = frozenset()
+        self._engine: Engine | None = None
+        #: COST-5: a finished attempt's cost, from memory only (the gateway's price book).
+        self.costs: RecordCosts | None = None
+        #: With replicas (SCALE-2): told the tokens (and cost) of each attempt of a member who has
+        #: rules (``user, group, model, started_at, tokens, cost``) and each member whose rules were
+        #: set here.
+        self.on_noted: Callable[[int, int | None, str, float, int, float | None], None] | None = None
         self.on_rules_set: Callable[[int], None] | None = None
 
     # -- start-up --------------------------------------------------------------------------------
@@ -135,9 +186,11 @@ class TokenBudgets:
 
         With ``user_id``, that member's only (another replica set their rules, SCALE-2: their
         tokens counted there were told only while they had rules)."""
+        self._engine = engine
         now = self._clock.time()
         day, month = _Window(BudgetPeriod.DAY, now), _Window(BudgetPeriod.MONTH, now)
         rules: dict[int, list[BudgetRule]] = {}
+        events: dict[int, deque[_Event]] = {}
         with engine.connect() as connection:
             selected = sa.select(BUDGETS).order_by(BUDGETS.c.id)
             if user_id is not None:
@@ -148,9 +201,15 @@ class TokenBudgets:
                 sa.func.coalesce(sa.func.sum(USAGE_DAYS.c.input_tokens), 0)
                 + sa.func.coalesce(sa.func.sum(USAGE_DAYS.c.output_tokens), 0)
             ).label("tokens")
+            spent = sa.func.sum(USAGE_DAYS.c.cost_usd).label("cost")
             query = (
                 sa.select(
-                    USAGE_DAYS.c.day, USAGE_DAYS.c.user_id, USAGE_DAYS.c.group_id, USAGE_DAYS.c.model, used
+                    USAGE_DAYS.c.day,
+                    USAGE_DAYS.c.user_id,
+                    USAGE_DAYS.c.group_id,
+                    USAGE_DAYS.c.model,
+                    used,
+                    spent,
                 )
                 .where(
                     USAGE_DAYS.c.day >= int(month.start),
@@ -158,25 +217,36 @@ class TokenBudgets:
                 )
                 .group_by(USAGE_DAYS.c.day, USAGE_DAYS.c.user_id, USAGE_DAYS.c.group_id, USAGE_DAYS.c.model)
             )
-            for bucket_day, member, group_id, model, tokens in connection.execute(query):
-                if not tokens:
+            for bucket_day, member, group_id, model, tokens, cost in connection.execute(query):
+                if not tokens and not cost:
                     continue
                 group = None if group_id == NO_GROUP else group_id
-                month.add(member, group, model, int(tokens))
+                month.add(member, group, model, int(tokens), cost)
                 if bucket_day >= day.start:
-                    day.add(member, group, model, int(tokens))
+                    day.add(member, group, model, int(tokens), cost)
+            rolling = [user for user, found in rules.items() if any(rule.period.rolling_s for rule in found)]
+            if rolling:
+                events = _recent_events(connection, rolling, now)
         with self._lock:
             if user_id is None:
                 self._day, self._month = day, month
                 self._rules = {user: tuple(found) for user, found in rules.items()}
+                self._events = events
+                self._priced = _priced(self._rules)
                 return
             self._rules.pop(user_id, None)
             self._rules.update((user, tuple(found)) for user, found in rules.items())
+            self._events.pop(user_id, None)
+            self._events.update(events)
+            self._priced = _priced(self._rules)
         for mine, read in ((self._day, day), (self._month, month)):
             if mine.start == read.start:  # the member's totals as stored replace what was counted
                 for key in [key for key in mine.totals if key[0] == user_id]:
                     del mine.totals[key]
+                for key in [key for key in mine.costs if key[0] == user_id]:
+                    del mine.costs[key]
                 mine.totals.update(read.totals)
+                mine.costs.update(read.costs)
 
     # -- the request path ------------------------------------------------------------------------
 
@@ -185,18 +255,38 @@ class TokenBudgets:
         tokens = reported_tokens(payload)
         if not tokens:
             return
+        user_id = payload.user_id
+        cost = None
+        if user_id in self._priced and self.costs is not None:  # COST-5: only members with dollar rules
+            cost = self.costs.cost_usd(payload)
         started = float(payload.started_at)
-        self.add(payload.user_id, payload.group_id, payload.model[:128], started, tokens)
-        if self.on_noted is not None and payload.user_id in self._rules:
-            self.on_noted(payload.user_id, payload.group_id, payload.model[:128], started, tokens)
+        self.add(user_id, payload.group_id, payload.model[:128], started, tokens, cost)
+        if self.on_noted is not None and user_id in self._rules:
+            self.on_noted(user_id, payload.group_id, payload.model[:128], started, tokens, cost)
 
-    def add(self, user_id: int, group_id: int | None, model: str, started: float, tokens: int) -> None:
-        """Count ``tokens`` of an attempt begun at ``started`` (here, or told by another replica)."""
-        self._roll(self._clock.time())
+    def add(
+        self,
+        user_id: int,
+        group_id: int | None,
+        model: str,
+        started: float,
+        tokens: int,
+        cost: float | None = None,
+    ) -> None:
+        """Count ``tokens`` (and ``cost``) of an attempt begun at ``started`` (here, or told by
+        another replica)."""
+        now = self._clock.time()
+        self._roll(now)
         keys = _keys(user_id, group_id, model)
         for window in (self._day, self._month):
             if started >= window.start:  # an attempt begun in the last period counts there
-                window.add_to(keys, tokens)
+                window.add_to(keys, tokens, cost)
+        events = self._events.get(user_id)
+        if events is not None:
+            events.append((started, group_id, model, tokens, cost))
+            horizon = now - ROLLING_S["7d"]
+            while events and events[0][0] < horizon:
+                events.popleft()
 
     def check(self, user_id: int, group_id: int, model: str) -> None:
         """Refuse with 429 ``token_budget_exceeded`` when an enabled rule of ``user_id`` that covers
@@ -206,7 +296,7 @@ class TokenBudgets:
             return
         now = self._clock.time()
         self._roll(now)
-        blocking: BudgetRule | None = None
+        blocking: BudgetState | None = None
         for rule in rules:
             if not rule.enabled:
                 continue
@@ -214,26 +304,41 @@ class TokenBudgets:
                 rule.model is not None and rule.model != model
             ):
                 continue
-            window = self._day if rule.period is BudgetPeriod.DAY else self._month
-            if window.totals.get((user_id, rule.group_id, rule.model), 0) < rule.limit:
-                continue
-            if blocking is None or (
-                rule.period is BudgetPeriod.MONTH and blocking.period is BudgetPeriod.DAY
-            ):
-                blocking = rule  # the rule that refuses longest (a month outlasts a day) decides
+            span = ROLLING_S.get(rule.period)
+            if span is None:  # a calendar period: compared without building its state
+                window = self._day if rule.period is BudgetPeriod.DAY else self._month
+                key = (user_id, rule.group_id, rule.model)
+                if rule.unit == "usd":
+                    if window.costs.get(key, 0.0) < (rule.usd_limit or 0.0):
+                        continue
+                elif window.totals.get(key, 0) < rule.limit:
+                    continue
+                state = self._state(user_id, rule, now)
+            else:
+                state = self._rolling_state(user_id, rule, span, now)
+                if not state.exceeded:
+                    continue
+            if blocking is None or state.resets_at > blocking.resets_at:
+                blocking = state  # the rule that refuses longest decides
         if blocking is not None:
-            raise budget_error(self._state(user_id, blocking, now), now)
+            raise budget_error(blocking, now)
 
     # -- management ------------------------------------------------------------------------------
 
     def set_rules(self, user_id: int, rules: Iterable[BudgetRule]) -> None:
         """Replace ``user_id``'s rules (after the new set is committed)."""
         found = tuple(rules)
-        with self._lock:
-            if found:
-                self._rules[user_id] = found
-            else:
-                self._rules.pop(user_id, None)
+        engine = self._engine
+        if engine is not None and any(rule.period.rolling_s or rule.unit == "usd" for rule in found):
+            self.load(engine, user_id)  # COST-5: the stored rules, and the usage they count from
+        else:
+            with self._lock:
+                if found:
+                    self._rules[user_id] = found
+                else:
+                    self._rules.pop(user_id, None)
+                self._events.pop(user_id, None)
+                self._priced = _priced(self._rules)
         if self.on_rules_set is not None:
             self.on_rules_set(user_id)
 
@@ -249,11 +354,44 @@ class TokenBudgets:
     # -- internals -------------------------------------------------------------------------------
 
     def _state(self, user_id: int, rule: BudgetRule, now: float) -> BudgetState:
+        span = rule.period.rolling_s
+        if span is not None:
+            return self._rolling_state(user_id, rule, span, now)
         window = self._day if rule.period is BudgetPeriod.DAY else self._month
         if now >= window.reset:  # the period turned and no request has rolled the window yet
             return BudgetState(rule=rule, used=0, resets_at=period_bounds(rule.period, now)[1])
-        used = window.totals.get((user_id, rule.group_id, rule.model), 0)
+        key = (user_id, rule.group_id, rule.model)
+        used: int | float = (
+            round(window.costs.get(key, 0.0), 9) if rule.unit == "usd" else window.totals.get(key, 0)
+        )
         return BudgetState(rule=rule, used=used, resets_at=window.reset)
+
+    def _rolling_state(self, user_id: int, rule: BudgetRule, span: int, now: float) -> BudgetState:
+        """COST-5: the usage of the ``span`` ending now; over the limit, ``resets_at`` is when enough
+        of it will have left the window for the next call to be allowed."""
+        start = now - span
+        usd = rule.unit == "usd"
+        amounts: list[tuple[float, float]] = []
+        for started, group_id, model, tokens, cost in sorted(self._events.get(user_id, ())):
+            if started < start or started > now:
+                continue
+            if (rule.group_id is not None and group_id != rule.group_id) or (
+                rule.model is not None and model != rule.model
+            ):
+                continue
+            amount = (cost or 0.0) if usd else float(tokens)
+            if amount:
+                amounts.append((started, amount))
+        used = sum(amount for _, amount in amounts)
+        resets_at = now
+        if rule.enabled and used >= rule.threshold:
+            left = used
+            for started, amount in amounts:
+                left -= amount
+                resets_at = started + span
+                if left < rule.threshold:
+                    break
+        return BudgetState(rule=rule, used=round(used, 9) if usd else int(used), resets_at=resets_at)
 
     def _roll(self, now: float) -> None:
         """Start a new day or month window when the UTC period has turned (event loop only: the
@@ -277,7 +415,35 @@ def rule_of(row: Mapping[Any, Any]) -> BudgetRule:
         period=BudgetPeriod(str(row["period"])),
         limit=limit,
         enabled=bool(row["enabled"]),
+        unit=str(row.get("unit") or "tokens"),
+        usd_limit=float(row["usd_limit"]) if row.get("usd_limit") is not None else None,
     )
+
+
+def _priced(rules: Mapping[int, tuple[BudgetRule, ...]]) -> frozenset[int]:
+    """The members who have a dollar rule: their calls are priced as they finish."""
+    return frozenset(user for user, found in rules.items() if any(rule.unit == "usd" for rule in found))
+
+
+def _recent_events(connection: sa.Connection, users: list[int], now: float) -> dict[int, deque[_Event]]:
+    """The attempts of the last 7 days of ``users`` from the request records, oldest first."""
+    events: dict[int, deque[_Event]] = {user: deque() for user in users}
+    query = (
+        sa.select(
+            RECORDS.c.user_id,
+            RECORDS.c.started_at,
+            RECORDS.c.group_id,
+            RECORDS.c.model,
+            RECORDS.c.input_tokens,
+            RECORDS.c.output_tokens,
+            RECORDS.c.cost_usd,
+        )
+        .where(RECORDS.c.user_id.in_(users), RECORDS.c.started_at >= now - ROLLING_S["7d"])
+        .order_by(RECORDS.c.started_at)
+    )
+    for user, started, group_id, model, tokens_in, tokens_out, cost in connection.execute(query):
+        events[user].append((float(started), group_id, model, (tokens_in or 0) + (tokens_out or 0), cost))
+    return events
 
 
 def budget_error(state: BudgetState, now: float) -> SubLaneError:
@@ -286,9 +452,11 @@ def budget_error(state: BudgetState, now: float) -> SubLaneError:
     rule = state.rule
     reset = dt.datetime.fromtimestamp(state.resets_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     scope = f" for {rule.model}" if rule.model is not None else ""
+    amount = f"${rule.threshold:,.2f}" if rule.unit == "usd" else f"{rule.limit:,} tokens"
+    span = {"5h": "5 hours", "7d": "7 days"}.get(rule.period.value, rule.period.value)
+    again = "a call is allowed again" if rule.period.rolling_s else "it resets"
     message = (
-        f"Your token budget of {rule.limit:,} tokens per {rule.period.value}{scope} is used up "
-        f"(rule {rule.id}); it resets at {reset}."
+        f"Your token budget of {amount} per {span}{scope} is used up (rule {rule.id}); {again} at {reset}."
     )
     return SubLaneError(
         "token_budget_exceeded",

@@ -50,6 +50,8 @@ class RecordRow:
     routing: dict[str, Any] | None
     served_model: str | None
     cache_miss_reason: str | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
     username: str | None
     key_name: str | None
     account_name: str | None

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sublane_core import AlertOutbox, Clock, signals
+from sublane_history._costs import RecordCosts
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._rows import INSERT_RECORDS, record_values
 from sublane_history._usage import UsageWriter
@@ -85,7 +86,8 @@ class HistoryRecorder:
     no event loop are always taken.
 
     ``records=False`` writes no request records (``SUBLANE_HISTORY_ENABLED=false``); ``usage``
-    adds every written attempt to the usage summaries (``None``: no summaries).
+    adds every written attempt to the usage summaries (``None``: no summaries); ``costs`` prices
+    every attempt as it is written (COST-2; ``None``: every cost unknown).
     """
 
     def __init__(
@@ -99,7 +101,9 @@ class HistoryRecorder:
         records: bool = True,
         usage: UsageWriter | None = None,
         outbox: AlertOutbox | None = None,
+        costs: RecordCosts | None = None,
     ) -> None:
+        self._costs = costs  # COST-2: each record's cost, asked here in the writer thread
         self._outbox = outbox  # ALERT-2: history.dropped
         self._told_lost = 0  # lost records an alert already told of
         self._told_at: float | None = None
@@ -213,14 +217,19 @@ class HistoryRecorder:
     def _write(self, connection: sa.Connection, payloads: Sequence[RequestFinished]) -> None:
         now = self._clock.time()
         told: tuple[int, str | None] | None = None
+        costs = self._costs_of(payloads)
         try:
             with connection.begin():
                 if self._records:
                     if payloads:
-                        INSERT_RECORDS.execute(connection, [record_values(payload) for payload in payloads])
+                        rows = [
+                            record_values(payload, cost)
+                            for payload, cost in zip(payloads, costs, strict=True)
+                        ]
+                        INSERT_RECORDS.execute(connection, rows)
                     apply_retention(connection, self.retention, now)
                 if self.usage is not None and payloads:
-                    self.usage.add(connection, payloads, now)
+                    self.usage.add(connection, payloads, now, costs)
                 told = self._tell_losses(connection, now)
         except BaseException:
             if self.usage is not None:
@@ -230,6 +239,19 @@ class HistoryRecorder:
             self._told_lost, self._told_at = told[0], now
             if told[1] is not None:  # an event was written: deliver it now
                 self._outbox.added()
+
+    def _costs_of(self, payloads: Sequence[RequestFinished]) -> list[float | None]:
+        """Each attempt's cost now (COST-2); a failing price book costs the costs, never the records."""
+        costs = self._costs
+        if costs is None:
+            return [None] * len(payloads)
+        try:
+            return [
+                costs.cost_usd(payload) if payload.account_id is not None else 0.0 for payload in payloads
+            ]
+        except Exception as exc:
+            _log.error("could not price %d request record(s): %s", len(payloads), type(exc).__name__)
+            return [None] * len(payloads)
 
     def _tell_losses(self, connection: sa.Connection, now: float) -> tuple[int, str | None] | None:
         """ALERT-2 ``history.dropped``, in the next transaction that writes records after some were

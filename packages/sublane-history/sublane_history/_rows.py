@@ -107,16 +107,18 @@ RECORD_COLUMNS: Final = (
     "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
     "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model", "cache_miss_reason",
+    "cache_write_tokens", "cost_usd",
 )  # fmt: skip
 INSERT_RECORDS: Final = DriverStatement(
     sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
 )
 
 
-def record_values(payload: RequestFinished) -> tuple[Any, ...]:
+def record_values(payload: RequestFinished, cost_usd: float | None = None) -> tuple[Any, ...]:
     """The ``request_records`` row of one attempt as the driver stores it, in :data:`RECORD_COLUMNS`
     order: the fields of HIST-2, bounded, and nothing else; the routing explanation as JSON text
-    (what the ``JSON`` column type would write, ``null`` included)."""
+    (what the ``JSON`` column type would write, ``null`` included); ``cost_usd`` as the writer
+    priced it (COST-2)."""
     status = payload.upstream_status
     outcome = payload.outcome
     return (
@@ -141,6 +143,8 @@ def record_values(payload: RequestFinished) -> tuple[Any, ...]:
         _routing_text(routing_explanation(payload.routing)),
         _text(payload.served_model, 128),
         payload.cache_miss_reason if payload.cache_miss_reason in MISS_REASONS else None,
+        _count(payload.cache_write_tokens),
+        cost_usd,
     )
 
 

@@ -27,7 +27,13 @@ import sqlalchemy as sa
 from sublane_core import NO_GROUP, NO_PROVIDER, signals, storable_text
 from sublane_history._cache_rate import hit_rate
 from sublane_history._statements import DriverStatement
-from sublane_history._tables import USAGE_CACHE_ACCOUNTS, USAGE_DAYS, USAGE_GROUP_HOURS, USAGE_HOURS
+from sublane_history._tables import (
+    USAGE_ACCOUNT_DAYS,
+    USAGE_CACHE_ACCOUNTS,
+    USAGE_DAYS,
+    USAGE_GROUP_HOURS,
+    USAGE_HOURS,
+)
 
 DAY_S: Final = 86_400
 KEPT_DAYS: Final = 90
@@ -80,6 +86,8 @@ class _Day:
     unknown_usage_requests: int = 0
     hit_input_tokens: int | None = None
     hit_cached_tokens: int | None = None
+    cost_usd: float | None = None
+    unpriced_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -89,6 +97,25 @@ class _CacheAccount:
     requests: int = 0
     hit_input_tokens: int = 0
     hit_cached_tokens: int = 0
+
+
+@dataclass(slots=True)
+class _AccountDay:
+    """What one batch adds to one account's day (COST-2 by account, COST-3)."""
+
+    provider: str
+    requests: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    unpriced_tokens: int = 0
+
+
+def add_cost(total: float | None, cost: float | None) -> float | None:
+    """``total + cost`` where ``None`` is an unpriced attempt: it leaves the total as it is."""
+    if cost is None:
+        return total
+    return cost if total is None else total + cost
 
 
 @dataclass(slots=True)
@@ -174,8 +201,15 @@ def _upsert_sql(table: sa.Table, names: tuple[str, ...]) -> DriverStatement:
 
 
 _DAY_KEY: Final = ("day", "user_id", "group_id", "provider", "model")
-_DAY_COUNTS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests", *HIT_COLUMNS)
+_DAY_COUNTS: Final = (
+    "requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests", *HIT_COLUMNS, "cost_usd",
+    "unpriced_tokens",
+)  # fmt: skip
 _UPSERT_DAYS: Final = _upsert_sql(USAGE_DAYS, (*_DAY_KEY, *_DAY_COUNTS))
+_ACCOUNT_COUNTS: Final = ("requests", "input_tokens", "output_tokens", "cost_usd", "unpriced_tokens")
+_UPSERT_ACCOUNT_DAYS: Final = _upsert_sql(
+    USAGE_ACCOUNT_DAYS, ("day", "account_id", "provider", *_ACCOUNT_COUNTS)
+)
 _UPSERT_HOURS: Final = _upsert_sql(USAGE_HOURS, ("day", "hour", "user_id", "requests", "tokens"))
 _UPSERT_CACHE_ACCOUNTS: Final = _upsert_sql(
     USAGE_CACHE_ACCOUNTS, ("day", "user_id", "account_id", "requests", *HIT_COLUMNS)
@@ -200,14 +234,25 @@ class UsageWriter:
         self._labels.clear()
         self._cleaned_day = None
 
-    def add(self, connection: sa.Connection, payloads: Sequence[signals.RequestFinished], now: float) -> None:
-        """Add ``payloads`` to the buckets in the caller's transaction; expire old days once a day."""
+    def add(
+        self,
+        connection: sa.Connection,
+        payloads: Sequence[signals.RequestFinished],
+        now: float,
+        costs: Sequence[float | None] | None = None,
+    ) -> None:
+        """Add ``payloads`` to the buckets in the caller's transaction; expire old days once a day.
+
+        ``costs``: each attempt's cost (COST-2), ``None`` where unpriced; its tokens are then
+        counted in ``unpriced_tokens``."""
         days: dict[tuple[int, int, int, str, str], _Day] = {}
         hours: dict[tuple[int, int, int], _Hour] = {}
         accounts: dict[tuple[int, int, int], _CacheAccount] = {}
+        account_days: dict[tuple[int, int], _AccountDay] = {}
         group_hours: dict[tuple[int, int, int], int | None] = {}
-        for payload in payloads:
+        for index, payload in enumerate(payloads):
             usage = AttemptUsage.of(payload)
+            cost = costs[index] if costs is not None else None
             started = float(payload.started_at)
             day = utc_day(started)
             user_id = payload.user_id
@@ -238,6 +283,18 @@ class UsageWriter:
                 served.requests += 1
                 served.hit_input_tokens += fed
                 served.hit_cached_tokens += cached
+            unpriced = (usage.tokens or 0) if cost is None else 0
+            bucket.cost_usd = add_cost(bucket.cost_usd, cost)
+            bucket.unpriced_tokens += unpriced
+            if payload.account_id is not None:
+                account = account_days.get((day, payload.account_id))
+                if account is None:
+                    account = account_days[(day, payload.account_id)] = _AccountDay(key[3])
+                account.requests += 1
+                account.input_tokens = add_known(account.input_tokens, usage.input_tokens)
+                account.output_tokens = add_known(account.output_tokens, usage.output_tokens)
+                account.cost_usd = add_cost(account.cost_usd, cost)
+                account.unpriced_tokens += unpriced
             hour_key = (day, min(23, math.floor((started - day) / 3600)), user_id)
             hour = hours.get(hour_key)
             if hour is None:
@@ -257,6 +314,12 @@ class UsageWriter:
                 for key, cell in accounts.items()
             ]
             _UPSERT_CACHE_ACCOUNTS.execute(connection, account_rows)
+        if account_days:
+            day_rows = [
+                (day, account_id, cell.provider, *(getattr(cell, name) for name in _ACCOUNT_COUNTS))
+                for (day, account_id), cell in account_days.items()
+            ]
+            _UPSERT_ACCOUNT_DAYS.execute(connection, day_rows)
         self._expire(connection, now)
 
     def _label(self, connection: sa.Connection, user_id: int, day: int, model: str) -> str:
@@ -289,6 +352,7 @@ class UsageWriter:
         connection.execute(sa.delete(USAGE_CACHE_ACCOUNTS).where(USAGE_CACHE_ACCOUNTS.c.day < cutoff))
         old_hours = USAGE_GROUP_HOURS.c.hour < now - GROUP_HOURS_KEPT_S
         connection.execute(sa.delete(USAGE_GROUP_HOURS).where(old_hours))
+        connection.execute(sa.delete(USAGE_ACCOUNT_DAYS).where(USAGE_ACCOUNT_DAYS.c.day < cutoff))
         self._cleaned_day = today
         for key in [key for key in self._labels if key[1] < today - DAY_S]:
             del self._labels[key]

@@ -20,6 +20,7 @@ from sublane_history._cache_rate import weighted_hit_rate
 from sublane_history._tables import (
     ACCOUNTS,
     GROUPS,
+    USAGE_ACCOUNT_DAYS,
     USAGE_CACHE_ACCOUNTS,
     USAGE_DAYS,
     USAGE_GROUP_HOURS,
@@ -31,23 +32,39 @@ from sublane_history._usage import DAY_S, HIT_COLUMNS, OUTCOME_COLUMNS, TOKEN_CO
 RANGES: Final = (1, 7, 30, 90)
 """The ``days`` a summary may cover."""
 
-COUNTERS: Final = ("requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests")
-"""The fields of every totals and breakdown row, in answer order."""
+COUNTERS: Final = (
+    "requests", *OUTCOME_COLUMNS, *TOKEN_COLUMNS, "unknown_usage_requests", "cost_usd", "unpriced_tokens",
+)  # fmt: skip
+"""The fields of every totals and breakdown row, in answer order (COST-2 added the last two)."""
+ACCOUNT_COUNTERS: Final = ("requests", "input_tokens", "output_tokens", "cost_usd", "unpriced_tokens")
+"""The fields of a ``by_account`` row (COST-2)."""
+#: Costs are answered to a millionth of a dollar: sums of floats carry noise below that.
+COST_DIGITS: Final = 6
+_NULLABLE = frozenset({*TOKEN_COLUMNS, "cost_usd"})
 
 _SUMS = [sa.func.sum(USAGE_DAYS.c[name]).label(name) for name in (*COUNTERS, *HIT_COLUMNS)]
+_ACCOUNT_SUMS = [sa.func.sum(USAGE_ACCOUNT_DAYS.c[name]).label(name) for name in ACCOUNT_COUNTERS]
 
 
-def _counters(row: Any) -> dict[str, int | float | None]:
-    """A row's sums: counts as integers (0 when empty), token sums ``None`` when none was known;
-    and COST-4's token-weighted ``hit_rate`` (``None`` when no attempt reported cache figures)."""
+def money(value: object) -> float | None:
+    """A summed cost as answered: ``None`` (nothing priced) or dollars to :data:`COST_DIGITS`."""
+    return None if value is None else round(float(str(value)), COST_DIGITS)
+
+
+def _counters(row: Any, names: Sequence[str] = COUNTERS) -> dict[str, int | float | None]:
+    """A row's sums: counts as integers (0 when empty), token sums ``None`` when none was known,
+    the cost ``None`` when no attempt in it was priced."""
     values: dict[str, int | float | None] = {}
-    for name in COUNTERS:
+    for name in names:
         value = row[name] if row is not None else None
-        if name in TOKEN_COLUMNS:
+        if name == "cost_usd":
+            values[name] = money(value)
+        elif name in _NULLABLE:
             values[name] = None if value is None else int(value)
         else:
             values[name] = int(value or 0)
-    values["hit_rate"] = _hit_rate(row)
+    if names is COUNTERS:  # COST-4's token-weighted hit rate, where the cache sums are
+        values["hit_rate"] = _hit_rate(row)
     return values
 
 
@@ -58,7 +75,7 @@ def _hit_rate(row: Any) -> float | None:
 
 
 def _empty() -> dict[str, int | float | None]:
-    return {**{name: (None if name in TOKEN_COLUMNS else 0) for name in COUNTERS}, "hit_rate": None}
+    return {**{name: (None if name in _NULLABLE else 0) for name in COUNTERS}, "hit_rate": None}
 
 
 def _by_tokens(row: dict[str, Any]) -> tuple[int, int]:
@@ -128,6 +145,7 @@ class UsageReader:
                 for row in self._grouped(connection, scope, [USAGE_DAYS.c.provider])
             ]
             by_group = self._by_group(connection, scope)
+            by_account = self._by_account(connection, start, until) if member is None else None
             answer: dict[str, Any] = {
                 "range": {"from": start, "until": until, "days": days},
                 "totals": _counters(totals) if totals is not None else _empty(),
@@ -138,7 +156,9 @@ class UsageReader:
             }
             if not personal:
                 answer["by_member"] = sorted(self._by_member(connection, scope), key=_by_tokens)
-                answer["by_account"] = self._by_account(connection, start, until, member)
+                answer["cache_by_account"] = self._cache_by_account(connection, start, until, member)
+            if by_account is not None:
+                answer["by_account"] = sorted(by_account, key=_by_tokens)
             heatmap, heatmap_tokens = self._heatmap(connection, hour_scope)
         answer["heatmap"] = heatmap
         answer["heatmap_tokens"] = heatmap_tokens
@@ -186,6 +206,34 @@ class UsageReader:
             for row in rows
         ]
 
+    @staticmethod
+    def _by_account(connection: sa.Connection, start: int, until: int) -> list[dict[str, Any]]:
+        """COST-2 per account (the team's answer only: accounts are not any one member's)."""
+        keys = [USAGE_ACCOUNT_DAYS.c.account_id, USAGE_ACCOUNT_DAYS.c.provider]
+        query = (
+            sa.select(*keys, ACCOUNTS.c.name, *_ACCOUNT_SUMS)
+            .select_from(
+                USAGE_ACCOUNT_DAYS.outerjoin(ACCOUNTS, ACCOUNTS.c.id == USAGE_ACCOUNT_DAYS.c.account_id)
+            )
+            .where(USAGE_ACCOUNT_DAYS.c.day >= start, USAGE_ACCOUNT_DAYS.c.day < until)
+            .group_by(*keys, ACCOUNTS.c.name)
+        )
+        return [
+            {
+                "account_id": row["account_id"],
+                "account_name": row["name"],
+                "provider": row["provider"],
+                **_counters(row, ACCOUNT_COUNTERS),
+            }
+            for row in connection.execute(query).mappings()
+        ]
+
+    def account_costs(self, start: float, until: float) -> list[dict[str, Any]]:
+        """Per account: its provider, requests, tokens, cost and unpriced tokens over the UTC days
+        from ``start`` to ``until`` (COST-3's value)."""
+        with self._engine.connect() as connection:
+            return self._by_account(connection, utc_day(start), utc_day(until - 1) + DAY_S)
+
     def _by_member(
         self, connection: sa.Connection, scope: Sequence[sa.ColumnElement[bool]]
     ) -> list[dict[str, Any]]:
@@ -199,7 +247,7 @@ class UsageReader:
         ]
 
     @staticmethod
-    def _by_account(
+    def _cache_by_account(
         connection: sa.Connection, start: int, until: int, member: int | None
     ) -> list[dict[str, Any]]:
         """COST-4: the token-weighted hit rate per account, over the attempts with cache figures."""

@@ -91,6 +91,14 @@ def record_view(row: RecordRow, *, personal: bool) -> dict[str, Any]:
         },
         "routing": personal_routing(row.routing) if personal else row.routing,
         "served_model": row.served_model or row.model,  # an alias's model (ALIAS-1)
+        # COST-2: the counts again with the cache writes and the API-equivalent cost (null: unpriced)
+        "usage": {
+            "input_tokens": row.input_tokens,
+            "output_tokens": row.output_tokens,
+            "cached_tokens": row.cached_tokens,
+            "cache_write_tokens": row.cache_write_tokens,
+            "cost_usd": row.cost_usd,
+        },
     }
     if not personal:
         view["account_deleted"] = row.account_deleted

@@ -27,6 +27,7 @@ HIST_2_COLUMNS = {
     "input_tokens", "output_tokens", "cached_tokens", "routing",
     "served_model",  # the model an alias was served as (ALIAS-1)
     "cache_miss_reason",  # why a later turn missed the prompt cache (COST-4)
+    "cache_write_tokens", "cost_usd",  # COST-2
 }  # fmt: skip
 
 

@@ -21,11 +21,17 @@ class DeltaKind(StrEnum):
 
 @immutable
 class TokenUsage:
-    """Token counts as the provider reported them; ``None`` where it reported nothing."""
+    """Token counts as the provider reported them; ``None`` where it reported nothing.
+
+    ``input_tokens`` includes the cached input and the cache writes; ``cache_write_tokens`` is the
+    part written to the cache, ``cache_write_1h_tokens`` the part of that written for one hour.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
 
 
 @dataclass(slots=True)

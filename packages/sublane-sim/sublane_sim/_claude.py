@@ -142,6 +142,21 @@ def _cache_lifetime(body: dict[str, Any]) -> float:
         if isinstance(control, dict) and control.get("ttl") == "1h":
             return 3600.0
     return CACHE_LIFETIME_S
+def _one_hour_cache(body: dict[str, Any]) -> bool:
+    """Whether the request's first cache breakpoint asks for the one-hour cache (``ttl: "1h"``);
+    the simulator keeps all of a turn's writes for that breakpoint's lifetime."""
+    blocks: list[Any] = []
+    for part in (body.get("tools"), body.get("system"), body.get("messages")):
+        if isinstance(part, list):
+            for item in part:
+                blocks.append(item)
+                if isinstance(item, dict) and isinstance(item.get("content"), list):
+                    blocks.extend(item["content"])
+    for block in blocks:
+        control = block.get("cache_control") if isinstance(block, dict) else None
+        if isinstance(control, dict):
+            return control.get("ttl") == "1h"
+    return False
 
 
 def _cache_parts(body: dict[str, Any]) -> tuple[str, int]:
@@ -235,6 +250,8 @@ async def messages(request: Request) -> Response:
     assert usage is not None
     if usage.cached_tokens == 0 and turn.behaviour.cached_tokens is None:
         usage.cache_creation_tokens = min(prefix_tokens, max(0, usage.prompt_tokens - 1))
+        if _one_hour_cache(body):
+            usage.cache_creation_1h_tokens = usage.cache_creation_tokens
     elif usage.cached_tokens >= usage.prompt_tokens:
         usage.cached_tokens = max(0, usage.prompt_tokens - 1)
     message_id = f"msg_sim{record.seq:020d}"

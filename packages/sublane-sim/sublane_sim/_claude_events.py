@@ -28,6 +28,10 @@ def _usage_json(turn: Turn) -> dict[str, Any]:
     return {
         "input_tokens": usage.prompt_tokens - usage.cached_tokens - usage.cache_creation_tokens,
         "cache_creation_input_tokens": usage.cache_creation_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.cache_creation_tokens - usage.cache_creation_1h_tokens,
+            "ephemeral_1h_input_tokens": usage.cache_creation_1h_tokens,
+        },
         "cache_read_input_tokens": usage.cached_tokens,
         "output_tokens": usage.output_tokens,
         "service_tier": "standard",

@@ -22,6 +22,7 @@ class Usage:
     output_tokens: int
     reasoning_tokens: int
     cache_creation_tokens: int = 0
+    cache_creation_1h_tokens: int = 0  # the part of the writes kept for one hour (Claude's ttl "1h")
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from sublane_gateway.management import (
     _oidc,
     _password_changes,
     _pool,
+    _prices,
     _providers,
     _runtime_view,
     _totp,
@@ -58,7 +59,7 @@ for _module in (
     _upstream_changes,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits):  # TEAM, POOL, CLIENT-5
+for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits, _prices):  # TEAM, POOL, CLIENT-5, COST
     router.include_router(_module.router)
 
 __all__ = ["router"]

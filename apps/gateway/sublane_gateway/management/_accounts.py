@@ -204,15 +204,26 @@ def replace_credentials(
     return _view(db, account)
 
 
+def _audited(account: Account) -> dict[str, Any]:
+    return {
+        "name": account.name,
+        "enabled": account.enabled,
+        "proxy_url": account.proxy_shown,
+        "monthly_price_usd": account.monthly_price_usd,
+    }
+
+
 @router.patch("/api/accounts/{account_id}")
 def update_account(
     account_id: PathId, body: AccountUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
-    """Rename, enable or disable an account, or set its egress proxy (EGRESS-1). Enabling or
-    disabling advances its lifecycle revision."""
+    """Rename, enable or disable an account, or set its egress proxy (EGRESS-1) or its monthly
+    price (COST-3). Enabling or disabling advances its lifecycle revision."""
     account: Account = get_or_404(db, Account, account_id, "account")
     fields = body.model_fields_set
-    before = {"name": account.name, "enabled": account.enabled, "proxy_url": account.proxy_shown}
+    before = _audited(account)
+    if "monthly_price_usd" in fields:
+        account.monthly_price_usd = body.monthly_price_usd
     egress_changed = False
     if "proxy_url" in fields:
         egress_changed = set_proxy(account, body.proxy_url or None, gateway_state(request).cipher)
@@ -230,8 +241,7 @@ def update_account(
             changed = signals.AccountChange.ENABLED if body.enabled else signals.AccountChange.DISABLED
     account.updated_at = gateway_state(request).clock.time()
     db.add(account)
-    after = {"name": account.name, "enabled": account.enabled, "proxy_url": account.proxy_shown}
-    audit(db, request, admin, "account.update", account_id, **changes(before, after))
+    audit(db, request, admin, "account.update", account_id, **changes(before, _audited(account)))
     try:
         db.commit()
     except IntegrityError:

@@ -61,7 +61,8 @@ def budgets_view(request: Request, db: Session, user: User) -> dict[str, Any]:
                 "group_name": names.get(row.group_id) if row.group_id is not None else None,
                 "model": row.model,
                 "period": row.period,
-                "limit": row.token_limit,
+                "unit": row.unit,
+                "limit": row.usd_limit if row.unit == "usd" else row.token_limit,
                 "enabled": row.enabled,
                 "used": state.used if state is not None else None,
                 "resets_at": state.resets_at if state is not None else period_bounds(rule.period, now)[1],
@@ -91,15 +92,20 @@ def user_budgets(user_id: PathId, request: Request, _admin: AdminUser, db: DbSes
 def set_user_budgets(
     user_id: PathId, body: BudgetRules, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
-    """`{"rules": [{"id"?, "group_id"|null, "model"|null, "period": "day"|"month",
-    "limit": 1..10^12, "enabled"}]}`, at most 64: the member's whole rule set. A rule with the
-    `id` of one of the member's rules replaces it and keeps the ID; `[]` removes every budget."""
+    """`{"rules": [{"id"?, "group_id"|null, "model"|null, "period": "day"|"month"|"5h"|"7d",
+    "unit": "tokens"|"usd", "limit": 1..10^12 tokens or dollars > 0, "enabled"}]}`, at most 64:
+    the member's whole rule set. A rule with the `id` of one of the member's rules replaces it and
+    keeps the ID; `[]` removes every budget. `5h` and `7d` are rolling windows ending now (COST-5)."""
     user: User = get_or_404(db, User, user_id, "user")
     existing = {row.id: row for row in _rows(db, user_id)}
     group_ids = {rule.group_id for rule in body.rules if rule.group_id is not None}
     known_groups = set(db.exec(select(ResourceGroup.id).where(col(ResourceGroup.id).in_(group_ids))))
     kept: set[int] = set()
     for index, rule in enumerate(body.rules):
+        if rule.unit == "tokens" and not isinstance(rule.limit, int):
+            raise SubLaneError(
+                "invalid_request", f"rules.{index}.limit: a number of tokens is a whole number"
+            )
         if rule.group_id is not None and rule.group_id not in known_groups:
             raise SubLaneError("invalid_request", f"rules.{index}.group_id: no group with id {rule.group_id}")
         if rule.id is not None:
@@ -117,14 +123,18 @@ def set_user_budgets(
             existing[rule.id]
             if rule.id is not None
             else TokenBudget(
-                user_id=user_id, period=rule.period, token_limit=rule.limit, created_at=now, updated_at=now
+                user_id=user_id, period=rule.period, token_limit=0, created_at=now, updated_at=now
             )
         )
         row.group_id, row.model, row.period = rule.group_id, rule.model, rule.period
-        row.token_limit, row.enabled, row.updated_at = rule.limit, rule.enabled, now
+        usd = rule.unit == "usd"
+        row.unit, row.usd_limit = rule.unit, float(rule.limit) if usd else None
+        row.token_limit = 0 if usd else int(rule.limit)
+        row.enabled, row.updated_at = rule.enabled, now
         db.add(row)
     audit(db, request, admin, "user.budgets", user_id, rules=len(body.rules))
     db.commit()
+    request.app.state["history"].flush(2.0)  # COST-5: rolling rules count from the records written
     budgets = _budgets(request)
     if budgets is not None:
         budgets.set_rules(user_id, [rule_of(row.model_dump()) for row in _rows(db, user_id)])

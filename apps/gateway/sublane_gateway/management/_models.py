@@ -192,6 +192,8 @@ class AccountUpdate(Body):
     enabled: bool | None = None
     #: EGRESS-1: ``http``, ``https``, ``socks5`` or ``socks5h`` URL; ``null`` removes it.
     proxy_url: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048)] | None = None
+    #: COST-3: what the subscription costs a month in US dollars; ``null`` removes it.
+    monthly_price_usd: Annotated[float, Field(ge=0, le=1_000_000, allow_inf_nan=False)] | None = None
 
 
 class AccountLimits(Body):
@@ -242,8 +244,12 @@ class BudgetRuleBody(Body):
     id: Id | None = None
     group_id: Id | None = None
     model: ModelId | None = None
-    period: Literal["day", "month"]
-    limit: Annotated[int, Field(ge=1, le=10**12)]
+    period: Literal["day", "month", "5h", "7d"]  # COST-5: 5h and 7d are rolling, ending now
+    #: tokens: a whole number 1..10^12; usd (COST-5): dollars, a decimal number > 0
+    limit: (
+        Annotated[int, Field(ge=1, le=10**12)] | Annotated[float, Field(gt=0, le=10**9, allow_inf_nan=False)]
+    )
+    unit: Literal["tokens", "usd"] = "tokens"
     enabled: bool = True
 
 

@@ -6,19 +6,24 @@ written, so a call that has ended is in the summary its caller opens next.
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
+from sqlmodel import Session, select
 
-from sublane_core import SubLaneError
+from sublane_core import Account, SubLaneError
 from sublane_gateway._sessions import AdminUser, CurrentUser
-from sublane_history import RANGES, HistoryRecorder, UsageReader
+from sublane_gateway._state import gateway_state
+from sublane_history import RANGES, HistoryRecorder, UsageReader, money
 
 router = APIRouter(tags=["team"])
 
 FLUSH_TIMEOUT_S = 2.0
 DEFAULT_DAYS = 30
 _MAX_ID = 2**62
+MONTH = re.compile(r"[0-9]{4}-[0-9]{2}")
 
 
 def _reader(request: Request) -> UsageReader:
@@ -60,3 +65,69 @@ def team_usage(request: Request, _admin: AdminUser) -> dict[str, Any]:
     """The team's calls over the last `days` UTC days, also per member; `user_id` narrows it to one."""
     days, user_id = _days(request), _user_id(request)
     return _reader(request).summary(days, user_id=user_id)
+
+
+def _month(request: Request) -> tuple[str, float, float]:
+    """The ``month`` parameter (``YYYY-MM``, default: this UTC month) and its bounds in Unix seconds."""
+    raw = request.query_params.get("month")
+    if raw is None or raw == "":
+        today = dt.datetime.fromtimestamp(gateway_state(request).clock.time(), dt.UTC)
+        raw = f"{today.year:04d}-{today.month:02d}"
+    if not MONTH.fullmatch(raw):
+        raise SubLaneError("invalid_request", "month: must be YYYY-MM")
+    year, month = int(raw[:4]), int(raw[5:])
+    if not (1970 <= year <= 9999 and 1 <= month <= 12):
+        raise SubLaneError("invalid_request", "month: must be YYYY-MM")
+    first = dt.datetime(year, month, 1, tzinfo=dt.UTC)
+    following = dt.datetime(year + month // 12, month % 12 + 1, 1, tzinfo=dt.UTC)
+    return raw, first.timestamp(), following.timestamp()
+
+
+def _ratio(cost: float | None, price: float | None) -> float | None:
+    return None if cost is None or not price else round(cost / price, 4)
+
+
+@router.get("/api/usage/value")
+def usage_value(request: Request, _admin: AdminUser) -> dict[str, Any]:
+    """COST-3: per account and per provider in a UTC ``month`` (``YYYY-MM``): the API-equivalent
+    cost served (COST-2; ``null`` when nothing served was priced), the subscription's monthly price
+    and cost ÷ price (``null`` without a price)."""
+    month, start, until = _month(request)
+    served = {row["account_id"]: row for row in _reader(request).account_costs(start, until)}
+    with Session(gateway_state(request).engine) as db:
+        accounts = {account.id: account for account in db.exec(select(Account))}
+    rows: list[dict[str, Any]] = []
+    for account_id in sorted(set(accounts) | set(served), key=lambda found: found or 0):
+        account, used = accounts.get(account_id), served.get(account_id)
+        price = account.monthly_price_usd if account is not None else None
+        cost = used["cost_usd"] if used is not None else 0.0
+        rows.append(
+            {
+                "account_id": account_id,
+                "account_name": account.name if account is not None else None,
+                "provider": account.provider if account is not None else used and used["provider"],
+                "requests": used["requests"] if used is not None else 0,
+                "unpriced_tokens": used["unpriced_tokens"] if used is not None else 0,
+                "cost_usd": cost,
+                "monthly_price_usd": price,
+                "ratio": _ratio(cost, price),
+            }
+        )
+    providers: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        total = providers.setdefault(
+            row["provider"],
+            {"provider": row["provider"], "accounts": 0, "cost_usd": None, "monthly_price_usd": None},
+        )
+        total["accounts"] += 1
+        if row["cost_usd"] is not None:
+            total["cost_usd"] = money((total["cost_usd"] or 0.0) + row["cost_usd"])
+        if row["monthly_price_usd"] is not None:
+            total["monthly_price_usd"] = (total["monthly_price_usd"] or 0.0) + row["monthly_price_usd"]
+    for total in providers.values():
+        total["ratio"] = _ratio(total["cost_usd"], total["monthly_price_usd"])
+    return {
+        "month": month,
+        "accounts": rows,
+        "providers": [providers[name] for name in sorted(providers)],
+    }

@@ -85,6 +85,7 @@ def account_view(account: Account, group_ids: list[int]) -> dict[str, Any]:
         "credentials_expires_at": account.credentials_expires_at,
         "max_concurrency": account.max_concurrency,
         "proxy_url": account.proxy_shown,  # EGRESS-1: the password as ***
+        "monthly_price_usd": account.monthly_price_usd,  # COST-3
         "group_ids": group_ids,
         "lifecycle_revision": account.lifecycle_revision,
         "created_at": account.created_at,

@@ -227,6 +227,8 @@ class ModelCall:
                 input_tokens=usage.input_tokens if usage else None,
                 output_tokens=usage.output_tokens if usage else None,
                 cached_tokens=usage.cached_tokens if usage else None,
+                cache_write_tokens=usage.cache_write_tokens if usage else None,
+                cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
                 routing=routing,
                 served_model=self.model if self.requested_model is not None else None,
                 cache_miss_reason=cache_miss_reason,

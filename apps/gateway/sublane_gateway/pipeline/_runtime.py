@@ -331,6 +331,7 @@ class ClientRuntime:
                 str(event["model"]),
                 float(event["started_at"]),
                 int(event["tokens"]),
+                float(event["cost"]) if event.get("cost") is not None else None,  # COST-5
             )
         elif kind == "budget_rules" and self.budgets is not None and self._engine is not None:
             self._background(anyio.to_thread.run_sync, self.budgets.load, self._engine, int(event["user_id"]))
@@ -375,7 +376,9 @@ class ClientRuntime:
         if coordination is None:
             return
 
-        def noted(user_id: int, group_id: int | None, model: str, started_at: float, tokens: int) -> None:
+        def noted(
+            user_id: int, group_id: int | None, model: str, started_at: float, tokens: int, cost: float | None
+        ) -> None:
             coordination.publish(
                 "usage",
                 urgent=False,
@@ -384,6 +387,7 @@ class ClientRuntime:
                 model=model,
                 started_at=started_at,
                 tokens=tokens,
+                cost=cost,
             )
 
         budgets.on_noted = noted

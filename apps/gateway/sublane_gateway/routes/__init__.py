@@ -10,6 +10,7 @@ from sublane_gateway.routes import (
     _chat,
     _code_assist,
     _gemini,
+    _key_usage,
     _messages,
     _models,
     _responses,
@@ -18,7 +19,7 @@ from sublane_gateway.routes import (
 from sublane_gateway.routes._replies import ReplyResponse
 
 router = APIRouter()
-for _module in (_responses, _responses_ws, _chat, _messages, _models, _gemini, _code_assist):
+for _module in (_responses, _responses_ws, _chat, _messages, _models, _key_usage, _gemini, _code_assist):
     router.include_router(_module.router)
 
 #: The model-call routes (every ``POST``), which ``ModelRoutes`` serves past FastAPI's routing.

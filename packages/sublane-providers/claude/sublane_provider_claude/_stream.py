@@ -6,7 +6,9 @@ content delta (HIST-5), ``message_delta`` (output usage, stop reason), ``message
 
 Token counts follow HIST semantics: Anthropic's ``input_tokens`` excludes cache reads and writes,
 so the recorded input is ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``
-and the cached part is ``cache_read_input_tokens``. Output tokens (thinking included) come from
+and the cached part is ``cache_read_input_tokens``; the cache writes are
+``cache_creation_input_tokens``, of which ``cache_creation.ephemeral_1h_input_tokens`` were written
+for one hour (COST-1 prices them apart). Output tokens (thinking included) come from
 ``message_delta`` only: the ``output_tokens`` of ``message_start`` is a placeholder, so a stream
 that breaks before ``message_delta`` reports no output count rather than a made-up one.
 """
@@ -27,6 +29,7 @@ DELTA_KINDS: dict[str, tuple[str, DeltaKind]] = {
 INCOMPLETE_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
 _INTERESTING = frozenset({"message_start", "message_delta", "message_stop", "error"})
 _INPUT_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_ONE_HOUR = "ephemeral_1h_input_tokens"  # in ``usage.cache_creation``: writes that last an hour
 
 
 def _int(value: Any) -> int | None:
@@ -41,6 +44,8 @@ def _usage(counts: dict[str, int]) -> TokenUsage | None:
         input_tokens=sum(inputs) if inputs else None,
         output_tokens=counts.get("output_tokens"),
         cached_tokens=counts.get("cache_read_input_tokens"),
+        cache_write_tokens=counts.get("cache_creation_input_tokens"),
+        cache_write_1h_tokens=counts.get(_ONE_HOUR),
     )
 
 
@@ -52,6 +57,11 @@ def _counts(usage: Any, fields: tuple[str, ...]) -> dict[str, int]:
         value = _int(usage.get(name))
         if value is not None:
             counts[name] = value
+    split = usage.get("cache_creation")
+    if "cache_creation_input_tokens" in counts and isinstance(split, dict):
+        hour = _int(split.get(_ONE_HOUR))
+        if hour is not None:
+            counts[_ONE_HOUR] = hour
     return counts
 
 

@@ -76,14 +76,18 @@ def test_a_complete_stream() -> None:
     assert state.first_delta is DeltaKind.TEXT
     assert state.outcome is Outcome.SUCCESS and state.error_code is None
     # HIST: prompt = input + cache reads + cache writes; cached = cache reads.
-    assert state.usage == TokenUsage(input_tokens=5312, output_tokens=42, cached_tokens=5000)
+    assert state.usage == TokenUsage(
+        input_tokens=5312, output_tokens=42, cached_tokens=5000, cache_write_tokens=300
+    )
     assert state.events == 8
     assert observer.stop_reason == "end_turn"
 
 
 def test_input_usage_is_known_from_message_start_and_output_only_from_message_delta() -> None:
     observer = run(message_start())
-    assert observer.state.usage == TokenUsage(input_tokens=5312, output_tokens=None, cached_tokens=5000)
+    assert observer.state.usage == TokenUsage(
+        input_tokens=5312, output_tokens=None, cached_tokens=5000, cache_write_tokens=300
+    )
     assert not observer.state.finished
 
 
@@ -99,7 +103,9 @@ def test_message_delta_repeating_input_counts_wins() -> None:
         ),
         event("message_stop"),
     )
-    assert observer.state.usage == TokenUsage(input_tokens=5320, output_tokens=7, cached_tokens=5300)
+    assert observer.state.usage == TokenUsage(
+        input_tokens=5320, output_tokens=7, cached_tokens=5300, cache_write_tokens=0
+    )
 
 
 def test_usage_without_cache_fields() -> None:
@@ -205,7 +211,9 @@ def test_garbage_is_ignored() -> None:
 
 def test_usage_of_message() -> None:
     message = {"type": "message", "usage": dict(START_USAGE, output_tokens=77)}
-    assert usage_of_message(message) == TokenUsage(input_tokens=5312, output_tokens=77, cached_tokens=5000)
+    assert usage_of_message(message) == TokenUsage(
+        input_tokens=5312, output_tokens=77, cached_tokens=5000, cache_write_tokens=300
+    )
     assert usage_of_message({"type": "message"}) is None
     assert usage_of_message("nope") is None
 
@@ -216,7 +224,9 @@ def test_observe_message() -> None:
         {"id": "msg_9", "type": "message", "stop_reason": "max_tokens", "usage": START_USAGE}
     )
     assert observer.state.outcome is Outcome.INCOMPLETE and observer.state.response_id == "msg_9"
-    assert observer.state.usage == TokenUsage(input_tokens=5312, output_tokens=1, cached_tokens=5000)
+    assert observer.state.usage == TokenUsage(
+        input_tokens=5312, output_tokens=1, cached_tokens=5000, cache_write_tokens=300
+    )
     failed = ClaudeStreamObserver()
     failed.observe_message({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     assert failed.state.outcome is Outcome.ERROR and failed.state.error_code == "overloaded_error"
@@ -276,7 +286,23 @@ async def test_sim_thinking_comes_first(sim: Simulator) -> None:
 
 async def test_sim_scripted_token_counts_map_cache_reads_and_writes(sim: Simulator) -> None:
     observer = await observe_sim(sim, Behaviour.ok(input_tokens=1000, cached_tokens=600, output_tokens=33))
-    assert observer.state.usage == TokenUsage(input_tokens=1000, output_tokens=33, cached_tokens=600)
+    assert observer.state.usage == TokenUsage(
+        input_tokens=1000, output_tokens=33, cached_tokens=600, cache_write_tokens=0, cache_write_1h_tokens=0
+    )
+
+
+def test_cost_2_cache_writes_and_their_one_hour_part_are_read() -> None:
+    usage = dict(
+        START_USAGE, cache_creation={"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200}
+    )
+    observer = run(message_start(usage), message_delta("end_turn", output_tokens=5), event("message_stop"))
+    assert observer.state.usage == TokenUsage(
+        input_tokens=5312,
+        output_tokens=5,
+        cached_tokens=5000,
+        cache_write_tokens=300,
+        cache_write_1h_tokens=200,
+    )
 
 
 async def test_sim_cache_write_counts_as_input(sim: Simulator) -> None:

@@ -61,7 +61,7 @@ export function responsive(holder, draw) {
  * A bar chart of one or more stacked series per day.
  * `days`: [{label, title}], `series`: [{name, className, values: [number|null]}].
  */
-export function barChart({days, series, height = 170, label}) {
+export function barChart({days, series, height = 170, label, format = compact}) {
   const holder = h("div", {class: "chart"});
   return responsive(holder, (width) => {
     const left = 44, bottom = 22, top = 8, right = 6;
@@ -75,7 +75,7 @@ export function barChart({days, series, height = 170, label}) {
       class: "chart-svg"});
     for (const tick of [0, max / 2, max]) {
       svg.append(s("line", {x1: left, x2: width - right, y1: y(tick), y2: y(tick), class: "grid"}),
-        s("text", {x: left - 6, y: y(tick) + 4, class: "axis", "text-anchor": "end"}, compact(tick)));
+        s("text", {x: left - 6, y: y(tick) + 4, class: "axis", "text-anchor": "end"}, format(tick)));
     }
     // Day labels: as many as fit without overlapping (about 44 px each), always the last day.
     const every = Math.max(1, Math.ceil(44 / slot));

@@ -18,6 +18,14 @@ export function formatRate(rate) {
   return `${(rate * 100).toFixed(1).replace(/\.0$/, "")}%`;
 }
 
+/** US dollars (COST-2): "$12.34", "$0.0130" below a dollar; "—" when nothing was priced. */
+export function formatUsd(n) {
+  if (n === null || n === undefined) return DASH;
+  const abs = Math.abs(n);
+  return `$${Number(n).toLocaleString(undefined, {minimumFractionDigits: abs && abs < 1 ? 4 : 2,
+    maximumFractionDigits: abs && abs < 1 ? 4 : 2})}`;
+}
+
 function tokensOf(row) {
   if (row.input_tokens === null && row.output_tokens === null) return null;
   return (row.input_tokens || 0) + (row.output_tokens || 0);
@@ -44,6 +52,9 @@ function totalsTiles(totals) {
     tile("Output tokens", formatCount(totals.output_tokens)),
     tile("Cache hit rate", formatRate(totals.hit_rate),
       "cached ÷ input tokens of the requests that reported cache figures"),
+    tile("API-equivalent cost", formatUsd(totals.cost_usd),
+      totals.unpriced_tokens ? `${formatCount(totals.unpriced_tokens)} tokens of unpriced models not counted`
+        : "what these calls would cost at API prices"),
     tile("Without reported usage", formatCount(totals.unknown_usage_requests),
       "requests whose tokens the provider did not report (not counted as 0)"));
 }
@@ -55,14 +66,19 @@ function dailyCharts(usage) {
     {name: "Input tokens", className: "s-input", values: usage.by_day.map((d) => d.input_tokens)},
     {name: "Output tokens", className: "s-output", values: usage.by_day.map((d) => d.output_tokens)},
   ];
+  const cost = [{name: "API-equivalent cost (USD)", className: "s-cost", values: usage.by_day.map((d) => d.cost_usd)}];
   const total = usage.totals.requests;
-  return h("div", {class: "two charts"},
+  return h("div", {class: "three charts"},
     h("figure", {class: "figure"}, h("figcaption", {}, "Requests per day (UTC)"),
       barChart({days, series: requests, label: `Requests per UTC day: ${formatCount(total)} in ${usage.range.days} days`})),
     h("figure", {class: "figure"}, h("figcaption", {}, "Tokens per day (UTC)"),
       barChart({days, series: tokens,
         label: `Input and output tokens per UTC day: ${formatCount(tokensOf(usage.totals))} reported in ${usage.range.days} days`}),
-      legend(tokens)));
+      legend(tokens)),
+    h("figure", {class: "figure", "data-chart": "cost"}, h("figcaption", {}, "Cost per day (UTC, API prices)"),
+      barChart({days, series: cost, format: (v) => `$${v < 10 ? Number(v.toPrecision(2)) : compact(v)}`,
+        label: `API-equivalent cost per UTC day: ${formatUsd(usage.totals.cost_usd)} in ${usage.range.days} days`}),
+      legend(cost)));
 }
 
 function heatmapFigure(usage) {
@@ -77,7 +93,7 @@ function heatmapFigure(usage) {
 /** A breakdown table: `name(row)` in the first column, then the counters. */
 function breakdown(title, column, rows, name, aria) {
   if (!rows.length) return section(title, h("p", {class: "empty"}, "Nothing in this range."));
-  const heads = ["", "Requests", "Errors", "Input", "Output", "Cached", "Hit rate", "Unknown"];
+  const heads = ["", "Requests", "Errors", "Input", "Output", "Cached", "Hit rate", "Unknown", "Cost"];
   return section(title, h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": aria},
     h("table", {class: "usage-table"},
       h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", {scope: "col", class: i ? "num" : ""}, i ? label : column)))),
@@ -89,7 +105,44 @@ function breakdown(title, column, rows, name, aria) {
         h("td", {class: "num"}, formatCount(row.output_tokens)),
         h("td", {class: "num"}, formatCount(row.cached_tokens)),
         h("td", {class: "num hit-rate"}, formatRate(row.hit_rate)),
-        h("td", {class: "num"}, formatCount(row.unknown_usage_requests))))))));
+        h("td", {class: "num"}, formatCount(row.unknown_usage_requests)),
+        h("td", {class: "num cost", title: row.unpriced_tokens ? `${formatCount(row.unpriced_tokens)} tokens unpriced` : ""},
+          formatUsd(row.cost_usd))))))));
+}
+
+/** Per account (COST-2): requests, tokens and cost; the team's view only. */
+function accountsBreakdown(rows) {
+  if (!rows || !rows.length) return section("Top accounts", h("p", {class: "empty"}, "Nothing in this range."));
+  return section("Top accounts", h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Usage by account"},
+    h("table", {class: "usage-table"},
+      h("thead", {}, h("tr", {}, ["Account", "Provider", "Requests", "Input", "Output", "Cost"].map((label, i) =>
+        h("th", {scope: "col", class: i > 1 ? "num" : ""}, label)))),
+      h("tbody", {}, rows.map((row) => h("tr", {},
+        h("th", {scope: "row"}, row.account_name || `#${row.account_id} (deleted)`),
+        h("td", {}, row.provider),
+        h("td", {class: "num"}, formatCount(row.requests)),
+        h("td", {class: "num"}, formatCount(row.input_tokens)),
+        h("td", {class: "num"}, formatCount(row.output_tokens)),
+        h("td", {class: "num cost"}, formatUsd(row.cost_usd))))))));
+}
+
+/** Subscription value (COST-3): API-equivalent cost served this month against each price. */
+function valueSection(value) {
+  const ratio = (r) => (r === null || r === undefined ? DASH : `${r.toLocaleString(undefined, {maximumSignificantDigits: 3})}×`);
+  const table = (label, rows, name) => h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": label},
+    h("table", {class: "usage-table value-table"},
+      h("thead", {}, h("tr", {}, ["", "Served at API prices", "Subscription / month", "Value ÷ price"].map((head, i) =>
+        h("th", {scope: "col", class: i ? "num" : ""}, head)))),
+      h("tbody", {}, rows.map((row) => h("tr", {},
+        h("th", {scope: "row"}, name(row)),
+        h("td", {class: "num"}, formatUsd(row.cost_usd)),
+        h("td", {class: "num"}, row.monthly_price_usd === null ? h("span", {class: "muted"}, "not set") : formatUsd(row.monthly_price_usd)),
+        h("td", {class: "num"}, ratio(row.ratio)))))));
+  return section(`Subscription value, ${value.month} (UTC)`,
+    h("p", {class: "muted"}, "What the calls each subscription served would have cost at API prices, against what it costs a month (set on the account)."),
+    h("div", {class: "two"},
+      table("Value per provider", value.providers, (row) => row.provider),
+      table("Value per account", value.accounts, (row) => `${row.account_name || `#${row.account_id}`} (${row.provider})`)));
 }
 
 /** COST-4: the prompt cache's hit rate per account, over the calls that reported cache figures. */
@@ -108,13 +161,15 @@ function cacheByAccount(rows) {
         h("td", {class: "num hit-rate"}, formatRate(row.hit_rate))))))));
 }
 
-function meter(used, limit) {
+function meter(used, limit, unit = "tokens") {
   const share = limit ? Math.min(1, (used || 0) / limit) : 0;
-  return h("meter", {min: 0, max: 1, value: share, low: 0.75, high: 0.95, optimum: 0,
-    "aria-label": `${formatCount(used)} of ${formatCount(limit)} tokens`});
+  const label = unit === "usd" ? `${formatUsd(used)} of ${formatUsd(limit)}` : `${formatCount(used)} of ${formatCount(limit)} tokens`;
+  return h("meter", {min: 0, max: 1, value: share, low: 0.75, high: 0.95, optimum: 0, "aria-label": label});
 }
 
-/** Token budget rules with their usage (TEAM-4). */
+const PERIODS = {day: "UTC day", month: "UTC month", "5h": "5 hours (rolling)", "7d": "7 days (rolling)"};
+
+/** Token budget rules with their usage (TEAM-4), in tokens or dollars over calendar or rolling periods (COST-5). */
 export function budgetsTable(answer, {empty = "No token budgets."} = {}) {
   if (!answer.rules.length) return h("p", {class: "muted"}, empty);
   return h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Token budgets"},
@@ -123,10 +178,10 @@ export function budgetsTable(answer, {empty = "No token budgets."} = {}) {
       h("tbody", {}, answer.rules.map((rule) => h("tr", {"data-rule-id": rule.id, class: rule.enabled ? "" : "disabled"},
         h("td", {}, `${rule.group_name || (rule.group_id ? `group #${rule.group_id}` : "any group")} · ${rule.model || "any model"}`,
           rule.enabled ? null : h("small", {class: "block muted"}, "off")),
-        h("td", {}, rule.period === "day" ? "UTC day" : "UTC month"),
-        h("td", {class: "num"}, rule.used === null ? DASH : compact(rule.used)),
-        h("td", {class: "num"}, compact(rule.limit)),
-        h("td", {}, meter(rule.used, rule.limit), rule.exceeded ? h("strong", {class: "over"}, " used up") : null),
+        h("td", {}, PERIODS[rule.period] || rule.period),
+        h("td", {class: "num"}, rule.used === null ? DASH : rule.unit === "usd" ? formatUsd(rule.used) : compact(rule.used)),
+        h("td", {class: "num"}, rule.unit === "usd" ? formatUsd(rule.limit) : compact(rule.limit)),
+        h("td", {}, meter(rule.used, rule.limit, rule.unit), rule.exceeded ? h("strong", {class: "over"}, " used up") : null),
         h("td", {}, formatTime(rule.resets_at)))))));
 }
 
@@ -150,7 +205,8 @@ function usageSections(usage, admin) {
     sections.push(breakdown("Top members", "Member", usage.by_member,
       (row) => h("a", {href: `/admin/usage?days=${usage.range.days}&user_id=${row.user_id}`}, row.username || `#${row.user_id} (deleted)`),
       "Usage by member"));
-    sections.push(cacheByAccount(usage.by_account || []));
+    sections.push(cacheByAccount(usage.cache_by_account || []));
+    if (usage.by_account) sections.push(accountsBreakdown(usage.by_account));
   }
   return sections;
 }
@@ -185,7 +241,9 @@ export async function teamUsageView() {
   const userId = params.get("user_id") || "";
   const query = new URLSearchParams({days: String(days)});
   if (userId) query.set("user_id", userId);
-  const [usage, users] = await Promise.all([api("GET", `/api/usage?${query}`), api("GET", "/api/users")]);
+  const [usage, users, value] = await Promise.all([
+    api("GET", `/api/usage?${query}`), api("GET", "/api/users"), api("GET", "/api/usage/value"),
+  ]);
   const member = h("select", {name: "user_id", onchange: () => {
     if (member.value) params.set("user_id", member.value); else params.delete("user_id");
     location.search = params.toString();
@@ -194,5 +252,6 @@ export async function teamUsageView() {
   render("Team usage",
     h("p", {class: "muted"}, `Model calls of ${who}, per UTC day. Kept 90 days, independent of the request history.`),
     h("div", {class: "inline range-row"}, rangeSwitch(days), field("Member", member)),
-    ...usageSections(usage, true));
+    ...usageSections(usage, true),
+    valueSection(value));
 }
