@@ -40,6 +40,7 @@ from sublane_history import (
     HistoryReader,
     HistoryRecorder,
     Retention,
+    TimingReader,
     TokenBudgets,
     UsageReader,
     UsageWriter,
@@ -151,6 +152,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)
+    app.state.timing_reader = TimingReader(engine, state.clock)
     stop_budgets = await _start_budgets(runtime, engine, state.clock) if usage is not None else lambda: None
     # OPS-8: calls counted for /metrics; SUBLANE_METRICS_ENABLED=false prices it in benchmarks.
     counters = CallCounters() if settings.metrics_enabled else None

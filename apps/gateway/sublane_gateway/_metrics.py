@@ -54,6 +54,8 @@ ACCOUNT_STATES = (
     "reauth_required",
     "disabled",
 )
+#: OPS-13's parts of the time before the first byte: queueing, the upstream, SubLane's own.
+PART_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 NO_PROVIDER = "none"  # calls refused before an account was chosen
 
 
@@ -88,6 +90,8 @@ class CallCounters:
         self.upstream: dict[tuple[str, str], int] = {}
         self.duration: dict[tuple[str, str], Histogram] = {}
         self.first_output: dict[tuple[str, str], Histogram] = {}
+        # OPS-13, by provider: queue, upstream to its first byte, SubLane's own time before it
+        self.parts: dict[str, tuple[Histogram, Histogram, Histogram]] = {}
 
     def record(self, payload: signals.RequestFinished) -> None:
         provider = payload.provider or NO_PROVIDER
@@ -106,6 +110,19 @@ class CallCounters:
             if first is None:
                 first = self.first_output[route] = Histogram(FIRST_OUTPUT_BUCKETS)
             first.observe(payload.first_token_ms / 1000)
+        timing = payload.timing
+        if timing is not None:
+            parts = self.parts.get(provider)
+            if parts is None:
+                parts = self.parts[provider] = (
+                    Histogram(PART_BUCKETS),
+                    Histogram(PART_BUCKETS),
+                    Histogram(PART_BUCKETS),
+                )
+            queue, sublane = timing["queue_ms"], timing["sublane_ms"]
+            parts[0].observe(queue / 1000)
+            parts[1].observe((timing["first_byte_ms"] - queue - sublane) / 1000)
+            parts[2].observe(sublane / 1000)
 
     def families(self) -> Iterator[Any]:
         requests = CounterMetricFamily(
@@ -139,6 +156,23 @@ class CallCounters:
             family = HistogramMetricFamily(name, text, labels=["provider", "protocol"])
             for route, histogram in sorted(table.items(), key=lambda item: item[0]):
                 family.add_metric(list(route), histogram.buckets(), histogram.total)
+            yield family
+        for index, (name, text) in enumerate(
+            (
+                ("sublane_queue_seconds", "From arrival to an account slot (OPS-13)."),
+                (
+                    "sublane_upstream_first_byte_seconds",
+                    "From the request handed to the upstream to its answer's first byte (OPS-13).",
+                ),
+                (
+                    "sublane_overhead_seconds",
+                    "SubLane's own time before the upstream's first byte, queueing aside (OPS-13).",
+                ),
+            )
+        ):
+            family = HistogramMetricFamily(name, text, labels=["provider"])
+            for provider, parts in sorted(self.parts.items()):
+                family.add_metric([provider], parts[index].buckets(), parts[index].total)
             yield family
 
 

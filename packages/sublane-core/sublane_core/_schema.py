@@ -326,6 +326,7 @@ class RequestRecord(SQLModel, table=True):
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
     served_model: str | None = Field(default=None, max_length=128)  # the alias's model (ALIAS-1)
+    timing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)  # where time went (OPS-13)
 
 
 # -- operations -----------------------------------------------------------------------------------

@@ -299,6 +299,9 @@ class RequestFinished:
     cached_tokens: int | None = None
     routing: dict[str, Any] | None = None
     served_model: str | None = None  # the model an alias in ``model`` was served as (ALIAS-1)
+    #: Where the time went (OPS-13): ``queue_ms``, ``connect_ms``, ``first_byte_ms``, ``total_ms``,
+    #: ``sublane_ms``; ``None`` when no upstream answered.
+    timing: dict[str, int] | None = None
 
 
 # -- signals ---------------------------------------------------------------------------------------

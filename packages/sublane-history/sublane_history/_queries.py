@@ -49,6 +49,7 @@ class RecordRow:
     cached_tokens: int | None
     routing: dict[str, Any] | None
     served_model: str | None
+    timing: dict[str, Any] | None
     username: str | None
     key_name: str | None
     account_name: str | None

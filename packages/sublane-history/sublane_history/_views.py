@@ -87,6 +87,7 @@ def record_view(row: RecordRow, *, personal: bool) -> dict[str, Any]:
         "cache_hit_rate": cache_hit_rate(row.input_tokens, row.cached_tokens),
         "routing": personal_routing(row.routing) if personal else row.routing,
         "served_model": row.served_model or row.model,  # an alias's model (ALIAS-1)
+        "timing": row.timing,  # where time went (OPS-13)
     }
     if not personal:
         view["account_deleted"] = row.account_deleted

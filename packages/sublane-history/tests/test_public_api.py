@@ -8,7 +8,7 @@ EXPECTED = [
     "HistoryRecorder", "NOT_RECORDED_REJECTIONS", "OUTCOMES", "record_row", "routing_explanation",
     "Retention", "apply_retention",
     "UsageWriter", "AttemptUsage", "KEPT_DAYS", "MAX_MODEL_LABELS", "OTHER_MODEL", "usage_cutoff", "utc_day",
-    "UsageReader", "COUNTERS", "RANGES", "weekday",
+    "UsageReader", "COUNTERS", "RANGES", "weekday", "TimingReader", "MAX_TIMED",
     "TokenBudgets", "BudgetRule", "BudgetState", "BudgetPeriod", "MAX_RULES", "MAX_LIMIT", "budget_error",
     "period_bounds", "rule_of",
     "HistoryReader", "HistoryFilter", "InvalidFilter", "HistoryPage", "RecordRow", "FilterChoices", "Choice",

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 
 from sublane_core import SubLaneError
 from sublane_gateway._sessions import AdminUser, CurrentUser
-from sublane_history import RANGES, HistoryRecorder, UsageReader
+from sublane_history import RANGES, HistoryRecorder, TimingReader, UsageReader
 
 router = APIRouter(tags=["team"])
 
@@ -57,6 +57,12 @@ def my_usage(request: Request, user: CurrentUser) -> dict[str, Any]:
 
 @router.get("/api/usage")
 def team_usage(request: Request, _admin: AdminUser) -> dict[str, Any]:
-    """The team's calls over the last `days` UTC days, also per member; `user_id` narrows it to one."""
+    """The team's calls over the last `days` UTC days, also per member; `user_id` narrows it to one.
+
+    `timing`: per provider, p50 and p95 of where the calls' time went (OPS-13), over the last
+    `days` × 24 hours."""
     days, user_id = _days(request), _user_id(request)
-    return _reader(request).summary(days, user_id=user_id)
+    summary = _reader(request).summary(days, user_id=user_id)
+    timing: TimingReader = request.app.state.timing_reader
+    summary["timing"] = timing.percentiles(days, user_id=user_id)
+    return summary

@@ -45,10 +45,12 @@ class ModelCall:
     #: The alias the client asked for, when ``model`` is what it stands for (ALIAS-1): recorded as
     #: the call's ``model``, with ``model`` as its ``served_model``.
     requested_model: str | None = None
-    # OPS-12, noted only while tracing is on: when a slot was granted and the upstream answered
-    tracing: Tracing | None = None
+    tracing: Tracing | None = None  # OPS-12
     trace_headers: dict[str, str] | None = None  # the client's traceparent/tracestate
+    # OPS-13 (and OPS-12's spans): when the first slot was granted, when the last attempt's request
+    # was handed to the upstream, and when that upstream's answer head arrived (its first byte)
     granted_at: float | None = None
+    sent_at: float | None = None
     accepted_at: float | None = None
     #: Called when the call ends in success (CLIENT-2: the native client version it carried was seen).
     on_success: Callable[[], None] | None = None
@@ -88,7 +90,7 @@ class ModelCall:
         """The call holds ``grant``'s slot from now on."""
         self.grant, self.routing = grant, grant.routing
         self.provider, self.account_id = grant.account.provider, grant.account.id
-        if self.tracing is not None and self.granted_at is None:
+        if self.granted_at is None:
             self.granted_at = self.clock.monotonic()
 
     def trace(self, tracing: Tracing | None, headers: Mapping[str, str]) -> None:
@@ -116,6 +118,37 @@ class ModelCall:
         """Mark the first non-empty delta (HIST-5), measured from gateway processing start."""
         if self.first_output_at is None and self.state.first_delta is not None:
             self.first_output_at = self.clock.monotonic()
+
+    def server_timing(self) -> str:
+        """The ``Server-Timing`` value of an answer whose upstream head has arrived (OPS-13)."""
+        timing = self.timing(self.clock.monotonic())
+        if timing is None:
+            return ""
+        upstream = timing["first_byte_ms"] - timing["queue_ms"] - timing["sublane_ms"]
+        return f"queue;dur={timing['queue_ms']}, upstream;dur={upstream}, sublane;dur={timing['sublane_ms']}"
+
+    def timing(self, now: float) -> dict[str, int] | None:
+        """Where the call's time went, in milliseconds (OPS-13); ``None`` before an upstream answered.
+
+        ``queue_ms``: arrival to the slot grant; ``connect_ms``: the grant to the request handed to
+        the upstream (credentials, a refresh, building it); ``first_byte_ms``: arrival to the
+        upstream's answer head; ``total_ms``: arrival to now; ``sublane_ms``: the part of
+        ``first_byte_ms`` neither queued nor waiting on the upstream (SubLane's own time).
+        """
+        granted, sent, accepted = self.granted_at, self.sent_at, self.accepted_at
+        if granted is None or sent is None or accepted is None:
+            return None
+        started = self.started
+        queue = round((granted - started) * 1000)
+        first_byte = round((accepted - started) * 1000)
+        upstream = round((accepted - sent) * 1000)
+        return {
+            "queue_ms": queue,
+            "connect_ms": round((sent - granted) * 1000),
+            "first_byte_ms": first_byte,
+            "total_ms": round((now - started) * 1000),
+            "sublane_ms": max(first_byte - queue - upstream, 0),
+        }
 
     def finish(self, outcome: Outcome, error_code: str | None = None) -> bool:
         """Report the attempt (before the slot is free, WAIT-7), then release it. Once only."""
@@ -202,6 +235,7 @@ class ModelCall:
                 cached_tokens=usage.cached_tokens if usage else None,
                 routing=routing,
                 served_model=self.model if self.requested_model is not None else None,
+                timing=self.timing(now),
             ),
             sender=self.sender,
         )

@@ -319,10 +319,10 @@ async def _attempt(
     async def recheck() -> None:
         await recheck_before_retry(runtime, principal, account, call.model)
 
+    call.sent_at = runtime.clock.monotonic()
     response, _credentials = await send_with_recovery(runtime, grant, build, recheck, identity)
     call.upstream_status = response.status_code
-    if call.tracing is not None:
-        call.accepted_at = runtime.clock.monotonic()
+    call.accepted_at = runtime.clock.monotonic()
     _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
     return response, adapter, upstream
 
@@ -399,6 +399,7 @@ async def _relay(
             return dataclasses.replace(reply, media_type="application/json")
         return reply
     headers = request_id_headers(protocol, call.request_id)
+    headers["server-timing"] = call.server_timing()
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
     if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)

@@ -321,7 +321,8 @@ def stream_reply(
         deadline=call.started + settings.request_timeout_s,
         keepalive=keepalive,
     )
-    return StreamReply(stream, {"x-request-id": call.request_id} | SSE_HEADERS)
+    headers = {"x-request-id": call.request_id, "server-timing": call.server_timing()}
+    return StreamReply(stream, headers | SSE_HEADERS)
 
 
 async def relay_json(
