@@ -36,6 +36,7 @@ HIST_2_COLUMNS = {
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
     "input_tokens", "output_tokens", "cached_tokens", "routing",
     "served_model",  # the model an alias was served as (ALIAS-1)
+    "timing",  # where time went (OPS-13)
 }  # fmt: skip
 
 
