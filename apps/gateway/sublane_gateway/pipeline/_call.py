@@ -47,8 +47,10 @@ class ModelCall:
     requested_model: str | None = None
     tracing: Tracing | None = None  # OPS-12
     trace_headers: dict[str, str] | None = None  # the client's traceparent/tracestate
-    # OPS-13 (and OPS-12's spans): when the first slot was granted, when the last attempt's request
-    # was handed to the upstream, and when that upstream's answer head arrived (its first byte)
+    # OPS-13 (and OPS-12's spans): when the call asked for a slot, when the first slot was granted,
+    # when the last attempt's request was handed to the upstream, and when that upstream's answer
+    # head arrived (its first byte)
+    queued_at: float | None = None
     granted_at: float | None = None
     sent_at: float | None = None
     accepted_at: float | None = None
@@ -130,16 +132,18 @@ class ModelCall:
     def timing(self, now: float) -> dict[str, int] | None:
         """Where the call's time went, in milliseconds (OPS-13); ``None`` before an upstream answered.
 
-        ``queue_ms``: arrival to the slot grant; ``connect_ms``: the grant to the request handed to
-        the upstream (credentials, a refresh, building it); ``first_byte_ms``: arrival to the
-        upstream's answer head; ``total_ms``: arrival to now; ``sublane_ms``: the part of
-        ``first_byte_ms`` neither queued nor waiting on the upstream (SubLane's own time).
+        ``queue_ms``: admission and the wait for a slot (asked → granted); ``connect_ms``: the grant
+        to the request handed to the upstream (credentials, a refresh, building it);
+        ``first_byte_ms``: arrival to the upstream's answer head; ``total_ms``: arrival to now;
+        ``sublane_ms``: the part of ``first_byte_ms`` neither queued nor waiting on the upstream
+        (reading the body, the key check, translation, ``connect_ms``, an attempt that moved on).
         """
         granted, sent, accepted = self.granted_at, self.sent_at, self.accepted_at
         if granted is None or sent is None or accepted is None:
             return None
         started = self.started
-        queue = round((granted - started) * 1000)
+        queued = self.queued_at
+        queue = round((granted - (started if queued is None else queued)) * 1000)
         first_byte = round((accepted - started) * 1000)
         upstream = round((accepted - sent) * 1000)
         return {

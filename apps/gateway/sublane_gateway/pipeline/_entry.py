@@ -233,6 +233,7 @@ async def _open(
         review = review_link(spec.headers, spec.body)  # an auto-review child keys its own thread
         key = review.child_key if review is not None else intent.conversation_key
         parent_key = review.parent_key if review is not None else None
+        call.queued_at = runtime.clock.monotonic()
         grant = await schedule(
             runtime,
             principal,

@@ -219,6 +219,7 @@ class SocketTurns:
         try:
             check_policy(principal, model)
             review = review_link(self.headers, body)  # an auto-review child keys its own thread
+            call.queued_at = runtime.clock.monotonic()
             grant = await self._acquire(
                 call,
                 providers,
