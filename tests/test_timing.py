@@ -77,7 +77,10 @@ def test_ops_13_server_timing_on_every_answer(make_pool: Callable[..., Pool], pr
 def test_ops_13_timing_in_records(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool()
     pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(header_delay_ms=100))
-    assert pool.client().post("/v1/responses", json={"model": MODEL, "input": "hi", "stream": True}).status_code == 200
+    assert (
+        pool.client().post("/v1/responses", json={"model": MODEL, "input": "hi", "stream": True}).status_code
+        == 200
+    )
     refused = pool.client().post("/v1/responses", json={"model": "no-such-model", "input": "hi"})
     assert refused.status_code == 404
     asyncio.run(_websocket_turn(pool))
@@ -145,5 +148,7 @@ def test_ops_13_histograms_in_metrics(make_pool: Callable[..., Pool]) -> None:
         assert samples[(f"{name}_count", (("provider", "codex"),))] == 1, name
     upstream = samples[("sublane_upstream_first_byte_seconds_sum", (("provider", "codex"),))]
     assert upstream >= 0.19
-    assert samples[("sublane_upstream_first_byte_seconds_bucket", (("le", "0.1"), ("provider", "codex")))] == 0
+    assert (
+        samples[("sublane_upstream_first_byte_seconds_bucket", (("le", "0.1"), ("provider", "codex")))] == 0
+    )
     assert samples[("sublane_overhead_seconds_sum", (("provider", "codex"),))] < upstream
