@@ -82,6 +82,22 @@ class Histogram:
         return result
 
 
+class TimeParts:
+    """OPS-13's three histograms of one provider, observed together (seconds)."""
+
+    __slots__ = ("queue", "sublane", "upstream")
+
+    def __init__(self) -> None:
+        self.queue, self.upstream, self.sublane = (Histogram(PART_BUCKETS) for _ in range(3))
+
+    def observe(self, timing: dict[str, int]) -> None:
+        queue, sublane = timing["queue_ms"] / 1000, timing["sublane_ms"] / 1000
+        upstream = timing["first_byte_ms"] / 1000 - queue - sublane
+        for histogram, value in ((self.queue, queue), (self.upstream, upstream), (self.sublane, sublane)):
+            histogram.counts[bisect_left(PART_BUCKETS, value)] += 1
+            histogram.total += value
+
+
 class CallCounters:
     """Finished model calls, added up on the event loop (the ``request_finished`` receiver)."""
 
@@ -91,7 +107,7 @@ class CallCounters:
         self.duration: dict[tuple[str, str], Histogram] = {}
         self.first_output: dict[tuple[str, str], Histogram] = {}
         # OPS-13, by provider: queue, upstream to its first byte, SubLane's own time before it
-        self.parts: dict[str, tuple[Histogram, Histogram, Histogram]] = {}
+        self.parts: dict[str, TimeParts] = {}
 
     def record(self, payload: signals.RequestFinished) -> None:
         provider = payload.provider or NO_PROVIDER
@@ -114,15 +130,8 @@ class CallCounters:
         if timing is not None:
             parts = self.parts.get(provider)
             if parts is None:
-                parts = self.parts[provider] = (
-                    Histogram(PART_BUCKETS),
-                    Histogram(PART_BUCKETS),
-                    Histogram(PART_BUCKETS),
-                )
-            queue, sublane = timing["queue_ms"], timing["sublane_ms"]
-            parts[0].observe(queue / 1000)
-            parts[1].observe((timing["first_byte_ms"] - queue - sublane) / 1000)
-            parts[2].observe(sublane / 1000)
+                parts = self.parts[provider] = TimeParts()
+            parts.observe(timing)
 
     def families(self) -> Iterator[Any]:
         requests = CounterMetricFamily(
@@ -157,9 +166,10 @@ class CallCounters:
             for route, histogram in sorted(table.items(), key=lambda item: item[0]):
                 family.add_metric(list(route), histogram.buckets(), histogram.total)
             yield family
-        for index, (name, text) in enumerate(
+        for part, (name, text) in zip(
+            ("queue", "upstream", "sublane"),
             (
-                ("sublane_queue_seconds", "From arrival to an account slot (OPS-13)."),
+                ("sublane_queue_seconds", "Admission and the wait for an account slot (OPS-13)."),
                 (
                     "sublane_upstream_first_byte_seconds",
                     "From the request handed to the upstream to its answer's first byte (OPS-13).",
@@ -168,11 +178,13 @@ class CallCounters:
                     "sublane_overhead_seconds",
                     "SubLane's own time before the upstream's first byte, queueing aside (OPS-13).",
                 ),
-            )
+            ),
+            strict=True,
         ):
             family = HistogramMetricFamily(name, text, labels=["provider"])
             for provider, parts in sorted(self.parts.items()):
-                family.add_metric([provider], parts[index].buckets(), parts[index].total)
+                measured: Histogram = getattr(parts, part)
+                family.add_metric([provider], measured.buckets(), measured.total)
             yield family
 
 

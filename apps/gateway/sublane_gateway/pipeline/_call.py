@@ -123,11 +123,14 @@ class ModelCall:
 
     def server_timing(self) -> str:
         """The ``Server-Timing`` value of an answer whose upstream head has arrived (OPS-13)."""
-        timing = self.timing(self.clock.monotonic())
-        if timing is None:
+        granted, sent, accepted = self.granted_at, self.sent_at, self.accepted_at
+        if granted is None or sent is None or accepted is None:
             return ""
-        upstream = timing["first_byte_ms"] - timing["queue_ms"] - timing["sublane_ms"]
-        return f"queue;dur={timing['queue_ms']}, upstream;dur={upstream}, sublane;dur={timing['sublane_ms']}"
+        queued = self.queued_at
+        queue = round((granted - (self.started if queued is None else queued)) * 1000)
+        upstream = round((accepted - sent) * 1000)
+        sublane = max(round((accepted - self.started) * 1000) - queue - upstream, 0)
+        return f"queue;dur={queue}, upstream;dur={upstream}, sublane;dur={sublane}"
 
     def timing(self, now: float) -> dict[str, int] | None:
         """Where the call's time went, in milliseconds (OPS-13); ``None`` before an upstream answered.
