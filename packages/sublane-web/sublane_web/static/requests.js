@@ -101,8 +101,11 @@ function timingBlock(timing) {
   return h("div", {class: "timing"},
     h("div", {class: "timing-bar", role: "img",
       "aria-label": parts.map(([, label, ms]) => `${label} ${formatMs(ms)}`).join(", ")},
-      parts.map(([name, label, ms]) => h("span", {class: `timing-${name}`, title: `${label}: ${formatMs(ms)}`,
-        style: `width: ${(100 * ms / whole).toFixed(2)}%`}))),
+      parts.map(([name, label, ms]) => {
+        const part = h("span", {class: `timing-${name}`, title: `${label}: ${formatMs(ms)}`});
+        part.style.width = `${(100 * ms / whole).toFixed(2)}%`;  // the CSSOM: the CSP refuses style attributes
+        return part;
+      })),
     h("dl", {class: "facts timing-legend"}, parts.map(([name, label, ms]) =>
       [h("dt", {}, h("i", {class: `timing-${name}`}), label), h("dd", {}, formatMs(ms))]),
       h("dt", {}, "Connect"), h("dd", {}, formatMs(timing.connect_ms))));
