@@ -38,6 +38,7 @@ HIST_2_COLUMNS = {
     "served_model",  # the model an alias was served as (ALIAS-1)
     "cache_miss_reason",  # why a later turn missed the prompt cache (COST-4)
     "cache_write_tokens", "cost_usd",  # COST-2
+    "timing",  # where time went (OPS-13)
 }  # fmt: skip
 
 

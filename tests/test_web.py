@@ -1356,3 +1356,35 @@ def test_client_7_the_upstream_changes_page_lists_what_upstreams_answered_that_s
     page.screenshot(path=DOC_IMAGES / "upstream-changes.png", full_page=True)  # docs/operations.md shows it
     _member, session = pool.gateway.member(pool.admin, "mo")
     assert session.get("/api/upstream-changes").status_code == 403
+
+
+def test_ops_13_request_details_show_the_timing_bar_and_team_usage_its_percentiles(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(header_delay_ms=200))
+    wanted = pool.client().post("/v1/responses", json=BODY).headers["x-request-id"]
+    (record,) = _records(pool, 1)
+    page = _admin_page(pool, open_context, "/admin/requests")
+    page.get_by_role("region", name="Requests table").get_by_role(
+        "button", name=f"Details of {wanted}"
+    ).click()
+    details = page.get_by_role("dialog", name="Request details")
+    expect(details.get_by_role("heading", name="Where time went")).to_be_visible()
+    bar = details.locator(".timing-bar")
+    expect(bar).to_be_visible()
+    upstream = (
+        record["timing"]["first_byte_ms"] - record["timing"]["queue_ms"] - record["timing"]["sublane_ms"]
+    )
+    assert upstream >= 190
+    expect(bar).to_have_attribute("aria-label", re.compile(rf"Upstream to first byte {upstream} ms"))
+    widths = {part: bar.locator(f".timing-{part}").evaluate("e => e.getBoundingClientRect().width")
+              for part in ("queue", "sublane", "upstream")}  # fmt: skip
+    assert widths["upstream"] > widths["sublane"] and widths["upstream"] > widths["queue"]
+    _shoot(page, "request-timing")
+    details.get_by_role("button", name="Close").click()
+    page.goto(f"{pool.gateway.url}/admin/usage?days=1")
+    table = page.locator(".timing-percentiles")
+    expect(table.locator("tr[data-provider=codex]")).to_contain_text("1")
+    first = record["timing"]["first_byte_ms"]
+    expect(table.locator("tr[data-provider=codex]")).to_contain_text(f"{first} ms / {first} ms")

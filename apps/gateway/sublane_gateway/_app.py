@@ -41,6 +41,7 @@ from sublane_history import (
     HistoryReader,
     HistoryRecorder,
     Retention,
+    TimingReader,
     TokenBudgets,
     UsageReader,
     UsageWriter,
@@ -157,6 +158,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)
+    app.state.timing_reader = TimingReader(engine, state.clock)
     await anyio.to_thread.run_sync(prices.warm)  # the price data is read before the first call
     stop_budgets = (
         await _start_budgets(runtime, engine, state.clock, RecordPricing(prices, reload=False))

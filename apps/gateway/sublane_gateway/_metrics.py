@@ -54,6 +54,8 @@ ACCOUNT_STATES = (
     "reauth_required",
     "disabled",
 )
+#: OPS-13's parts of the time before the first byte: queueing, the upstream, SubLane's own.
+PART_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 NO_PROVIDER = "none"  # calls refused before an account was chosen
 
 
@@ -80,6 +82,22 @@ class Histogram:
         return result
 
 
+class TimeParts:
+    """OPS-13's three histograms of one provider, observed together (seconds)."""
+
+    __slots__ = ("queue", "sublane", "upstream")
+
+    def __init__(self) -> None:
+        self.queue, self.upstream, self.sublane = (Histogram(PART_BUCKETS) for _ in range(3))
+
+    def observe(self, timing: dict[str, int]) -> None:
+        queue, sublane = timing["queue_ms"] / 1000, timing["sublane_ms"] / 1000
+        upstream = timing["first_byte_ms"] / 1000 - queue - sublane
+        for histogram, value in ((self.queue, queue), (self.upstream, upstream), (self.sublane, sublane)):
+            histogram.counts[bisect_left(PART_BUCKETS, value)] += 1
+            histogram.total += value
+
+
 class CallCounters:
     """Finished model calls, added up on the event loop (the ``request_finished`` receiver)."""
 
@@ -88,6 +106,8 @@ class CallCounters:
         self.upstream: dict[tuple[str, str], int] = {}
         self.duration: dict[tuple[str, str], Histogram] = {}
         self.first_output: dict[tuple[str, str], Histogram] = {}
+        # OPS-13, by provider: queue, upstream to its first byte, SubLane's own time before it
+        self.parts: dict[str, TimeParts] = {}
 
     def record(self, payload: signals.RequestFinished) -> None:
         provider = payload.provider or NO_PROVIDER
@@ -106,6 +126,12 @@ class CallCounters:
             if first is None:
                 first = self.first_output[route] = Histogram(FIRST_OUTPUT_BUCKETS)
             first.observe(payload.first_token_ms / 1000)
+        timing = payload.timing
+        if timing is not None:
+            parts = self.parts.get(provider)
+            if parts is None:
+                parts = self.parts[provider] = TimeParts()
+            parts.observe(timing)
 
     def families(self) -> Iterator[Any]:
         requests = CounterMetricFamily(
@@ -139,6 +165,26 @@ class CallCounters:
             family = HistogramMetricFamily(name, text, labels=["provider", "protocol"])
             for route, histogram in sorted(table.items(), key=lambda item: item[0]):
                 family.add_metric(list(route), histogram.buckets(), histogram.total)
+            yield family
+        for part, (name, text) in zip(
+            ("queue", "upstream", "sublane"),
+            (
+                ("sublane_queue_seconds", "Admission and the wait for an account slot (OPS-13)."),
+                (
+                    "sublane_upstream_first_byte_seconds",
+                    "From the request handed to the upstream to its answer's first byte (OPS-13).",
+                ),
+                (
+                    "sublane_overhead_seconds",
+                    "SubLane's own time before the upstream's first byte, queueing aside (OPS-13).",
+                ),
+            ),
+            strict=True,
+        ):
+            family = HistogramMetricFamily(name, text, labels=["provider"])
+            for provider, parts in sorted(self.parts.items()):
+                measured: Histogram = getattr(parts, part)
+                family.add_metric([provider], measured.buckets(), measured.total)
             yield family
 
 

@@ -334,6 +334,7 @@ class RequestRecord(SQLModel, table=True):
     cost_usd: float | None = Field(
         default=None, description="COST-2: the API-equivalent cost when written; NULL when unpriced"
     )
+    timing: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)  # where time went (OPS-13)
 
 
 # -- operations -----------------------------------------------------------------------------------

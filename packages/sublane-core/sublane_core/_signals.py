@@ -305,6 +305,9 @@ class RequestFinished:
     cache_miss_reason: str | None = None
     cache_write_tokens: int | None = None  # COST-2: input written to the cache (part of input)
     cache_write_1h_tokens: int | None = None  # the part of those written for one hour (Claude)
+    #: Where the time went (OPS-13): ``queue_ms``, ``connect_ms``, ``first_byte_ms``, ``total_ms``,
+    #: ``sublane_ms``; ``None`` when no upstream answered.
+    timing: dict[str, int] | None = None
 
 
 # -- signals ---------------------------------------------------------------------------------------

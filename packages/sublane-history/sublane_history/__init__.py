@@ -40,6 +40,7 @@ from sublane_history._queries import (
 from sublane_history._recorder import NOT_RECORDED_REJECTIONS, HistoryRecorder
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._rows import OUTCOMES, record_row, routing_explanation
+from sublane_history._timing import MAX_TIMED, TimingReader
 from sublane_history._usage import (
     KEPT_DAYS,
     MAX_MODEL_LABELS,
@@ -86,6 +87,9 @@ __all__ = [
     "RecordCosts",
     "ACCOUNT_COUNTERS",
     "money",
+    # where time goes (OPS-13)
+    "TimingReader",
+    "MAX_TIMED",
     # token budgets (TEAM-4)
     "TokenBudgets",
     "BudgetRule",

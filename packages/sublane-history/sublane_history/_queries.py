@@ -52,6 +52,7 @@ class RecordRow:
     cache_miss_reason: str | None
     cache_write_tokens: int | None
     cost_usd: float | None
+    timing: dict[str, Any] | None
     username: str | None
     key_name: str | None
     account_name: str | None

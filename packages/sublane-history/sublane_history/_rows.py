@@ -107,7 +107,7 @@ RECORD_COLUMNS: Final = (
     "request_id", "started_at", "duration_ms", "first_token_ms", "user_id", "key_id", "group_id",
     "account_id", "provider", "model", "protocol", "operation", "outcome", "error_code", "upstream_status",
     "input_tokens", "output_tokens", "cached_tokens", "routing", "served_model", "cache_miss_reason",
-    "cache_write_tokens", "cost_usd",
+    "cache_write_tokens", "cost_usd", "timing",
 )  # fmt: skip
 INSERT_RECORDS: Final = DriverStatement(
     sa.insert(RECORDS).values({name: sa.bindparam(name) for name in RECORD_COLUMNS}), RECORD_COLUMNS
@@ -145,6 +145,22 @@ def record_values(payload: RequestFinished, cost_usd: float | None = None) -> tu
         payload.cache_miss_reason if payload.cache_miss_reason in MISS_REASONS else None,
         _count(payload.cache_write_tokens),
         cost_usd,
+        _timing_text(payload.timing),
+    )
+
+
+TIMING_FIELDS: Final = ("queue_ms", "connect_ms", "first_byte_ms", "total_ms", "sublane_ms")
+
+
+def _timing_text(timing: dict[str, int] | None) -> str:
+    """The OPS-13 timing as JSON text: its five counts, nothing else (``null`` when there is none)."""
+    if timing is None:
+        return "null"
+    values = [_count(timing.get(name)) for name in TIMING_FIELDS]
+    return (
+        "{"
+        + ",".join(f'"{n}":{"null" if v is None else v}' for n, v in zip(TIMING_FIELDS, values, strict=True))
+        + "}"
     )
 
 
@@ -175,4 +191,5 @@ def record_row(payload: RequestFinished) -> dict[str, Any]:
     """The ``request_records`` row of one attempt by column, with the routing explanation as a dict."""
     row = dict(zip(RECORD_COLUMNS, record_values(payload), strict=True))
     row["routing"] = routing_explanation(payload.routing)
+    row["timing"] = json.loads(row["timing"])
     return row

@@ -99,6 +99,7 @@ def record_view(row: RecordRow, *, personal: bool) -> dict[str, Any]:
             "cache_write_tokens": row.cache_write_tokens,
             "cost_usd": row.cost_usd,
         },
+        "timing": row.timing,  # where time went (OPS-13)
     }
     if not personal:
         view["account_deleted"] = row.account_deleted

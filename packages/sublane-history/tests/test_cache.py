@@ -89,7 +89,9 @@ def test_cost_4_summaries_token_weighted(history_db: HistoryDb, make_payload: Pa
     assert members == {2: 0.9, 3: 0.25}
     models = {row["model"]: row["hit_rate"] for row in summary["by_model"]}
     assert models == {"gpt-5-codex": 0.9, "gpt-5": 0.25, "silent": None}
-    accounts = {row["account_name"]: (row["hit_rate"], row["input_tokens"]) for row in summary["cache_by_account"]}
+    accounts = {
+        row["account_name"]: (row["hit_rate"], row["input_tokens"]) for row in summary["cache_by_account"]
+    }
     assert accounts == {"plus-1": (round(9100 / 9400, 4), 9400), "pro-2": (0.0, 1000)}
     days = [row["hit_rate"] for row in summary["by_day"]]
     assert days[:-1] == [None] * 6 and days[-1] == round(9100 / 10400, 4)

@@ -10,6 +10,7 @@ EXPECTED = [
     "UsageWriter", "AttemptUsage", "KEPT_DAYS", "MAX_MODEL_LABELS", "OTHER_MODEL", "usage_cutoff", "utc_day",
     "UsageReader", "COUNTERS", "RANGES", "weekday",
     "RecordCosts", "ACCOUNT_COUNTERS", "money",
+    "TimingReader", "MAX_TIMED",
     "TokenBudgets", "BudgetRule", "BudgetState", "BudgetPeriod", "MAX_RULES", "MAX_LIMIT", "budget_error",
     "period_bounds", "rule_of",
     "HistoryReader", "HistoryFilter", "InvalidFilter", "HistoryPage", "RecordRow", "FilterChoices", "Choice",

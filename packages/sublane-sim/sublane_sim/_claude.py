@@ -142,6 +142,8 @@ def _cache_lifetime(body: dict[str, Any]) -> float:
         if isinstance(control, dict) and control.get("ttl") == "1h":
             return 3600.0
     return CACHE_LIFETIME_S
+
+
 def _one_hour_cache(body: dict[str, Any]) -> bool:
     """Whether the request's first cache breakpoint asks for the one-hour cache (``ttl: "1h"``);
     the simulator keeps all of a turn's writes for that breakpoint's lifetime."""

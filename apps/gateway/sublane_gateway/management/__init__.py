@@ -59,7 +59,15 @@ for _module in (
     _upstream_changes,
 ):
     router.include_router(_module.router)
-for _module in (_limits, _password_changes, _usage, _budgets, _pool, _client_limits, _prices):  # TEAM, POOL, CLIENT-5, COST
+for _module in (
+    _limits,
+    _password_changes,
+    _usage,
+    _budgets,
+    _pool,
+    _client_limits,
+    _prices,
+):  # TEAM, POOL, CLIENT-5, COST
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -46,10 +46,14 @@ class ModelCall:
     #: The alias the client asked for, when ``model`` is what it stands for (ALIAS-1): recorded as
     #: the call's ``model``, with ``model`` as its ``served_model``.
     requested_model: str | None = None
-    # OPS-12, noted only while tracing is on: when a slot was granted and the upstream answered
-    tracing: Tracing | None = None
+    tracing: Tracing | None = None  # OPS-12
     trace_headers: dict[str, str] | None = None  # the client's traceparent/tracestate
+    # OPS-13 (and OPS-12's spans): when the call asked for a slot, when the first slot was granted,
+    # when the last attempt's request was handed to the upstream, and when that upstream's answer
+    # head arrived (its first byte)
+    queued_at: float | None = None
     granted_at: float | None = None
+    sent_at: float | None = None
     accepted_at: float | None = None
     # COST-4, set when the call belongs to a conversation: the turn as it began, where the
     # conversation's previous turn is kept, and the prompt-cache lifetime its upstream gave it
@@ -94,7 +98,7 @@ class ModelCall:
         """The call holds ``grant``'s slot from now on."""
         self.grant, self.routing = grant, grant.routing
         self.provider, self.account_id = grant.account.provider, grant.account.id
-        if self.tracing is not None and self.granted_at is None:
+        if self.granted_at is None:
             self.granted_at = self.clock.monotonic()
 
     def trace(self, tracing: Tracing | None, headers: Mapping[str, str]) -> None:
@@ -122,6 +126,42 @@ class ModelCall:
         """Mark the first non-empty delta (HIST-5), measured from gateway processing start."""
         if self.first_output_at is None and self.state.first_delta is not None:
             self.first_output_at = self.clock.monotonic()
+
+    def server_timing(self) -> str:
+        """The ``Server-Timing`` value of an answer whose upstream head has arrived (OPS-13)."""
+        granted, sent, accepted = self.granted_at, self.sent_at, self.accepted_at
+        if granted is None or sent is None or accepted is None:
+            return ""
+        queued = self.queued_at
+        queue = round((granted - (self.started if queued is None else queued)) * 1000)
+        upstream = round((accepted - sent) * 1000)
+        sublane = max(round((accepted - self.started) * 1000) - queue - upstream, 0)
+        return f"queue;dur={queue}, upstream;dur={upstream}, sublane;dur={sublane}"
+
+    def timing(self, now: float) -> dict[str, int] | None:
+        """Where the call's time went, in milliseconds (OPS-13); ``None`` before an upstream answered.
+
+        ``queue_ms``: admission and the wait for a slot (asked → granted); ``connect_ms``: the grant
+        to the request handed to the upstream (credentials, a refresh, building it);
+        ``first_byte_ms``: arrival to the upstream's answer head; ``total_ms``: arrival to now;
+        ``sublane_ms``: the part of ``first_byte_ms`` neither queued nor waiting on the upstream
+        (reading the body, the key check, translation, ``connect_ms``, an attempt that moved on).
+        """
+        granted, sent, accepted = self.granted_at, self.sent_at, self.accepted_at
+        if granted is None or sent is None or accepted is None:
+            return None
+        started = self.started
+        queued = self.queued_at
+        queue = round((granted - (started if queued is None else queued)) * 1000)
+        first_byte = round((accepted - started) * 1000)
+        upstream = round((accepted - sent) * 1000)
+        return {
+            "queue_ms": queue,
+            "connect_ms": round((sent - granted) * 1000),
+            "first_byte_ms": first_byte,
+            "total_ms": round((now - started) * 1000),
+            "sublane_ms": max(first_byte - queue - upstream, 0),
+        }
 
     def finish(self, outcome: Outcome, error_code: str | None = None) -> bool:
         """Report the attempt (before the slot is free, WAIT-7), then release it. Once only."""
@@ -232,6 +272,7 @@ class ModelCall:
                 routing=routing,
                 served_model=self.model if self.requested_model is not None else None,
                 cache_miss_reason=cache_miss_reason,
+                timing=self.timing(now),
             ),
             sender=self.sender,
         )

@@ -251,6 +251,7 @@ async def _open(
                 continuation=intent.continuation,
             )
             call.note_turn(turns, note)
+        call.queued_at = runtime.clock.monotonic()
         grant = await schedule(
             runtime,
             principal,
@@ -339,10 +340,10 @@ async def _attempt(
     async def recheck() -> None:
         await recheck_before_retry(runtime, principal, account, call.model)
 
+    call.sent_at = runtime.clock.monotonic()
     response, _credentials = await send_with_recovery(runtime, grant, build, recheck, identity)
     call.upstream_status = response.status_code
-    if call.tracing is not None:
-        call.accepted_at = runtime.clock.monotonic()
+    call.accepted_at = runtime.clock.monotonic()
     _observe_quota(runtime, adapter, account.id, account.lifecycle_revision, response)
     return response, adapter, upstream
 
@@ -434,6 +435,7 @@ async def _relay(
     headers = request_id_headers(protocol, call.request_id)
     if translator is None and adapter.native_reply_header_prefixes:
         headers = {**headers, **native_reply_headers(adapter, response)}
+    headers["server-timing"] = call.server_timing()
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
     if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)

@@ -157,6 +157,7 @@ async def run_hub_turn(
     async def recheck() -> None:
         await recheck_before_retry(runtime, call.principal, account, call.model)
 
+    call.sent_at = runtime.clock.monotonic()
     try:
         response, _credentials = await send_with_recovery(runtime, grant, build, recheck, identity)
     except (SubLaneError, UpstreamRefused) as error:
@@ -164,6 +165,7 @@ async def run_hub_turn(
             raise AttemptFailed(error) from None
         raise refusal_error(runtime, call, error) from None
     call.upstream_status = response.status_code
+    call.accepted_at = runtime.clock.monotonic()
     await _relay(runtime, call, adapter, translator, response, body, hub, history, send)
 
 

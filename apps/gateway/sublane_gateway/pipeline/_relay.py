@@ -357,7 +357,8 @@ def stream_reply(
         keepalive=keepalive,
         watch=runtime.watch_of(call.provider),
     )
-    return StreamReply(stream, {"x-request-id": call.request_id} | SSE_HEADERS)
+    headers = {"x-request-id": call.request_id, "server-timing": call.server_timing()}
+    return StreamReply(stream, headers | SSE_HEADERS)
 
 
 async def relay_json(

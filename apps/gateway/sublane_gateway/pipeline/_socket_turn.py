@@ -223,6 +223,7 @@ class SocketTurns:
         try:
             check_policy(principal, model)
             review = review_link(self.headers, body)  # an auto-review child keys its own thread
+            call.queued_at = runtime.clock.monotonic()
             grant = await self._acquire(
                 call,
                 providers,
@@ -441,11 +442,15 @@ class SocketTurns:
             ) from None
         observer = upstream.adapter.new_observer(call.state)
         self._forwarded = False
+        clock = self.runtime.clock
         try:
+            call.sent_at, call.accepted_at = clock.monotonic(), None
             await upstream.session.send_turn(body, model=call.model)
             deadline = asyncio.get_running_loop().time() + self.runtime.settings.request_timeout_s
             while True:
                 text = await self._recv(upstream, deadline)
+                if call.accepted_at is None:  # OPS-13: the upstream's first byte of this turn
+                    call.accepted_at = clock.monotonic()
                 await self._forward(call, upstream, text, observer, prewarm)
                 if call.state.finished:
                     break

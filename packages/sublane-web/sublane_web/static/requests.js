@@ -94,11 +94,37 @@ function routingBlock(routing) {
       h("dd", {class: "mono"}, typeof value === "object" ? JSON.stringify(value) : String(value))]));
 }
 
+/** OPS-13: where the time went, as one bar — queued, SubLane's own, the upstream to its first
+ * byte, then the answer itself — each part as wide as its share of the whole. */
+function timingBlock(timing) {
+  if (!timing) return h("p", {class: "muted"}, "No timing (no upstream answered, or an older record).");
+  const upstream = Math.max(timing.first_byte_ms - timing.queue_ms - timing.sublane_ms, 0);
+  const parts = [
+    ["queue", "Queued", timing.queue_ms],
+    ["sublane", "SubLane", timing.sublane_ms],
+    ["upstream", "Upstream to first byte", upstream],
+    ["answer", "Answer", Math.max(timing.total_ms - timing.first_byte_ms, 0)],
+  ];
+  const whole = Math.max(parts.reduce((sum, [, , ms]) => sum + ms, 0), 1);
+  return h("div", {class: "timing"},
+    h("div", {class: "timing-bar", role: "img",
+      "aria-label": parts.map(([, label, ms]) => `${label} ${formatMs(ms)}`).join(", ")},
+      parts.map(([name, label, ms]) => {
+        const part = h("span", {class: `timing-${name}`, title: `${label}: ${formatMs(ms)}`});
+        part.style.width = `${(100 * ms / whole).toFixed(2)}%`;  // the CSSOM: the CSP refuses style attributes
+        return part;
+      })),
+    h("dl", {class: "facts timing-legend"}, parts.map(([name, label, ms]) =>
+      [h("dt", {}, h("i", {class: `timing-${name}`}), label), h("dd", {}, formatMs(ms))]),
+      h("dt", {}, "Connect"), h("dd", {}, formatMs(timing.connect_ms))));
+}
+
 async function openDetails(requestId, admin) {
   const record = await api("GET", `${admin ? "/api/requests" : "/api/me/requests"}/${encodeURIComponent(requestId)}`);
   const dialog = document.getElementById("details");
   document.getElementById("details-body").replaceChildren(
-    detailsList(record, admin), h("h3", {}, "Routing"), routingBlock(record.routing));
+    detailsList(record, admin), h("h3", {}, "Where time went"), timingBlock(record.timing),
+    h("h3", {}, "Routing"), routingBlock(record.routing));
   if (!dialog.open) dialog.showModal();
 }
 

@@ -1,6 +1,6 @@
 // Usage (TEAM-5): General → Usage (your own calls, limits and budgets) and Administration → Team
 // usage (everyone's, per member). Numbers come from the usage summaries (TEAM-3): UTC days, 90 kept.
-import {api, DASH, field, formatCount, formatTime, h, option, render, section, tile} from "./lib.js";
+import {api, DASH, field, formatCount, formatMs, formatTime, h, option, render, section, tile} from "./lib.js";
 import {barChart, busiest, compact, heatLegend, heatmap, legend} from "./charts.js";
 
 const RANGES = [1, 7, 30, 90];
@@ -234,6 +234,25 @@ export async function usageView() {
       section("Your limits", limits.enforced ? null : h("p", {class: "muted"}, "Not applied to admins."), limitsFacts(limits))));
 }
 
+const TIMING_PARTS = [
+  ["queue_ms", "Queue"], ["sublane_ms", "SubLane"], ["first_byte_ms", "First byte"], ["total_ms", "Total"],
+];
+
+/** OPS-13: p50 / p95 per provider of where the calls' time went. */
+function timingSection(timing) {
+  const providers = Object.entries(timing || {});
+  const cell = (pair) => (pair ? `${formatMs(pair.p50)} / ${formatMs(pair.p95)}` : DASH);
+  return section("Where time goes",
+    h("p", {class: "muted"}, "Median / 95th percentile per provider, over the calls an upstream answered."),
+    providers.length === 0 ? h("p", {class: "muted"}, "No timed calls in this range.") :
+      h("table", {class: "timing-percentiles"},
+        h("thead", {}, h("tr", {}, h("th", {}, "Provider"), h("th", {class: "num"}, "Calls"),
+          TIMING_PARTS.map(([, label]) => h("th", {class: "num"}, label)))),
+        h("tbody", {}, providers.map(([provider, parts]) => h("tr", {"data-provider": provider},
+          h("td", {}, provider), h("td", {class: "num"}, formatCount(parts.calls)),
+          TIMING_PARTS.map(([name]) => h("td", {class: "num"}, cell(parts[name]))))))));
+}
+
 /** Administration → Team usage: everyone's calls, per member, or one member's. */
 export async function teamUsageView() {
   const days = chosenDays();
@@ -252,6 +271,6 @@ export async function teamUsageView() {
   render("Team usage",
     h("p", {class: "muted"}, `Model calls of ${who}, per UTC day. Kept 90 days, independent of the request history.`),
     h("div", {class: "inline range-row"}, rangeSwitch(days), field("Member", member)),
-    ...usageSections(usage, true),
+    ...usageSections(usage, true), timingSection(usage.timing),
     valueSection(value));
 }
