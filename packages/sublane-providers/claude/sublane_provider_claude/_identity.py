@@ -50,6 +50,7 @@ class ClaudeIdentity(VersionedIdentity):
     def replaced(self, headers: Mapping[str, str], version: str | None = None) -> dict[str, str]:
         betas = headers.get("anthropic-beta")
         replaced = super().replaced(headers, version)
-        if betas:  # the call's own betas stay: they say what its body uses
-            replaced["anthropic-beta"] = f"{CLAUDE_CODE_BETA},{betas}"
+        if betas:  # the call's own betas stay, byte for byte (CLIENT-4): they say what its body uses
+            has_flag = CLAUDE_CODE_BETA in (flag.strip() for flag in betas.split(","))
+            replaced["anthropic-beta"] = betas if has_flag else f"{CLAUDE_CODE_BETA},{betas}"
         return replaced
