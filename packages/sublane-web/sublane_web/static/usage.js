@@ -245,12 +245,13 @@ function timingSection(timing) {
   return section("Where time goes",
     h("p", {class: "muted"}, "Median / 95th percentile per provider, over the calls an upstream answered."),
     providers.length === 0 ? h("p", {class: "muted"}, "No timed calls in this range.") :
-      h("table", {class: "timing-percentiles"},
-        h("thead", {}, h("tr", {}, h("th", {}, "Provider"), h("th", {class: "num"}, "Calls"),
-          TIMING_PARTS.map(([, label]) => h("th", {class: "num"}, label)))),
-        h("tbody", {}, providers.map(([provider, parts]) => h("tr", {"data-provider": provider},
-          h("td", {}, provider), h("td", {class: "num"}, formatCount(parts.calls)),
-          TIMING_PARTS.map(([name]) => h("td", {class: "num"}, cell(parts[name]))))))));
+      h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Where time goes per provider"},
+        h("table", {class: "timing-percentiles"},
+          h("thead", {}, h("tr", {}, h("th", {}, "Provider"), h("th", {class: "num"}, "Calls"),
+            TIMING_PARTS.map(([, label]) => h("th", {class: "num"}, label)))),
+          h("tbody", {}, providers.map(([provider, parts]) => h("tr", {"data-provider": provider},
+            h("td", {}, provider), h("td", {class: "num"}, formatCount(parts.calls)),
+            TIMING_PARTS.map(([name]) => h("td", {class: "num"}, cell(parts[name])))))))));
 }
 
 /** Administration → Team usage: everyone's calls, per member, or one member's. */
