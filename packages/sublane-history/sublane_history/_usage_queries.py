@@ -111,7 +111,8 @@ class UsageReader:
         shares: dict[int, float | None] = dict.fromkeys(group_ids)
         with self._engine.connect() as connection:
             for group_id, total, own in connection.execute(query):
-                shares[group_id] = round(100.0 * own / total, 1) if total else None
+                # PostgreSQL sums integers as NUMERIC (a Decimal)
+                shares[group_id] = round(100.0 * float(own) / float(total), 1) if total else None
         return shares
 
     def summary(
