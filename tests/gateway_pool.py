@@ -93,3 +93,17 @@ def store_catalogue(gateway: Gateway, account_ids: list[int], models: list[str])
 def seed_catalogue(pool: Pool, models: list[str]) -> None:
     """:func:`store_catalogue` for every pool account."""
     store_catalogue(pool.gateway, pool.account_ids, models)
+
+
+def recorded(pool: Pool, count: int) -> list[dict[str, Any]]:
+    """The admin's request history once it holds ``count`` records (written in the background),
+    newest first; fails when it holds another number after 10 s."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while True:
+        items: list[dict[str, Any]] = pool.admin.get("/api/requests").json()["items"]
+        if len(items) >= count or time.monotonic() > deadline:
+            assert len(items) == count, items
+            return items
+        time.sleep(0.05)

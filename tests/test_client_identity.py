@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_pool import Pool, settings_for
+from gateway_pool import Pool, recorded, settings_for
 from postgres_server import postgres_bin, running_postgres
 from redis_server import REDIS_SERVER, running_redis
 from replicas import cluster
@@ -50,16 +50,6 @@ def _claude_code(pool: Pool, user_agent: str = CLAUDE_CODE) -> httpx.Client:
 
 def _upstream(pool: Pool, endpoint: str) -> list[Any]:
     return pool.sim.requests(endpoint=endpoint)
-
-
-def _records(pool: Pool, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 10
-    while True:
-        items: list[dict[str, Any]] = pool.admin.get("/api/requests").json()["items"]
-        if len(items) >= count or time.monotonic() > deadline:
-            assert len(items) == count, items
-            return items
-        time.sleep(0.05)
 
 
 def _client_version(admin: httpx.Client, provider: str) -> dict[str, Any]:
@@ -273,7 +263,7 @@ def test_client_3_refusal_is_resent_with_sublane_identity(
     first, second = _upstream(pool, "codex.responses")
     assert first.headers["user-agent"] == CODEX_CLI  # the client's own identity, refused
     _pure_codex_identity(second.headers, "0.172.0")  # sent again at once as SubLane
-    (record,) = _records(pool, 1)
+    (record,) = recorded(pool, 1)
     assert record["outcome"] == "success"
     assert refused == []  # the resend served it: no refusal to tell
 
@@ -311,7 +301,7 @@ def test_client_3_refusal_when_newest_is_client_version_too_old_in_each_protocol
         assert "client_version_too_old" in answer.text
         assert "PUT /api/providers/codex/client-version" in message
         assert len(_upstream(pool, "codex.responses")) == before + 1  # one attempt: no failover
-    records = _records(pool, len(_SHAPES))
+    records = recorded(pool, len(_SHAPES))
     assert {record["outcome"] for record in records} == {"client_version"}
     assert {record["error_code"] for record in records} == {"client_version_too_old"}
     accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
@@ -335,7 +325,7 @@ def test_client_3_claude_refusal_names_the_version_and_never_cools(
     assert "2.1.400" in answer.json()["error"]["message"]
     assert "client_version_too_old" in answer.text
     assert len(_upstream(pool, "claude.messages")) == 1  # no failover, no resend (already newest)
-    (record,) = _records(pool, 1)
+    (record,) = recorded(pool, 1)
     assert record["outcome"] == "client_version"
     assert [(item.provider, item.needed, item.carried) for item in refused] == [
         ("claude", "2.1.400", "2.1.332")
@@ -361,7 +351,7 @@ def test_client_3_catalogue_floor_refused_before_any_upstream_call(
     assert answer.json()["error"]["code"] == "client_version_too_old"
     assert "0.180.0" in answer.json()["error"]["message"]
     assert _upstream(pool, "codex.responses") == []  # refused before any upstream call
-    (record,) = _records(pool, 1)
+    (record,) = recorded(pool, 1)
     assert record["outcome"] == "client_version"
     assert [(item.needed, item.carried) for item in refused] == [("0.180.0", "0.171.0")]
     # a native client at the floor carries its own identity, which the upstream accepts

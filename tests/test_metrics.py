@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
-from gateway_pool import Pool
+from gateway_pool import Pool, recorded
 from prometheus_client.parser import text_string_to_metric_families
 
 from sublane_sim import Behaviour
@@ -37,16 +37,6 @@ def scrape(pool: Pool, token: str = TOKEN) -> Samples:
 
 def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def history(pool: Pool, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 10
-    while True:
-        items: list[dict[str, Any]] = pool.admin.get("/api/requests").json()["items"]
-        if len(items) >= count or time.monotonic() > deadline:
-            assert len(items) == count, items
-            return items
-        time.sleep(0.05)
 
 
 def secrets_in(value: Any) -> list[str]:
@@ -110,7 +100,7 @@ def test_ops_8_metrics_after_real_traffic_match_the_requests_made(make_pool: Cal
     refused = bob.post("/v1/responses", json=BODY)
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "member_rate_limited"
 
-    records = history(pool, 9)
+    records = recorded(pool, 9)
     samples = scrape(pool)
     # Every call counted once, under its outcome, provider, protocol and operation.
     expected: dict[tuple[str, str, str, str], int] = {}

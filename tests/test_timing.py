@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import websockets
-from gateway_pool import Pool
+from gateway_pool import Pool, recorded
 from prometheus_client.parser import text_string_to_metric_families
 
 from sublane_sim import Behaviour
@@ -47,16 +46,6 @@ ANSWERS: dict[str, tuple[str, dict[str, Any]]] = {
 SERVER_TIMING = re.compile(r"^queue;dur=(\d+), upstream;dur=(\d+), sublane;dur=(\d+)$")
 
 
-def _wait_records(pool: Pool, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 10
-    while True:
-        items: list[dict[str, Any]] = pool.admin.get("/api/requests").json()["items"]
-        if len(items) >= count or time.monotonic() > deadline:
-            assert len(items) == count, items
-            return items
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("protocol", list(ANSWERS))
 def test_ops_13_server_timing_on_every_answer(make_pool: Callable[..., Pool], protocol: str) -> None:
     pool = make_pool()
@@ -87,7 +76,7 @@ def test_ops_13_timing_in_records(make_pool: Callable[..., Pool]) -> None:
     refused = pool.client().post("/v1/responses", json={"model": "no-such-model", "input": "hi"})
     assert refused.status_code == 404
     asyncio.run(_websocket_turn(pool))
-    records = _wait_records(pool, 3)
+    records = recorded(pool, 3)
     by_protocol = {(record["protocol"], record["outcome"]): record for record in records}
     streamed = by_protocol[("responses", "success")]["timing"]
     assert set(streamed) == TIMING_FIELDS
@@ -121,7 +110,7 @@ def test_ops_13_percentiles_per_provider(make_pool: Callable[..., Pool]) -> None
     for delay in (0.0, 0.0, 0.0, 300.0):
         pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(header_delay_ms=delay))
         assert client.post("/v1/responses", json={"model": MODEL, "input": "hi"}).status_code == 200
-    records = _wait_records(pool, 4)
+    records = recorded(pool, 4)
     usage = pool.admin.get("/api/usage", params={"days": 1})
     assert usage.status_code == 200, usage.text
     codex = usage.json()["timing"]["codex"]
@@ -140,7 +129,7 @@ def test_ops_13_histograms_in_metrics(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool(metrics_token=TOKEN)
     pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(header_delay_ms=200))
     assert pool.client().post("/v1/responses", json={"model": MODEL, "input": "hi"}).status_code == 200
-    _wait_records(pool, 1)
+    recorded(pool, 1)
     text = pool.gateway.client().get("/metrics", headers={"authorization": f"Bearer {TOKEN}"}).text
     samples = {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
