@@ -488,7 +488,10 @@ def test_wait_8_local_rejections_never_touch_running_streams_or_count_as_failure
         codes = sorted(job.result().json()["error"]["code"] for job in rejected)
         assert set(codes) <= {"account_queue_full", "account_wait_timeout"} and len(codes) == 3
         assert "response.completed" in running.result().text
-    state = _runtime(pool)[account_id]
+    # The running stream's lease is released just after its last bytes reach the client.
+    deadline = time.monotonic() + 5
+    while (state := _runtime(pool)[account_id])["state"] == "busy" and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert state["state"] == "ready" and state["limited_models"] == [] and state["cooldown_until"] is None
 
 
