@@ -69,10 +69,16 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "member_busy": ErrorSpec(429, "You have too many requests running at once."),
     "member_rate_limited": ErrorSpec(429, "You have sent too many requests this minute."),
     "token_budget_exceeded": ErrorSpec(429, "Your token budget for this period is used up."),
+    "metered_budget_exhausted": ErrorSpec(
+        429, "This month's spending cap on metered (API-key) accounts is reached."
+    ),
     # -- client API: routing ---------------------------------------------------------------------
     "model_not_found": ErrorSpec(404, "No account in this key's group serves that model."),
     "model_catalog_unavailable": ErrorSpec(503, "The group's model catalogues are not known yet."),
     "unsupported_for_provider": ErrorSpec(400, "The serving provider cannot do what the request asks."),
+    "unpriced_model": ErrorSpec(
+        400, "That model has no price, so no metered account serves it until an admin prices it."
+    ),
     "model_not_allowed": ErrorSpec(403, "The group's model policy does not allow that model."),
     "ip_not_allowed": ErrorSpec(403, "The API key may not be used from this address."),
     "no_account_available": ErrorSpec(503, "No account in this key's group can serve the request now."),

@@ -20,6 +20,13 @@ class WireProtocol(StrEnum):
     GEMINI = "gemini"  # Google Gemini generateContent (the Antigravity wrapper upstream)
 
 
+class Billing(StrEnum):
+    """How an account is paid for (PAID-2): a provider's accounts all bill one way."""
+
+    SUBSCRIPTION = "subscription"  # a flat-rate subscription signed in with OAuth
+    METERED = "metered"  # an API key billed per token
+
+
 class UpstreamOperation(StrEnum):
     """What a call asks of an upstream."""
 

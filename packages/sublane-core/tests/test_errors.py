@@ -19,6 +19,8 @@ SPEC_CODES = {
     "invalid_api_key": 401,
     "invalid_credentials": 401,
     "token_budget_exceeded": 429,
+    "metered_budget_exhausted": 429,  # PAID-3
+    "unpriced_model": 400,  # PAID-3
 }
 
 

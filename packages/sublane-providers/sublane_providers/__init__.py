@@ -15,6 +15,7 @@ from sublane_core.sse import (
 from sublane_providers._adapter import LoginFlow, ProviderAdapter, Quota, StreamObserver, stream_request
 from sublane_providers._capabilities import (
     AliasesModels,
+    ChecksCredentials,
     CompletesBundles,
     CompletesImports,
     HasClientIdentity,
@@ -25,7 +26,12 @@ from sublane_providers._capabilities import (
     SuggestsAliases,
     WrapsEvents,
 )
-from sublane_providers._credentials import AccountIdentity, CredentialFormatError, ImportedCredentials
+from sublane_providers._credentials import (
+    AccountIdentity,
+    CredentialFormatError,
+    CredentialsRefused,
+    ImportedCredentials,
+)
 from sublane_providers._egress import EgressFailed, current_egress, use_egress
 from sublane_providers._http import parse_retry_after
 from sublane_providers._identity import (
@@ -44,6 +50,7 @@ from sublane_providers._registry import (
     UnknownProviderError,
     build_adapters,
     parse_credentials,
+    provider_billing,
     provider_names,
     provider_plugin,
     provider_plugins,
@@ -102,6 +109,7 @@ __all__ = [
     "stream_request",
     # optional capabilities (found with isinstance)
     "AliasesModels",
+    "ChecksCredentials",
     "CompletesBundles",
     "CompletesImports",
     "HasClientIdentity",
@@ -129,6 +137,7 @@ __all__ = [
     "UnknownProviderError",
     "build_adapters",
     "parse_credentials",
+    "provider_billing",
     "provider_names",
     "provider_plugin",
     "provider_plugins",
@@ -159,6 +168,7 @@ __all__ = [
     # credentials
     "AccountIdentity",
     "CredentialFormatError",
+    "CredentialsRefused",
     "ImportedCredentials",
     "CredentialVault",
     "Credentials",

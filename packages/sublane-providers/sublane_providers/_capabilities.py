@@ -57,6 +57,17 @@ class CompletesImports(Protocol):
 
 
 @runtime_checkable
+class ChecksCredentials(Protocol):
+    """Credentials the upstream must accept before an account is stored (PAID-1: an API key is
+    checked by listing models). Unlike :class:`CompletesImports`, a refusal stops the import."""
+
+    async def check_credentials(self, imported: ImportedCredentials) -> ImportedCredentials:
+        """The credentials, when the upstream accepts them; raises
+        :class:`~sublane_providers.CredentialsRefused` (a reason naming no secret) otherwise."""
+        ...
+
+
+@runtime_checkable
 class CompletesBundles(Protocol):
     """Credential bundles that may lack something a request needs until a refresh completes them."""
 

@@ -14,6 +14,11 @@ class CredentialFormatError(ValueError):
     """The credential file is not of a shape the provider writes. The message names no secret."""
 
 
+class CredentialsRefused(Exception):
+    """The upstream did not accept the credentials when they were checked before storing (PAID-1:
+    an API key that cannot list models). The message says why and names no secret."""
+
+
 @dataclass(frozen=True, slots=True)
 class AccountIdentity:
     """Who the upstream account is, as far as the credentials tell (never a secret)."""

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from sublane_core import Clock, Settings
+from sublane_core import Billing, Clock, Settings
 from sublane_providers._adapter import ProviderAdapter
 from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._transport import UpstreamClients
@@ -57,6 +57,8 @@ class ProviderPlugin(Generic[SettingsT]):
     parse_credentials: Callable[[Mapping[str, Any]], ImportedCredentials]
     #: Where it comes in lists (the web views' choices, ``GET /api/providers``): lower first.
     order: int = 100
+    #: How its accounts are paid for (PAID-2): OAuth subscriptions, or API keys billed per token.
+    billing: Billing = Billing.SUBSCRIPTION
 
     def settings_from(self, settings: Settings) -> SettingsT:
         """This provider's settings as ``settings`` holds them (a composed settings object has its

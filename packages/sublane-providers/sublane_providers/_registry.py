@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from sublane_core import Clock, Settings
+from sublane_core import Billing, Clock, Settings
 from sublane_providers._adapter import ProviderAdapter
 from sublane_providers._credentials import ImportedCredentials
 from sublane_providers._plugin import ENTRY_POINT_GROUP, ProviderPlugin
@@ -57,6 +57,15 @@ def provider_plugin(provider: str) -> ProviderPlugin[Any]:
 def provider_names() -> tuple[str, ...]:
     """The registered providers, in a stable order."""
     return tuple(plugin.name for plugin in provider_plugins())
+
+
+def provider_billing(provider: str) -> Billing:
+    """How the named provider's accounts are paid for (PAID-2); an unknown provider's accounts
+    (a distribution uninstalled since) count as subscriptions."""
+    try:
+        return provider_plugin(provider).billing
+    except UnknownProviderError:
+        return Billing.SUBSCRIPTION
 
 
 def parse_credentials(provider: str, data: Mapping[str, Any]) -> ImportedCredentials:

@@ -6,6 +6,19 @@ never from this package's private modules: these names are the helpers every pro
 upstream speaking it, quota-header memos, the upstream WebSocket), kept stable on purpose.
 """
 
+from sublane_providers._api_key import (
+    API_KEY_PLAN,
+    UNAUTHORIZED_CODE,
+    ApiKeyAdapter,
+    api_error_fields,
+    api_retry_after,
+    classify_api_failure,
+    key_fingerprint,
+    parse_api_key_credentials,
+    parse_duration,
+    rate_limit_windows,
+    safe_message,
+)
 from sublane_providers._credentials import (
     optional_text,
     optional_token,
@@ -46,6 +59,18 @@ __all__ = [
     "WebSocket",
     "WebSocketRefused",
     "connect_websocket",
+    # API-key (metered) providers (PAID-1, PAID-4)
+    "ApiKeyAdapter",
+    "API_KEY_PLAN",
+    "UNAUTHORIZED_CODE",
+    "parse_api_key_credentials",
+    "key_fingerprint",
+    "rate_limit_windows",
+    "parse_duration",
+    "api_retry_after",
+    "api_error_fields",
+    "classify_api_failure",
+    "safe_message",
     # client identities (CLIENT-1)
     "VERSION_IN_TEXT",
     "VersionedIdentity",

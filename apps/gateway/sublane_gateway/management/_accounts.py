@@ -42,8 +42,10 @@ from sublane_gateway.management._models import (
 from sublane_gateway.management._views import account_view, groups_of_accounts
 from sublane_gateway.pipeline import client_runtime
 from sublane_providers import (
+    ChecksCredentials,
     CompletesImports,
     CredentialFormatError,
+    CredentialsRefused,
     ImportedCredentials,
     UnknownProviderError,
     parse_credentials,
@@ -154,11 +156,24 @@ def get_account(account_id: PathId, _admin: AdminUser, db: DbSession) -> dict[st
 def import_account(body: AccountImport, request: Request, admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Add an account from the content of its credential file (``auth.json``, ``.credentials.json``, …)."""
     state = gateway_state(request)
-    imported = _with_profile(request, _parse(body.provider, body.credentials))
+    imported = _with_profile(request, _checked(request, _parse(body.provider, body.credentials)))
     group_ids = require_existing(db, ResourceGroup, body.group_ids, "group")
     account = create_account(db, state, imported, body.name, group_ids, actor=admin, action="account.import")
     _changed(account, signals.AccountChange.CREATED)
     return _view(db, account)
+
+
+def _checked(request: Request, imported: ImportedCredentials) -> ImportedCredentials:
+    """PAID-1: credentials the provider checks before they are stored (an API key lists models);
+    400 ``invalid_credentials`` with the provider's reason when refused. Nothing is stored before."""
+    adapter = client_runtime(request).adapters.get(imported.provider)
+    if adapter is None or not isinstance(adapter, ChecksCredentials):
+        return imported
+    try:
+        with metadata_read(request):  # ADM-2: a verification read
+            return through_workspace_egress(request, lambda: adapter.check_credentials(imported))
+    except CredentialsRefused as refused:
+        raise SubLaneError("invalid_credentials", str(refused), status=400) from None
 
 
 def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCredentials:
@@ -177,7 +192,7 @@ def replace_credentials(
     """Re-authorize an account with a fresh credential file of the same provider."""
     state = gateway_state(request)
     account: Account = get_or_404(db, Account, account_id, "account")
-    imported = _parse(account.provider, body.credentials)
+    imported = _checked(request, _parse(account.provider, body.credentials))
     runtime = client_runtime(request)
     was_reauth = account.auth_state == AUTH_REAUTH_REQUIRED or runtime.vault.needs_reauth(account_id)
     account.credentials = state.cipher.encrypt(imported.bundle)

@@ -7,6 +7,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from sublane_core import Account, ApiKey, GroupAccount, GroupMember, ResourceGroup, User
+from sublane_providers import provider_billing
 
 
 def user_view(user: User, group_ids: list[int] | None = None) -> dict[str, Any]:
@@ -73,6 +74,7 @@ def account_view(account: Account, group_ids: list[int]) -> dict[str, Any]:
     return {
         "id": account.id,
         "provider": account.provider,
+        "billing": provider_billing(account.provider).value,  # PAID-2
         "name": account.name,
         "enabled": account.enabled,
         "identity": {
