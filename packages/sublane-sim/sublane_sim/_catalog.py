@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["PROVIDERS", "Provider", "default_models", "default_plan"]
+__all__ = ["KEY_PROVIDERS", "PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity"]
+Provider = Literal["codex", "claude", "antigravity", "compat"]
+#: The subscription upstreams (OAuth logins, credential files, quota windows).
 PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+#: Upstreams reached with an API key alone (no login, no credential file).
+KEY_PROVIDERS: tuple[Provider, ...] = ("compat",)
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -76,7 +79,15 @@ _ANTIGRAVITY = (
     "gpt-oss-120b-medium",
 )
 
-_DEFAULT_PLAN: dict[Provider, str] = {"codex": "plus", "claude": "max", "antigravity": "standard-tier"}
+# An OpenAI-compatible server (``_compat``): the self-hosted models it was started with.
+_COMPAT = ("qwen3-coder-30b", "deepseek-r1-distill-32b", "llama-3.3-70b-instruct")
+
+_DEFAULT_PLAN: dict[Provider, str] = {
+    "codex": "plus",
+    "claude": "max",
+    "antigravity": "standard-tier",
+    "compat": "api_key",
+}
 
 
 def default_plan(provider: Provider) -> str:
@@ -89,4 +100,6 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
         return _CODEX_BY_PLAN.get(plan, _CODEX_BY_PLAN["pro"])
     if provider == "claude":
         return _CLAUDE
+    if provider == "compat":
+        return _COMPAT
     return _ANTIGRAVITY

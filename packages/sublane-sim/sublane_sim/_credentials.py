@@ -28,6 +28,8 @@ def credential_file(account: Account, now: float) -> dict[str, Any]:
             },
             "last_refresh": _rfc3339(account.last_refresh),
         }
+    if account.provider == "compat":
+        return {"api_key": account.api_key}  # what an OpenAI-compatible server is reached with
     if account.provider == "claude":
         return {
             "claudeAiOauth": {

@@ -63,6 +63,8 @@ def default_windows(
             "primary": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),
             "secondary": QuotaWindow(0.0, ONE_WEEK, now + ONE_WEEK),
         }
+    if provider == "compat":
+        return {}  # an API server's limits are its 429s
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),
