@@ -11,13 +11,14 @@ Accounts are ``compat`` sim accounts: ``sim.create_account("compat")``, their ``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ._accounts import Account
+from ._catalog import Provider
 from ._compat_events import build_compat_plan, compat_sse_encode
 from ._content import estimate_tokens
 from ._http import bearer_token, parse_json_object, record_request, sim_of
@@ -28,7 +29,7 @@ from ._turns import Turn
 __all__ = ["COMPAT_PREFIX", "compat_routes"]
 
 COMPAT_PREFIX = "/compat/v1"
-PROVIDER = "compat"
+PROVIDER: Final[Provider] = "compat"
 
 _TYPES = {
     400: "BadRequestError",
