@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -16,6 +17,9 @@ import openai
 import pytest
 import websockets
 from gateway_pool import Pool, recorded
+from google import genai
+from google.genai import types
+from test_real_clients import ANSWER, _client, _codex
 
 from sublane_sim import Behaviour, SimAccount
 
@@ -274,3 +278,49 @@ async def test_paid_1_compat_serves_responses_websocket_turns(compat_pool: tuple
     last = _upstream_bodies(pool, account)[-1]
     users = [message["content"] for message in last["messages"] if message["role"] == "user"]
     assert users == ["first turn", "second turn"]  # the gateway kept the history (no upstream state)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
+def test_paid_1_codex_cli_through_an_openai_compatible_account(
+    compat_pool: tuple[Pool, SimAccount], tmp_path: Path, websocket: bool
+) -> None:
+    _client("codex")
+    pool, account = compat_pool
+    pool.sim.script(account.id, Behaviour.ok(tool_call=True, text="Looking.", deltas=2))
+    pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    result = _codex(pool, tmp_path, websocket=websocket, model=MODEL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ANSWER in result.stdout
+    served = [record for record in pool.finished if record.outcome == "success"]
+    assert len(served) >= 2, [(r.protocol, r.outcome, r.error_code) for r in pool.finished]
+    assert {record.provider for record in served} == {PROVIDER}
+    assert {record.protocol for record in served} <= {"responses", "responses_ws"}
+    bodies = _upstream_bodies(pool, account)
+    assert any(message["role"] == "tool" for message in bodies[-1]["messages"])  # the tool round trip
+    assert pool.runtime.leases.total_in_flight() == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_paid_1_compat_serves_a_gemini_client(compat_pool: tuple[Pool, SimAccount], stream: bool) -> None:
+    pool, account = compat_pool
+    pool.sim.script(account.id, Behaviour.ok(tool_call=True))
+    client = genai.Client(api_key=pool.key, http_options=types.HttpOptions(base_url=pool.gateway.url))
+    declaration = types.FunctionDeclaration(
+        name="get_weather",
+        description="The weather in a city.",
+        parameters_json_schema=WEATHER_TOOL["parameters"],
+    )
+    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[declaration])])
+    if stream:
+        chunks = list(client.models.generate_content_stream(model=MODEL, contents="Weather?", config=config))
+        calls = [call for chunk in chunks for call in chunk.function_calls or []]
+        usage = chunks[-1].usage_metadata
+    else:
+        answer = client.models.generate_content(model=MODEL, contents="Weather?", config=config)
+        calls, usage = answer.function_calls or [], answer.usage_metadata
+    assert [(call.name, call.args) for call in calls] == [("get_weather", {"city": "sim"})]
+    assert usage is not None and (usage.prompt_token_count or 0) > 0
+    (sent,) = _upstream_bodies(pool, account)
+    assert sent["messages"] == [{"role": "user", "content": "Weather?"}]
+    assert recorded(pool, 1)[0]["protocol"] == "gemini"
