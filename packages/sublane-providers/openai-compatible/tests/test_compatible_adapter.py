@@ -160,3 +160,19 @@ async def test_paid_1_compatible_json_answer_and_failures(
     )
     failure = adapter.classify_failure(bad.status_code, dict(bad.headers), bad.content, 0.0)
     assert failure.kind is FailureKind.CLIENT_ERROR
+
+
+def test_paid_1_compatible_observer_ends_on_done_when_no_usage_chunk_comes(
+    adapter: CompatibleAdapter,
+) -> None:
+    finish = '{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}'
+    observer = adapter.new_observer()
+    observer.observe(None, '{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}')
+    observer.observe(None, finish)
+    assert observer.state.outcome is None  # the usage chunk may follow
+    observer.observe(None, "[DONE]")
+    assert observer.state.outcome is Outcome.INCOMPLETE and observer.state.usage is None
+    cut = adapter.new_observer()
+    cut.observe_data(None, b'{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}')
+    cut.observe_data(None, b"[DONE]")
+    assert cut.state.outcome is None  # no finish reason: the turn never ended
