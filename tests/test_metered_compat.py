@@ -121,6 +121,8 @@ def test_paid_1_compat_import_checks_the_key_and_never_shows_it(
     assert all(account.api_key not in text for text in seen)
     actions = [item["action"] for item in pool.admin.get("/api/audit").json()["items"]]
     assert "account.import" in actions
+    exported = pool.admin.post("/api/accounts/export", json={"passphrase": "a long passphrase"})
+    assert exported.status_code == 200 and account.api_key.encode() not in exported.content  # sealed
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -227,6 +229,9 @@ def test_paid_1_compat_serves_a_messages_client(compat_pool: tuple[Pool, SimAcco
     (sent,) = _upstream_bodies(pool, account)
     assert sent["max_tokens"] == 200 and sent["tools"][0]["function"]["name"] == "get_weather"
     assert recorded(pool, 1)[0]["protocol"] == "messages"
+    counted = client.messages.count_tokens(model=MODEL, messages=messages, tools=tools)
+    assert counted.input_tokens > 0  # estimated: a Chat Completions server has no count of its own
+    assert len(_upstream_bodies(pool, account)) == 1
 
 
 def test_paid_1_compat_429_cools_for_retry_after(
