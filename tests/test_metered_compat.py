@@ -19,7 +19,7 @@ import websockets
 from gateway_pool import Pool, recorded
 from google import genai
 from google.genai import types
-from test_real_clients import ANSWER, _client, _codex
+from test_real_clients import ANSWER, _claude, _client, _codex, _gemini
 
 from sublane_sim import Behaviour, SimAccount
 
@@ -329,3 +329,36 @@ def test_paid_1_compat_serves_a_gemini_client(compat_pool: tuple[Pool, SimAccoun
     (sent,) = _upstream_bodies(pool, account)
     assert sent["messages"] == [{"role": "user", "content": "Weather?"}]
     assert recorded(pool, 1)[0]["protocol"] == "gemini"
+
+
+@pytest.mark.e2e
+def test_paid_1_claude_code_through_an_openai_compatible_account(
+    compat_pool: tuple[Pool, SimAccount], tmp_path: Path
+) -> None:
+    _client("claude")
+    pool, account = compat_pool
+    pool.sim.script(account.id, Behaviour.ok(tool_call=True, text="Looking.", deltas=2))
+    pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    run = _claude(pool, tmp_path, "-p", "--model", MODEL, "say hi")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    served = [record for record in pool.finished if record.outcome == "success"]
+    assert len(served) >= 2 and {record.protocol for record in served} == {"messages"}
+    assert any(
+        message["role"] == "tool" for body in _upstream_bodies(pool, account) for message in body["messages"]
+    )
+
+
+@pytest.mark.e2e
+def test_paid_1_gemini_cli_through_an_openai_compatible_account(
+    compat_pool: tuple[Pool, SimAccount], tmp_path: Path
+) -> None:
+    _client("gemini")
+    pool, account = compat_pool
+    pool.sim.script(account.id, Behaviour.ok(tool_call=True, text="Looking.", deltas=2))
+    pool.sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=5))
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", MODEL)
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    served = [record for record in pool.finished if record.outcome == "success"]
+    assert len(served) >= 2 and {record.provider for record in served} == {PROVIDER}
