@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from sublane_core import Dialect, WireProtocol
 from sublane_protocols import TranslationRefused, translator_for, upstream_side
-from sublane_protocols.chat import ChatEventsToResponses, ChatUpstreamSide, chat_request
+from sublane_protocols.chat import ChatClientSide, ChatEventsToResponses, ChatUpstreamSide, chat_request
 
 EVENT = TypeAdapter(ResponseStreamEvent)
 CHAT_REQUEST = TypeAdapter(CompletionCreateParamsStreaming)
@@ -361,3 +361,45 @@ def test_paid_1_every_client_protocol_gets_a_whole_answer_from_chat_chunks(clien
     result = collector.result()
     assert result is not None and result["status"] == "completed"
     assert json.dumps(result).count("Hello") == 1
+
+
+def test_paid_1_a_chat_body_survives_the_round_trip_through_the_hub() -> None:
+    """Chat → Responses (the Chat client side) → Chat (the upstream side) keeps the conversation."""
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "look", "arguments": '{"a":1}'}},
+                {"id": "call_2", "type": "function", "function": {"name": "look", "arguments": '{"a":2}'}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "a cat"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "a hat"},
+        {"role": "user", "content": "Thanks"},
+    ]
+    body = {
+        "model": "m",
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "look", "parameters": {"type": "object"}}}],
+        "tool_choice": "required",
+        "max_tokens": 64,
+        "temperature": 0.5,
+        "stop": ["END"],
+        "response_format": {"type": "json_object"},
+        "stream": True,
+    }
+    hub = ChatClientSide().request_to_responses(body)
+    back = chat_request(hub)
+    assert back["messages"] == messages
+    assert back["tools"] == body["tools"] and back["tool_choice"] == "required"
+    assert (back["max_tokens"], back["temperature"], back["stop"]) == (64, 0.5, ["END"])
+    assert back["response_format"] == {"type": "json_object"}
