@@ -114,8 +114,7 @@ def test_paid_1_responses_request_becomes_a_chat_request() -> None:
     request = chat_request(body)
     CHAT_REQUEST.validate_python(request)  # a body the openai SDK would send itself
     assert request["messages"] == [
-        {"role": "system", "content": "You are a coder."},
-        {"role": "system", "content": "Be brief."},
+        {"role": "system", "content": "You are a coder.\n\nBe brief."},
         {
             "role": "user",
             "content": [
@@ -403,3 +402,34 @@ def test_paid_1_a_chat_body_survives_the_round_trip_through_the_hub() -> None:
     assert back["tools"] == body["tools"] and back["tool_choice"] == "required"
     assert (back["max_tokens"], back["temperature"], back["stop"]) == (64, 0.5, ["END"])
     assert back["response_format"] == {"type": "json_object"}
+
+
+def test_paid_1_turns_alternate_as_chat_templates_want() -> None:
+    body = {
+        "model": "m",
+        "instructions": "Rules.",
+        "input": [
+            {"role": "developer", "content": "Sandbox: read-only."},
+            {"role": "user", "content": "go"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "On it."}]},
+            {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": " Listing."}],
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "a b"},
+            {"role": "developer", "content": "Mind the time."},
+        ],
+    }
+    assert chat_request(body, system_prelude="Prelude.")["messages"] == [
+        {"role": "system", "content": "Prelude.\n\nRules.\n\nSandbox: read-only."},
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": "On it. Listing.",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+        {"role": "system", "content": "Mind the time."},
+    ]

@@ -5,9 +5,9 @@ llama.cpp, Ollama, coding-plan endpoints) — not only what OpenAI's newest mode
 
 | Responses (hub) | Chat Completions |
 | --- | --- |
-| `instructions`, `system`/`developer` messages | `system` messages, in place (prelude first) |
+| `instructions`, `system`/`developer` items | one leading `system` message (prelude first); later: in place |
 | `user`: `input_text`, `input_image`, `input_file` | a string if all text, else `text`/`image_url`/`file` |
-| `assistant` messages (`output_text`, `refusal`) | `assistant` `content` (a string) |
+| `assistant` messages (`output_text`, `refusal`) | `assistant` `content` (a string; neighbours joined) |
 | `function_call` / `custom_tool_call` | `tool_calls[]` of the assistant message they follow (or a new one) |
 | `function_call_output` / `custom_…_output` | a `tool` message (text); its images in a `user` message after |
 | `reasoning` items | dropped (XLAT-2: another provider's state) |
@@ -91,6 +91,16 @@ class _Messages:
             self.messages.append({"role": "user", "content": list(self.pending_media)})
             self.pending_media.clear()
 
+    def add_assistant_text(self, text: str) -> None:
+        """Assistant text joins the assistant message just before it (chat templates want turns to
+        alternate), else starts one."""
+        self.flush_media()
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last.get("role") == "assistant":
+            last["content"] = (last.get("content") or "") + text
+        else:
+            self.messages.append({"role": "assistant", "content": text})
+
     def add_call(self, call: dict[str, Any]) -> None:
         """A tool call joins the assistant message just before it, else starts one."""
         self.flush_media()
@@ -171,7 +181,7 @@ def _message(messages: _Messages, item: Mapping[str, Any], param: str) -> None:
     elif role == "assistant":
         texts = [part["text"] for part in parts if part["type"] == "text"]
         if texts:
-            messages.add({"role": "assistant", "content": "".join(texts)})
+            messages.add_assistant_text("".join(texts))
     else:
         raise refuse("A message's role must be user, assistant, system or developer.", f"{param}.role")
 
@@ -257,14 +267,17 @@ def _input_items(messages: _Messages, value: Any) -> None:
 
 
 def _with_prelude(messages: list[dict[str, Any]], instructions: Any, prelude: str) -> list[dict[str, Any]]:
-    """The messages led by ``instructions`` as a system message, with the dialect's ``prelude``
-    exactly once at the start of the first system text."""
+    """The messages led by one system message: ``instructions`` and the system messages that open
+    the conversation, joined (many models' chat templates take a single system message, first),
+    with the dialect's ``prelude`` exactly once at its start."""
     if instructions is not None and not isinstance(instructions, str):
         raise refuse("'instructions' must be a string.", "instructions")
     leading: list[str] = [instructions] if instructions else []
-    rest = messages
-    if prelude and not leading and messages and messages[0]["role"] == "system":
-        leading, rest = [messages[0]["content"]], messages[1:]
+    start = 0
+    while start < len(messages) and messages[start]["role"] == "system":
+        leading.append(messages[start]["content"])
+        start += 1
+    rest = messages[start:]
     texts = led_by(prelude, leading)
     if not texts:
         return rest
