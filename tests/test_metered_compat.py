@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,7 @@ def _upstream_bodies(pool: Pool, account: SimAccount) -> list[dict[str, Any]]:
 def test_paid_1_compat_import_checks_the_key_and_never_shows_it(
     make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)  # every log line of the gateway, not only its warnings
     pool = make_pool(accounts=0)
     account = pool.sim.create_account("compat")
     refused = pool.admin.post(
