@@ -433,3 +433,17 @@ def test_paid_1_turns_alternate_as_chat_templates_want() -> None:
         {"role": "tool", "tool_call_id": "c1", "content": "a b"},
         {"role": "system", "content": "Mind the time."},
     ]
+
+
+def test_paid_1_whole_tool_calls_without_an_index_stay_apart() -> None:
+    events = ChatEventsToResponses({}, model="m")
+    whole = [
+        {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"n":1}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "f", "arguments": '{"n":2}'}},
+    ]
+    out = feed_all(events, [chunk({"tool_calls": whole[:1]}), chunk({"tool_calls": whole[1:]}, "tool_calls")])
+    calls = [event["item"] for event in out if event["type"] == "response.output_item.done"]
+    assert [(call["call_id"], call["arguments"]) for call in calls] == [
+        ("call_a", '{"n":1}'),
+        ("call_b", '{"n":2}'),
+    ]

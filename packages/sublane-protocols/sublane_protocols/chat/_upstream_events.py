@@ -157,15 +157,26 @@ class ChatEventsToResponses:
             if isinstance(text, str) and text:
                 events += writer.text(text)
         calls = delta.get("tool_calls")
-        for position, piece in enumerate(calls if isinstance(calls, list) else []):
+        for piece in calls if isinstance(calls, list) else []:
             if isinstance(piece, Mapping):
-                self._piece(piece, position)
+                self._piece(piece)
         return events
 
-    def _piece(self, piece: Mapping[str, Any], position: int) -> None:
+    def _key(self, piece: Mapping[str, Any]) -> int:
+        """The call a piece belongs to: its ``index``; without one (some servers send whole calls
+        so), the call of its ``id``, a new call for a new ``id``, else the last call."""
         index = piece.get("index")
-        key = index if isinstance(index, int) and not isinstance(index, bool) else position
-        call = self._calls.setdefault(key, _Call())
+        if isinstance(index, int) and not isinstance(index, bool):
+            return index
+        calls = self._calls
+        call_id = piece.get("id")
+        if isinstance(call_id, str) and call_id:
+            known = next((key for key, call in calls.items() if call.call_id == call_id), None)
+            return known if known is not None else (max(calls) + 1 if calls else 0)
+        return max(calls) if calls else 0
+
+    def _piece(self, piece: Mapping[str, Any]) -> None:
+        call = self._calls.setdefault(self._key(piece), _Call())
         call_id = piece.get("id")
         if isinstance(call_id, str) and call_id and not call.call_id:
             call.call_id = call_id
