@@ -406,7 +406,8 @@ def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]
     if path.startswith(NOT_HELD):
         return []
     own = re.search(r"sublane_provider_([a-z0-9_]+)/", path)
-    held = tuple(name for name in names if own is None or own.group(1) != name)
+    # A distribution's module spells its provider's name with ``_`` (``openai-compatible``).
+    held = tuple(name for name in names if own is None or own.group(1) != name.replace("-", "_"))
     if not held:
         return []
     vendors = tuple(name for name in held if name in PROTOCOL_VENDORS)
@@ -510,6 +511,14 @@ def test_a_provider_may_name_itself_but_not_another() -> None:
     served = "MODELS = ('claude-sonnet-4-6',)\nclaude_models = 1\n"  # its models may; its names may not
     assert [v.line for v in provider_name_violations(ast.parse(served), own, NAMES)] == [2]
     assert provider_name_violations(ast.parse(source), "packages/sublane-sim/sublane_sim/_x.py", NAMES) == []
+
+
+def test_paid_1_a_provider_with_a_hyphen_in_its_name_may_name_itself() -> None:
+    names = (*NAMES, "openai-compatible")
+    own = "packages/sublane-providers/openai-compatible/sublane_provider_openai_compatible/_x.py"
+    source = "NAME = 'openai-compatible'\nOTHER = 'codex'\n"
+    assert [v.line for v in provider_name_violations(ast.parse(source), own, names)] == [2]
+    assert [v.line for v in provider_name_violations(ast.parse(source), CORE, names)] == [1, 2]
 
 
 def test_the_script_rule_reads_code_not_comments() -> None:

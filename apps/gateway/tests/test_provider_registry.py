@@ -7,8 +7,9 @@ import pytest
 from sublane_providers import UnknownProviderError, parse_credentials, provider_names, provider_plugins
 
 
-def test_registry_lists_the_three_providers() -> None:
-    assert provider_names() == ("codex", "claude", "antigravity")
+def test_registry_lists_the_subscription_providers_first_then_the_metered_ones() -> None:
+    assert provider_names()[:3] == ("codex", "claude", "antigravity")
+    assert "openai-compatible" in provider_names()[3:]  # PAID-1
     assert [plugin.order for plugin in provider_plugins()] == sorted(
         plugin.order for plugin in provider_plugins()
     )

@@ -29,6 +29,10 @@ AFFINITY_SCOPE_AUTO = "auto"
 ACCOUNT_WIDE = ""  # the ``model`` of an account-wide cooldown row
 DEFAULT_GROUP_NAME = "default"
 DEFAULT_MAX_CONCURRENCY = 30
+#: A provider's name (up to 32 characters, PAID-1's ``openai-compatible`` has 17). SQLite keeps the
+#: ``VARCHAR(16)`` its tables were created with: it enforces no length, and changing a column there
+#: means rebuilding ``accounts``, whose rows other tables cascade from (migration 0024).
+PROVIDER_NAME = sa.String(32).with_variant(sa.String(16), "sqlite")
 MAX_CONCURRENCY_RANGE = (1, 1000)
 #: The ``info`` of a column holding values sealed with the credential key (SCALE-8). Whatever
 #: changes the key (``import-sqlite``, a restore under another key, bundles) re-seals every column
@@ -186,7 +190,7 @@ class Account(SQLModel, table=True):
     __tablename__ = "accounts"
 
     id: int | None = Field(default=None, primary_key=True)
-    provider: str = Field(max_length=16)
+    provider: str = Field(max_length=32, sa_type=PROVIDER_NAME)
     name: str = Field(max_length=64, sa_column_kwargs={"unique": True})
     enabled: bool = True
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
@@ -317,7 +321,7 @@ class RequestRecord(SQLModel, table=True):
     key_id: int | None = None
     group_id: int | None = None
     account_id: int | None = None
-    provider: str | None = Field(default=None, max_length=16)
+    provider: str | None = Field(default=None, max_length=32, sa_type=PROVIDER_NAME)
     model: str = Field(max_length=128)
     protocol: str = Field(max_length=32)
     operation: str = Field(max_length=32)
@@ -467,7 +471,9 @@ class UsageDay(SQLModel, table=True):
     day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
     user_id: int = Field(primary_key=True)
     group_id: int = Field(primary_key=True, description="NO_GROUP when the attempt had none")
-    provider: str = Field(primary_key=True, max_length=16, description="NO_PROVIDER when none")
+    provider: str = Field(
+        primary_key=True, max_length=32, sa_type=PROVIDER_NAME, description="NO_PROVIDER when none"
+    )
     model: str = Field(primary_key=True, max_length=128, description="a model label or 'other'")
     requests: int = 0
     success: int = 0
@@ -514,7 +520,7 @@ class UsageAccountDay(SQLModel, table=True):
 
     day: int = Field(primary_key=True, description="Unix seconds of the day's UTC midnight")
     account_id: int = Field(primary_key=True)
-    provider: str = Field(primary_key=True, max_length=16)
+    provider: str = Field(primary_key=True, max_length=32, sa_type=PROVIDER_NAME)
     requests: int = 0
     input_tokens: int | None = Field(default=None, sa_column=_tokens_column())
     output_tokens: int | None = Field(default=None, sa_column=_tokens_column())

@@ -130,7 +130,7 @@ def record_values(payload: RequestFinished, cost_usd: float | None = None) -> tu
         payload.key_id,
         payload.group_id,
         payload.account_id,
-        _text(payload.provider, 16),
+        _text(payload.provider, 32),
         _name(payload.model, 128),
         _name(payload.protocol, 32),
         _name(payload.operation, 32),

@@ -260,7 +260,7 @@ class UsageWriter:
                 day,
                 user_id,
                 payload.group_id if payload.group_id is not None else NO_GROUP,
-                (payload.provider or NO_PROVIDER)[:16],
+                (payload.provider or NO_PROVIDER)[:32],
                 self._label(connection, user_id, day, storable_text(payload.model[:128])),
             )
             bucket = days.get(key)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from sublane_core import PLAIN_DIALECT, Dialect, WireProtocol
 from sublane_protocols._collect import Collector
@@ -35,6 +35,21 @@ class EventsToResponses(Protocol):
     def feed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The Responses events for one upstream event (often none, sometimes several)."""
         ...
+
+
+@runtime_checkable
+class EndsAtStreamEnd(Protocol):
+    """Events whose terminal event may wait for the end of the stream: an upstream whose last chunk
+    is no JSON event (Chat Completions' ``data: [DONE]`` after the usage chunk)."""
+
+    def at_end(self) -> list[dict[str, Any]]:
+        """The Responses events still owed once the upstream's stream ended normally."""
+        ...
+
+
+def events_at_end(events: EventsToResponses) -> list[dict[str, Any]]:
+    """What ``events`` still owes at the normal end of the stream (usually nothing)."""
+    return events.at_end() if isinstance(events, EndsAtStreamEnd) else []
 
 
 class UpstreamSide(ABC):
@@ -238,6 +253,10 @@ class _Namespaced:
         namespaces = self._namespaces
         return [restore_namespaces(event, namespaces) for event in self._events.feed(payload)]
 
+    def at_end(self) -> list[dict[str, Any]]:
+        namespaces = self._namespaces
+        return [restore_namespaces(event, namespaces) for event in events_at_end(self._events)]
+
 
 class _Composed:
     """Upstream events → Responses events → client frames."""
@@ -257,7 +276,9 @@ class _Composed:
         return b"".join(frames.feed(event) for event in self._events.feed(payload))
 
     def trailer(self, error_code: str | None) -> bytes:
-        return self._frames.trailer(error_code)
+        frames = self._frames
+        owed = b"".join(frames.feed(event) for event in events_at_end(self._events))
+        return owed + frames.trailer(None if frames.finished else error_code)
 
 
 class HubTranslator(Translator):
@@ -395,6 +416,8 @@ class _HubCollector:
             self._collector.feed(event)
 
     def result(self) -> dict[str, Any] | None:
+        for event in events_at_end(self._events):
+            self._collector.feed(event)
         return self._collector.result()
 
 

@@ -1,8 +1,8 @@
 """The translator registry: which (client, upstream) pairs SubLane can serve, and with what (XLAT-1).
 
-Every protocol passes through to itself; every client protocol is served by each of the three
-upstream protocols (Responses = Codex, Messages = Claude, Gemini = Antigravity) through a hub cell;
-Chat Completions is a client protocol only.
+Every protocol passes through to itself; every client protocol is served by each of the four
+upstream protocols (Responses = Codex, Messages = Claude, Gemini = Antigravity, Chat Completions =
+any OpenAI-compatible server) through a hub cell.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from sublane_protocols import HubTranslator, TranslationRefused, Translator, can
 from sublane_protocols.chat import ChatFrames, ChatOverResponses
 
 PROTOCOLS = tuple(WireProtocol)
-UPSTREAMS = (WireProtocol.RESPONSES, WireProtocol.MESSAGES, WireProtocol.GEMINI)
+UPSTREAMS = tuple(WireProtocol)  # Responses, Messages, Gemini, Chat Completions
 TRANSLATED = {
     (client, upstream): HubTranslator for client in PROTOCOLS for upstream in UPSTREAMS if client != upstream
-}  # the nine translated cells of the 12-cell matrix (three are pass-through)
-UNSERVED = [pair for pair in itertools.permutations(PROTOCOLS, 2) if pair not in TRANSLATED]
+}  # the twelve translated cells of the 16-cell matrix (four are pass-through)
 #: What the registry answers for every ordered pair of protocols.
 REGISTERED = {
     (client, upstream): translator
@@ -58,19 +57,21 @@ def test_translated_pairs_are_servable_by_their_translator(
 def test_chat_completions_client_is_served_by_a_responses_upstream() -> None:
     assert can_serve(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES)
     assert isinstance(translator_for(WireProtocol.CHAT_COMPLETIONS, WireProtocol.RESPONSES), HubTranslator)
-    # The pair is directed: a Responses client is not served by a Chat Completions upstream.
-    assert not can_serve(WireProtocol.RESPONSES, WireProtocol.CHAT_COMPLETIONS)
 
 
-@pytest.mark.parametrize(("client", "upstream"), UNSERVED, ids=lambda p: p.value)
-def test_pairs_without_a_translator_are_not_servable(client: WireProtocol, upstream: WireProtocol) -> None:
-    assert translator_for(client, upstream) is None
-    assert not can_serve(client, upstream)
+def test_paid_1_every_client_protocol_reaches_a_chat_completions_upstream() -> None:
+    for client in PROTOCOLS:
+        assert can_serve(client, WireProtocol.CHAT_COMPLETIONS)
+    # A Chat Completions client on a Chat Completions upstream passes through untouched.
+    assert translator_for(WireProtocol.CHAT_COMPLETIONS, WireProtocol.CHAT_COMPLETIONS) is None
 
 
-def test_xlat_1_the_matrix_has_nine_translated_cells() -> None:
-    assert len(TRANSLATED) == 9
-    assert all(upstream != WireProtocol.CHAT_COMPLETIONS for _client, upstream in TRANSLATED)
+def test_every_pair_of_protocols_is_served() -> None:
+    assert all(can_serve(client, upstream) for client, upstream in itertools.permutations(PROTOCOLS, 2))
+
+
+def test_xlat_1_the_matrix_has_twelve_translated_cells() -> None:
+    assert len(TRANSLATED) == 12
 
 
 def test_the_registry_holds_exactly_the_known_translators() -> None:

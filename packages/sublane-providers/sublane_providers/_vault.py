@@ -227,8 +227,9 @@ class CredentialVault:
         return refresher.bundle_complete if isinstance(refresher, CompletesBundles) else _always_complete
 
     def _usable_without_refresh(self, entry: _Entry, now: float, margin: float) -> bool:
-        # a token, or an API key (PAID-1: a metered account's bundle holds no token, nothing expires)
-        if entry.rejected or not (entry.bundle.get("access_token") or entry.bundle.get("api_key")):
+        bundle = entry.bundle
+        # An API key (PAID-1) is used as it is: it has no expiry and nothing to refresh.
+        if entry.rejected or not (bundle.get("access_token") or bundle.get("api_key")):
             return False
         if not entry.complete(entry.bundle):  # e.g. an account whose upstream still lacks a project id
             return False

@@ -21,6 +21,7 @@ _ACCESS_TTL: dict[Provider, int] = {
     "claude": 8 * 3600,
     "antigravity": 3599,
     "openai": 3600,  # an API-key provider: its OAuth-shaped tokens are never accepted
+    "compat": 3599,  # an API key: its access tokens are never used
 }
 _CLAUDE_SCOPES = ("user:inference", "user:profile", "user:sessions:claude_code")
 _GOOGLE_SCOPES = (

@@ -12,6 +12,7 @@ from starlette.routing import Route
 from ._antigravity import antigravity_routes
 from ._claude import claude_routes
 from ._codex import codex_routes
+from ._compat import compat_routes
 from ._control import control_routes
 from ._http import record_request
 from ._oauth import oauth_routes
@@ -40,6 +41,7 @@ def build_app(sim: Simulator) -> Starlette:
         *claude_routes(),
         *antigravity_routes(),
         *openai_api_routes(),
+        *compat_routes(),
         Route("/{path:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
     ]
     app = Starlette(routes=routes)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["PROVIDERS", "Provider", "default_models", "default_plan"]
+__all__ = ["KEY_PROVIDERS", "PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity", "openai"]
-PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity", "openai")
+Provider = Literal["codex", "claude", "antigravity", "openai", "compat"]
+#: The subscription upstreams (OAuth logins, credential files, quota windows).
+PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+#: Upstreams reached with an API key alone (no login, no credential file).
+KEY_PROVIDERS: tuple[Provider, ...] = ("openai", "compat")
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -78,12 +81,15 @@ _ANTIGRAVITY = (
 
 # The OpenAI API (API keys): what a key of usage tier 1+ lists beside the Codex models.
 _OPENAI = (*_CODEX_PAID, "gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini")
+# An OpenAI-compatible server (``_compat``): the self-hosted models it was started with.
+_COMPAT = ("qwen3-coder-30b", "deepseek-r1-distill-32b", "llama-3.3-70b-instruct")
 
 _DEFAULT_PLAN: dict[Provider, str] = {
     "codex": "plus",
     "claude": "max",
     "antigravity": "standard-tier",
     "openai": "api_key",
+    "compat": "api_key",
 }
 
 
@@ -99,4 +105,6 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
         return _CLAUDE
     if provider == "openai":
         return _OPENAI
+    if provider == "compat":
+        return _COMPAT
     return _ANTIGRAVITY

@@ -30,6 +30,8 @@ def credential_file(account: Account, now: float) -> dict[str, Any]:
         }
     if account.provider == "openai":  # an API key; the import adds the sim's base_url
         return {"api_key": account.api_key}
+    if account.provider == "compat":
+        return {"api_key": account.api_key}  # what an OpenAI-compatible server is reached with
     if account.provider == "claude":
         return {
             "claudeAiOauth": {

@@ -65,6 +65,8 @@ def default_windows(
         }
     if provider == "openai":  # per-minute rate limits (x-ratelimit-*, _openai_limits.py)
         return {name: QuotaWindow(0.0, 60, now + 60) for name in ("requests", "tokens")}
+    if provider == "compat":
+        return {}  # an API server's limits are its 429s
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),

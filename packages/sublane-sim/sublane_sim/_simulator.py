@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._accounts import Account, AccountBook, AuthProblem, TokenKind
 from ._cache import CACHE_LIFETIME_S, PromptCache
-from ._catalog import PROVIDERS, Provider
+from ._catalog import KEY_PROVIDERS, PROVIDERS, Provider
 from ._clock import SimClock
 from ._credentials import credential_file
 from ._floors import ClientFloors
@@ -188,6 +188,11 @@ class Simulator:
         """The OpenAI API as the OpenAI SDK takes it (``/v1`` included), for API-key accounts."""
         return f"{self.base_url}/openai/v1"
 
+    @property
+    def compat_base_url(self) -> str:
+        """The base URL an OpenAI-compatible account is imported with (``_compat``: no model list)."""
+        return f"{self.base_url}/compat/v1"
+
     def env(self) -> dict[str, str]:
         """The `SUBLANE_*` upstream URL settings that point a gateway at this simulator."""
         return {
@@ -209,8 +214,8 @@ class Simulator:
         `models`, `access_ttl_s`, `quota_cost`, `require_account_id`, `require_stream`, `onboarded`,
         `models_listable`.
         """
-        if provider not in PROVIDERS:
-            raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
+        if provider not in PROVIDERS + KEY_PROVIDERS:
+            raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS + KEY_PROVIDERS}")
         if "models" in options and options["models"] is not None:
             options["models"] = tuple(options["models"])
         with self._lock:

@@ -19,6 +19,7 @@ def test_fixture_urls_and_env(sim: Simulator) -> None:
     ):
         assert url == sim.base_url
     assert sim.env() == {
+        "SUBLANE_OPENAI_BASE_URL": sim.openai_base_url,
         "SUBLANE_CODEX_BASE_URL": sim.codex_base_url,
         "SUBLANE_OPENAI_AUTH_URL": sim.base_url,
         "SUBLANE_CLAUDE_BASE_URL": sim.base_url,

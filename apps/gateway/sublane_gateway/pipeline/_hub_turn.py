@@ -28,7 +28,7 @@ from sublane_gateway.pipeline._relay import decoded, finish_call, observe_blocks
 from sublane_gateway.pipeline._runtime import ClientRuntime
 from sublane_gateway.pipeline._schedule import recheck_before_retry
 from sublane_gateway.pipeline._send import UpstreamRefused, send_with_recovery
-from sublane_protocols import HubTranslator, TranslationRefused, hub_translator
+from sublane_protocols import HubTranslator, TranslationRefused, events_at_end, hub_translator
 from sublane_protocols.responses import ResponsesFrames
 from sublane_providers import (
     Credentials,
@@ -187,6 +187,20 @@ async def _relay(
     unwrap = runtime.unwrappers[adapter.name]
     watch, watched_end = runtime.watch_of(adapter.name), False  # CLIENT-7
     final: dict[str, Any] | None = None
+
+    async def emit(event: dict[str, Any]) -> dict[str, Any] | None:
+        """Send one hub event as its frame; the final ``response`` when it was the terminal one."""
+        out = frames.event(event)
+        if out is None:
+            return None
+        call.note_output()
+        terminal = frames.finished
+        response_obj = out.get("response") if terminal else None
+        if terminal:
+            finish_call(call)
+        await send(out, terminal)
+        return response_obj if isinstance(response_obj, dict) else None
+
     timeout = max(0.0, call.started + runtime.settings.request_timeout_s - call.clock.monotonic())
     try:
         async with asyncio.timeout(timeout):
@@ -202,16 +216,9 @@ async def _relay(
                     if unwrap is not None:
                         payload = unwrap(payload)
                     for event in events.feed(payload):
-                        out = frames.event(event)
-                        if out is None:
-                            continue
-                        call.note_output()
-                        terminal = frames.finished
-                        if terminal:
-                            response_obj = out.get("response")
-                            final = response_obj if isinstance(response_obj, dict) else None
-                            finish_call(call)
-                        await send(out, terminal)
+                        final = await emit(event) or final
+            for event in events_at_end(events):  # a terminal event owed to the stream's end
+                final = await emit(event) or final
     except UpstreamError:
         call.state.error_code = call.state.error_code or "upstream_stream_error"
     except TimeoutError:
