@@ -349,6 +349,11 @@ CLIENT_HEADERS = frozenset({"x-codex-turn-metadata", "x-codex-parent-thread-id",
 CLIENT_PATHS = frozenset({"/api/codex/usage"})
 #: Not held to the rule: the upstream simulator (it stands in for the providers' upstreams).
 NOT_HELD = ("packages/sublane-sim/",)
+#: Provider names that are also a client protocol's own word: the Messages protocol is Anthropic's
+#: (its ``anthropic-version`` and ``anthropic-beta`` headers, its ``anthropic_error_body``). Outside
+#: its distribution such a name counts only bare (``adapters['anthropic']``, ``provider ==
+#: 'anthropic'``), as another provider's name does inside a distribution.
+PROTOCOL_WORDS = frozenset({"anthropic"})
 
 
 def _provider_names() -> tuple[str, ...]:
@@ -399,7 +404,8 @@ def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]
     held = tuple(name for name in names if own is None or own.group(1) != name)
     if not held:
         return []
-    word = _word_pattern(held)
+    words = tuple(name for name in held if name not in PROTOCOL_WORDS)
+    word = _word_pattern(words) if words else re.compile(r"(?!)")
     docstrings = _docstring_ids(tree)
     found: list[Violation] = []
     for node in ast.walk(tree):
@@ -408,7 +414,8 @@ def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]
                 continue
             # A provider may serve models of another's family (``claude-sonnet-4-6`` on Antigravity):
             # in a provider's distribution only the bare name of another provider counts.
-            if (node.value.lower() in held) if own is not None else word.search(node.value):
+            bare = node.value.lower() in held
+            if bare if own is not None else (bare or word.search(node.value)):
                 found.append(Violation(path, node.lineno, f"names a provider in {node.value[:60]!r}"))
         else:
             for identifier in _identifiers(node):
@@ -424,7 +431,9 @@ _LINE_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
 
 def script_violations(source: str, path: str, names: tuple[str, ...]) -> list[Violation]:
     """A web view's script (JavaScript) naming a provider outside its comments."""
-    word = _word_pattern(names)
+    words = tuple(name for name in names if name not in PROTOCOL_WORDS)
+    bare = "|".join(rf"[\'\"`]{re.escape(name)}[\'\"`]" for name in names if name in PROTOCOL_WORDS)
+    word = re.compile("|".join(filter(None, (_word_pattern(words).pattern, bare))), re.I)
     code = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source))
     return [
         Violation(path, number, f"names a provider: {line.strip()[:60]}")
@@ -449,7 +458,7 @@ def test_no_provider_is_named_outside_its_distribution() -> None:
     assert not violations, "\n".join(map(str, violations))
 
 
-NAMES = ("codex", "claude", "antigravity")
+NAMES = ("codex", "claude", "antigravity", "anthropic")
 CORE = "packages/sublane-core/sublane_core/x.py"
 
 
@@ -468,6 +477,8 @@ CORE = "packages/sublane-core/sublane_core/x.py"
         "def f(codex: int) -> None:\n    pass",
         "label = 'Claude Code identity'",
         "claudeIdentity = 1",
+        "adapter = adapters['anthropic']",
+        "if provider == 'Anthropic':\n    pass",
     ],
 )
 def test_the_provider_name_rule_finds_what_it_forbids(source: str) -> None:
@@ -484,6 +495,8 @@ def test_the_provider_name_rule_finds_what_it_forbids(source: str) -> None:
         "HEADER = 'x-codex-turn-metadata'",
         "session = headers.get('x-claude-code-session-id')",
         "excluded = 'anticlaudean'",
+        "VERSION = headers.get('anthropic-version')",
+        "body = anthropic_error_body('overloaded_error', 'Overloaded')",
     ],
 )
 def test_the_provider_name_rule_allows_prose_client_headers_and_other_words(source: str) -> None:

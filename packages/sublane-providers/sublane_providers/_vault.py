@@ -227,8 +227,8 @@ class CredentialVault:
         return refresher.bundle_complete if isinstance(refresher, CompletesBundles) else _always_complete
 
     def _usable_without_refresh(self, entry: _Entry, now: float, margin: float) -> bool:
-        if entry.rejected or not entry.bundle.get("access_token"):
-            return False
+        if entry.rejected or not (entry.bundle.get("access_token") or entry.bundle.get("api_key")):
+            return False  # an API key (PAID-1) is used as it is: it has nothing to refresh
         if not entry.complete(entry.bundle):  # e.g. an account whose upstream still lacks a project id
             return False
         return entry.expires_at is None or entry.expires_at - now > margin

@@ -6,8 +6,8 @@ from typing import Literal
 
 __all__ = ["PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity"]
-PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+Provider = Literal["codex", "claude", "antigravity", "anthropic"]
+PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity", "anthropic")
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -76,7 +76,12 @@ _ANTIGRAVITY = (
     "gpt-oss-120b-medium",
 )
 
-_DEFAULT_PLAN: dict[Provider, str] = {"codex": "plus", "claude": "max", "antigravity": "standard-tier"}
+_DEFAULT_PLAN: dict[Provider, str] = {
+    "codex": "plus",
+    "claude": "max",
+    "antigravity": "standard-tier",
+    "anthropic": "api",
+}
 
 
 def default_plan(provider: Provider) -> str:
@@ -87,6 +92,6 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
     """Models an account of `plan` may call; unknown plans get the broadest paid list."""
     if provider == "codex":
         return _CODEX_BY_PLAN.get(plan, _CODEX_BY_PLAN["pro"])
-    if provider == "claude":
+    if provider in ("claude", "anthropic"):  # an API key lists the same models
         return _CLAUDE
     return _ANTIGRAVITY

@@ -28,6 +28,8 @@ def credential_file(account: Account, now: float) -> dict[str, Any]:
             },
             "last_refresh": _rfc3339(account.last_refresh),
         }
+    if account.provider == "anthropic":  # an API key; its base URL is the sim's, + /anthropic
+        return {"api_key": account.api_key}
     if account.provider == "claude":
         return {
             "claudeAiOauth": {

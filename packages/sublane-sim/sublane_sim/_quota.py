@@ -63,6 +63,9 @@ def default_windows(
             "primary": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),
             "secondary": QuotaWindow(0.0, ONE_WEEK, now + ONE_WEEK),
         }
+    if provider == "anthropic":  # an API key's per-minute limits (``_anthropic_api.LIMITS``)
+        names = ("requests", "tokens", "input_tokens", "output_tokens")
+        return {name: QuotaWindow(0.0, 60, now + 60) for name in names}
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),

@@ -175,6 +175,11 @@ class Simulator:
         return self.base_url
 
     @property
+    def anthropic_base_url(self) -> str:
+        """The Anthropic API with API keys, as the Anthropic SDK takes it (no ``/v1``)."""
+        return f"{self.base_url}/anthropic"
+
+    @property
     def antigravity_base_url(self) -> str:
         return self.base_url
 
@@ -193,6 +198,7 @@ class Simulator:
             "SUBLANE_GOOGLE_AUTH_URL": self.google_auth_url,
             "SUBLANE_GOOGLE_AUTHORIZE_URL": self.google_auth_url + "/o/oauth2/v2/auth",
             "SUBLANE_GOOGLE_USERINFO_URL": self.google_auth_url + "/oauth2/v2/userinfo",
+            "SUBLANE_ANTHROPIC_BASE_URL": self.anthropic_base_url,
         }
 
     # == accounts ================================================================================
