@@ -4,11 +4,14 @@ clients served by the key, the key's rate-limit headers as quota, its 429 and it
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 from gateway_pool import Pool
 
@@ -102,3 +105,132 @@ def test_paid_1_anthropic_sdk_streams_and_counts_through_a_metered_key(
     record = next(r for r in pool.finished if r.operation == "messages")
     assert record.provider == "anthropic" and record.input_tokens and record.output_tokens
     assert record.cache_write_tokens is not None  # the Messages usage's cache writes
+
+
+# -- other client protocols through the hub (XLAT) ---------------------------------------------------
+
+TOOLS_CHAT = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    }
+]
+
+
+def test_paid_1_openai_sdk_responses_and_chat_are_served_by_an_anthropic_key(
+    make_pool: Callable[..., Pool], sim: Simulator
+) -> None:
+    pool, key = _keyed_pool(make_pool, sim)
+    account = pool.sim_accounts[0]
+    sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=3))
+    with openai.OpenAI(
+        base_url=f"{pool.gateway.url}/v1", api_key=pool.key, max_retries=0, timeout=30
+    ) as client:
+        with client.responses.stream(model=MODEL, input="Say hi", store=False) as stream:
+            streamed = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+            final = stream.get_final_response()
+        answered = client.responses.create(model=MODEL, input="Say hi", store=False)
+        chat = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        chunks = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        chat_streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        sim.script(account.id, Behaviour.ok(tool_call=True))
+        called = client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "read a.txt"}],
+            tools=TOOLS_CHAT,  # type: ignore[arg-type]
+        )
+    assert streamed == ANSWER and final.status == "completed" and final.usage is not None
+    assert answered.output_text == ANSWER
+    assert chat.choices[0].message.content == ANSWER and chat_streamed == ANSWER
+    (tool_call,) = called.choices[0].message.tool_calls or []
+    assert tool_call.function.name == "read_file" and "path" in json.loads(tool_call.function.arguments)
+    upstream = sim.requests(endpoint="anthropic.messages")
+    assert len(upstream) == 5
+    for seen in upstream:
+        assert seen.headers["x-api-key"] == key and "authorization" not in seen.headers
+        assert "oauth-2025-04-20" not in seen.headers.get("anthropic-beta", "")
+        system = json.dumps(seen.body.get("system", ""))
+        assert "Claude Code" not in system  # no subscription identity on an API key
+    assert {record.protocol for record in pool.finished} >= {"responses", "chat_completions"}
+
+
+# -- PAID-4: the key's own limits ---------------------------------------------------------------------
+
+
+def _runtime(pool: Pool) -> dict[int, dict[str, Any]]:
+    answer = pool.admin.get("/api/accounts/runtime")
+    assert answer.status_code == 200, answer.text
+    return {account["id"]: account for account in answer.json()["accounts"]}
+
+
+def _ask(pool: Pool) -> Any:
+    with pool.client() as client:
+        return client.post(
+            "/v1/messages",
+            json={"model": MODEL, "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]},
+            headers={"anthropic-version": "2023-06-01"},
+        )
+
+
+def test_paid_4_anthropic_rate_limit_headers_are_quota_and_a_spent_key_is_steered_around(
+    make_pool: Callable[..., Pool], sim: Simulator
+) -> None:
+    # every answer spends the whole window: the answer that used its last request says remaining 0
+    pool = make_pool(provider="anthropic", accounts=1, account_options={"quota_cost": 100.0})
+    spent, spent_id = pool.sim_accounts[0], pool.account_ids[0]
+    assert _ask(pool).status_code == 200
+    rows = {row["window"]: row for row in _runtime(pool)[spent_id]["quota"]}
+    assert set(rows) == {"requests", "tokens", "input_tokens", "output_tokens"}
+    assert rows["requests"]["limit_reached"] is True and rows["requests"]["used_percent"] == 100.0
+    assert rows["requests"]["resets_at"] > time.time() and rows["requests"]["main"] is True
+    other_id = pool.add_account("anthropic", "anthropic-2")
+    for _ in range(2):  # new conversations go to the key that has requests left
+        assert _ask(pool).status_code == 200
+    assert len(sim.requests(account_id=spent.id, endpoint="anthropic.messages")) == 1
+    assert len(sim.requests(account_id=pool.sim_account_of(other_id).id, endpoint="anthropic.messages")) == 2
+
+
+def test_paid_4_anthropic_429_cools_the_key_for_its_retry_after(
+    make_pool: Callable[..., Pool], sim: Simulator
+) -> None:
+    pool = make_pool(provider="anthropic", accounts=1)
+    account, account_id = pool.sim_accounts[0], pool.account_ids[0]
+    sim.script(account.id, Behaviour.error(429, retry_after="40"))
+    before = time.time()
+    refused = _ask(pool)
+    assert refused.status_code == 429 and refused.json()["type"] == "error"
+    state = _runtime(pool)[account_id]
+    assert state["state"] == "cooling"
+    assert before + 35 <= state["cooldown_until"] <= time.time() + 41
+    assert _ask(pool).status_code in (429, 503)  # still cooling: the key is not asked again
+    assert len(sim.requests(account_id=account.id, endpoint="anthropic.messages")) == 1
+
+
+def test_paid_4_anthropic_401_marks_the_key_unauthorized_without_a_refresh(
+    make_pool: Callable[..., Pool], sim: Simulator
+) -> None:
+    pool = make_pool(provider="anthropic", accounts=1)
+    account, account_id = pool.sim_accounts[0], pool.account_ids[0]
+    sim.script(account.id, Behaviour.error(401))
+    refused = _ask(pool)
+    assert refused.status_code == 503, refused.text
+    shown = pool.admin.get(f"/api/accounts/{account_id}").json()
+    assert (shown["auth_state"], shown["auth_error"]) == ("reauth_required", "unauthorized")
+    assert sim.counters(account.id).refreshes == 0
+    # nothing but the key's model reads (its check, the catalogue) and the one refused call
+    assert {r.endpoint for r in sim.requests(account_id=account.id)} == {
+        "anthropic.models",
+        "anthropic.messages",
+    }
+    assert _ask(pool).status_code == 503  # not asked again until an admin gives a new key
+    assert len(sim.requests(account_id=account.id, endpoint="anthropic.messages")) == 1
