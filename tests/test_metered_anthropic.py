@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import subprocess
 import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -173,6 +178,16 @@ def _runtime(pool: Pool) -> dict[int, dict[str, Any]]:
     return {account["id"]: account for account in answer.json()["accounts"]}
 
 
+def _quota_rows(pool: Pool, account_id: int) -> dict[str, dict[str, Any]]:
+    """The account's quota windows once an answer's headers have been observed (in the background)."""
+    deadline = time.monotonic() + 10
+    while True:
+        rows = {row["window"]: row for row in _runtime(pool)[account_id]["quota"]}
+        if rows or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.05)
+
+
 def _ask(pool: Pool) -> Any:
     with pool.client() as client:
         return client.post(
@@ -189,7 +204,7 @@ def test_paid_4_anthropic_rate_limit_headers_are_quota_and_a_spent_key_is_steere
     pool = make_pool(provider="anthropic", accounts=1, account_options={"quota_cost": 100.0})
     spent, spent_id = pool.sim_accounts[0], pool.account_ids[0]
     assert _ask(pool).status_code == 200
-    rows = {row["window"]: row for row in _runtime(pool)[spent_id]["quota"]}
+    rows = _quota_rows(pool, spent_id)
     assert set(rows) == {"requests", "tokens", "input_tokens", "output_tokens"}
     assert rows["requests"]["limit_reached"] is True and rows["requests"]["used_percent"] == 100.0
     assert rows["requests"]["resets_at"] > time.time() and rows["requests"]["main"] is True
@@ -234,3 +249,47 @@ def test_paid_4_anthropic_401_marks_the_key_unauthorized_without_a_refresh(
     }
     assert _ask(pool).status_code == 503  # not asked again until an admin gives a new key
     assert len(sim.requests(account_id=account.id, endpoint="anthropic.messages")) == 1
+
+
+# -- the real client ----------------------------------------------------------------------------------
+
+NODE_BIN = Path(__file__).resolve().parents[1] / ".cache" / "node-clients" / "node_modules" / ".bin"
+
+
+@pytest.mark.e2e
+def test_paid_1_claude_code_with_an_api_key_is_served_by_an_anthropic_key(
+    make_pool: Callable[..., Pool], sim: Simulator, tmp_path: Path
+) -> None:
+    binary = NODE_BIN / "claude"
+    if shutil.which("npm") is None or not binary.exists():
+        pytest.skip(f"claude is not installed under {NODE_BIN} (make clients)")
+    pool, key = _keyed_pool(make_pool, sim)
+    sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(text=ANSWER, deltas=5))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TERM": "dumb",
+        "ANTHROPIC_BASE_URL": pool.gateway.url,
+        "ANTHROPIC_API_KEY": pool.key,  # the member's SubLane key, as Claude Code's API key
+    }
+    run = subprocess.run(
+        [str(binary), "-p", "--session-id", str(uuid.uuid4()), "say hi"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert ANSWER in run.stdout
+    calls = sim.requests(endpoint="anthropic.messages")
+    assert calls and all(call.headers["x-api-key"] == key for call in calls)
+    for call in calls:  # Claude Code's own betas reach the API; the OAuth one never does
+        betas = call.headers.get("anthropic-beta", "")
+        assert "oauth-2025-04-20" not in betas and "authorization" not in call.headers
+    assert any("claude-code-" in call.headers.get("anthropic-beta", "") for call in calls)
+    served = [
+        record for record in pool.finished if record.operation == "messages" and record.outcome == "success"
+    ]
+    assert served and {record.provider for record in served} == {"anthropic"}
