@@ -158,7 +158,8 @@ def test_paid_1_openai_sdk_responses_and_chat_are_served_by_an_anthropic_key(
     assert answered.output_text == ANSWER
     assert chat.choices[0].message.content == ANSWER and chat_streamed == ANSWER
     (tool_call,) = called.choices[0].message.tool_calls or []
-    assert tool_call.function.name == "read_file" and "path" in json.loads(tool_call.function.arguments)
+    assert tool_call.type == "function" and tool_call.function.name == "read_file"
+    assert "path" in json.loads(tool_call.function.arguments)
     upstream = sim.requests(endpoint="anthropic.messages")
     assert len(upstream) == 5
     for seen in upstream:
@@ -167,6 +168,40 @@ def test_paid_1_openai_sdk_responses_and_chat_are_served_by_an_anthropic_key(
         system = json.dumps(seen.body.get("system", ""))
         assert "Claude Code" not in system  # no subscription identity on an API key
     assert {record.protocol for record in pool.finished} >= {"responses", "chat_completions"}
+
+
+def test_paid_1_google_genai_and_a_messages_tool_call_are_served_by_an_anthropic_key(
+    make_pool: Callable[..., Pool], sim: Simulator
+) -> None:
+    genai = pytest.importorskip("google.genai", reason="google-genai is installed with sublane-sim[test]")
+    from google.genai import types
+
+    pool, key = _keyed_pool(make_pool, sim)
+    account = pool.sim_accounts[0]
+    sim.set_default(account.id, Behaviour.ok(text=ANSWER, deltas=3))
+    client = genai.Client(api_key=pool.key, http_options=types.HttpOptions(base_url=pool.gateway.url))
+    answer = client.models.generate_content(model=MODEL, contents="say hi")
+    chunks = list(client.models.generate_content_stream(model=MODEL, contents="say hi"))
+    assert answer.text == ANSWER and "".join(chunk.text or "" for chunk in chunks) == ANSWER
+    sim.script(account.id, Behaviour.ok(tool_call=True))
+    tool = {
+        "name": "read_file",
+        "description": "Read a file",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    }
+    with _sdk(pool) as native:
+        called = native.messages.create(
+            model=MODEL,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "read a.txt"}],
+            tools=[tool],  # type: ignore[list-item]
+        )
+    assert called.stop_reason == "tool_use"
+    (use,) = [block for block in called.content if block.type == "tool_use"]
+    assert use.name == "read_file" and "path" in use.input
+    upstream = sim.requests(endpoint="anthropic.messages")
+    assert len(upstream) == 3 and all(seen.headers["x-api-key"] == key for seen in upstream)
+    assert {record.protocol for record in pool.finished} == {"gemini", "messages"}
 
 
 # -- PAID-4: the key's own limits ---------------------------------------------------------------------

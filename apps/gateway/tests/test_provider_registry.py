@@ -8,7 +8,8 @@ from sublane_providers import UnknownProviderError, parse_credentials, provider_
 
 
 def test_registry_lists_the_three_providers() -> None:
-    assert provider_names() == ("codex", "claude", "antigravity")
+    assert provider_names()[:3] == ("codex", "claude", "antigravity")  # the subscriptions first
+    assert "anthropic" in provider_names()  # PAID-1: a metered provider is one distribution more
     assert [plugin.order for plugin in provider_plugins()] == sorted(
         plugin.order for plugin in provider_plugins()
     )

@@ -20,7 +20,7 @@ from sublane_providers import (
     ProviderAdapter,
     RefreshFailed,
 )
-from sublane_providers.testing import AdapterContract, UpstreamAccount, as_httpx
+from sublane_providers.testing import AdapterContract, ContractUpstream, UpstreamAccount, as_httpx
 from sublane_sim import Behaviour, Simulator
 
 MODEL = "claude-opus-4-8"
@@ -64,14 +64,30 @@ class TestAnthropicAdapterContract(AdapterContract):
         assert failed.value.permanent and failed.value.code == "unauthorized"
 
     async def test_contract_dead_refresh_token_is_permanent(
-        self, adapter: ProviderAdapter, bundle: dict[str, Any]
+        self,
+        adapter: ProviderAdapter,
+        bundle: dict[str, Any],
+        upstream: ContractUpstream,
+        account: UpstreamAccount,
     ) -> None:
         await self.test_contract_refresh_gives_fresh_credentials(adapter, bundle)
 
-    async def test_contract_transient_refresh_failure_is_not_permanent(self) -> None:
+    async def test_contract_transient_refresh_failure_is_not_permanent(
+        self,
+        adapter: ProviderAdapter,
+        bundle: dict[str, Any],
+        upstream: ContractUpstream,
+        account: UpstreamAccount,
+    ) -> None:
         pytest.skip("an API key has no refresh to fail transiently")
 
-    async def test_contract_refresh_retry_after_is_kept(self) -> None:
+    async def test_contract_refresh_retry_after_is_kept(
+        self,
+        adapter: ProviderAdapter,
+        bundle: dict[str, Any],
+        upstream: ContractUpstream,
+        account: UpstreamAccount,
+    ) -> None:
         pytest.skip("an API key has no refresh to fail transiently")
 
     async def test_contract_reads_quota(self, adapter: ProviderAdapter, bundle: dict[str, Any]) -> None:
