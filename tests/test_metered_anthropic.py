@@ -271,19 +271,23 @@ def test_paid_4_anthropic_401_marks_the_key_unauthorized_without_a_refresh(
 ) -> None:
     pool = make_pool(provider="anthropic", accounts=1)
     account, account_id = pool.sim_accounts[0], pool.account_ids[0]
-    sim.script(account.id, Behaviour.error(401))
+    new_key = sim.rotate_api_key(account.id)  # the imported key is revoked upstream
     refused = _ask(pool)
     assert refused.status_code == 503, refused.text
+    assert new_key not in refused.text and account.api_key not in refused.text
     shown = pool.admin.get(f"/api/accounts/{account_id}").json()
     assert (shown["auth_state"], shown["auth_error"]) == ("reauth_required", "unauthorized")
     assert sim.counters(account.id).refreshes == 0
     # nothing but the key's model reads (its check, the catalogue) and the one refused call
-    assert {r.endpoint for r in sim.requests(account_id=account.id)} == {
-        "anthropic.models",
-        "anthropic.messages",
-    }
+    assert {record.endpoint for record in sim.requests()} == {"anthropic.models", "anthropic.messages"}
     assert _ask(pool).status_code == 503  # not asked again until an admin gives a new key
-    assert len(sim.requests(account_id=account.id, endpoint="anthropic.messages")) == 1
+    assert [record.status for record in sim.requests(endpoint="anthropic.messages")] == [401]
+    renewed = pool.admin.post(
+        f"/api/accounts/{account_id}/credentials", json={"credentials": {"api_key": new_key}}
+    )
+    assert renewed.status_code == 200, renewed.text
+    assert _ask(pool).status_code == 200
+    assert pool.admin.get(f"/api/accounts/{account_id}").json()["auth_state"] == "ok"
 
 
 # -- the real client ----------------------------------------------------------------------------------

@@ -249,6 +249,13 @@ class AccountBook:
             self._by_refresh[refresh] = account.id
         account.last_refresh = now
 
+    def rotate_api_key(self, account: Account) -> str:
+        """A new API key for the account; the old one is refused from now on (a revoked key)."""
+        self._by_api_key.pop(account.api_key, None)
+        account.api_key = f"sk-sim-{account.provider}-{self._mint.text(32)}"
+        self._by_api_key[account.api_key] = account.id
+        return account.api_key
+
     def expire_access_tokens(self, account: Account, now: float) -> None:
         for token in account.access_tokens:
             account.access_tokens[token] = min(account.access_tokens[token], now - 1)

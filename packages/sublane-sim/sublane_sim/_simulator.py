@@ -260,6 +260,11 @@ class Simulator:
         with self._lock:
             self._accounts.expire_access_tokens(self._accounts.get(account_id), self.clock.now())
 
+    def rotate_api_key(self, account_id: str) -> str:
+        """Revoke the account's API key (calls with it get a 401) and return the new one."""
+        with self._lock:
+            return self._accounts.rotate_api_key(self._accounts.get(account_id))
+
     def revoke_access_tokens(self, account_id: str) -> None:
         with self._lock:
             self._accounts.revoke_access_tokens(self._accounts.get(account_id))
