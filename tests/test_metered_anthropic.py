@@ -267,8 +267,9 @@ def test_paid_4_anthropic_429_cools_the_key_for_its_retry_after(
 
 
 def test_paid_4_anthropic_401_marks_the_key_unauthorized_without_a_refresh(
-    make_pool: Callable[..., Pool], sim: Simulator
+    make_pool: Callable[..., Pool], sim: Simulator, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     pool = make_pool(provider="anthropic", accounts=1)
     account, account_id = pool.sim_accounts[0], pool.account_ids[0]
     new_key = sim.rotate_api_key(account.id)  # the imported key is revoked upstream
@@ -288,6 +289,8 @@ def test_paid_4_anthropic_401_marks_the_key_unauthorized_without_a_refresh(
     assert renewed.status_code == 200, renewed.text
     assert _ask(pool).status_code == 200
     assert pool.admin.get(f"/api/accounts/{account_id}").json()["auth_state"] == "ok"
+    for text in (caplog.text, pool.admin.get("/api/requests").text, pool.admin.get("/api/audit").text):
+        assert account.api_key not in text and new_key not in text
 
 
 # -- the real client ----------------------------------------------------------------------------------
