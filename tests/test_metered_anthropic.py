@@ -238,7 +238,9 @@ def test_paid_4_anthropic_rate_limit_headers_are_quota_and_a_spent_key_is_steere
     # every answer spends the whole window: the answer that used its last request says remaining 0
     pool = make_pool(provider="anthropic", accounts=1, account_options={"quota_cost": 100.0})
     spent, spent_id = pool.sim_accounts[0], pool.account_ids[0]
-    assert _ask(pool).status_code == 200
+    answer = _ask(pool)
+    assert answer.status_code == 200
+    assert not [name for name in answer.headers if name.startswith("anthropic-ratelimit")]  # the pool's
     rows = _quota_rows(pool, spent_id)
     assert set(rows) == {"requests", "tokens", "input_tokens", "output_tokens"}
     assert rows["requests"]["limit_reached"] is True and rows["requests"]["used_percent"] == 100.0

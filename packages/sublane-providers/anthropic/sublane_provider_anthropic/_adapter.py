@@ -70,7 +70,8 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
 
     name = NAME
     label = "Anthropic API"
-    credential_file = "an Anthropic API key (console.anthropic.com → API keys)"
+    #: What an import takes (the web's import form shows it): a key, and the host when not the public API.
+    credential_file = '{"api_key": "sk-ant-api03-…", "base_url": "https://api.anthropic.com" (optional)}'
     subject_label = "key"
     protocol = WireProtocol.MESSAGES
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
