@@ -28,6 +28,7 @@ RUN pip install -c constraints.txt \
         ./packages/sublane-core ./packages/sublane-scheduler ./packages/sublane-quota \
         ./packages/sublane-providers ./packages/sublane-providers/codex ./packages/sublane-providers/claude \
         ./packages/sublane-providers/antigravity ./packages/sublane-protocols ./packages/sublane-history \
+        ./packages/sublane-providers/anthropic \
         ./packages/sublane-pricing ./packages/sublane-web ./apps/gateway \
         ./packages/sublane-providers/openai \
         ./packages/sublane-providers/openai-compatible \

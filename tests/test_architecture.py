@@ -353,7 +353,7 @@ NOT_HELD = ("packages/sublane-sim/",)
 #: provider, PAID-1, and the OpenAI Responses and Chat Completions protocols): for them only a bare
 #: mention counts — the name as a whole string or a whole identifier, or its distribution's module —
 #: since ``openai_error_body``, ``x-openai-subagent`` or "OpenAI Responses" name a protocol.
-PROTOCOL_VENDORS = frozenset({"openai"})
+PROTOCOL_VENDORS = frozenset({"openai", "anthropic"})
 
 
 def _bare(text: str, vendors: tuple[str, ...]) -> bool:
@@ -438,7 +438,9 @@ _LINE_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
 
 def script_violations(source: str, path: str, names: tuple[str, ...]) -> list[Violation]:
     """A web view's script (JavaScript) naming a provider outside its comments."""
-    word = _word_pattern(names)
+    words = tuple(name for name in names if name not in PROTOCOL_VENDORS)
+    bare = "|".join(rf"[\'\"`]{re.escape(name)}[\'\"`]" for name in names if name in PROTOCOL_VENDORS)
+    word = re.compile("|".join(filter(None, (_word_pattern(words).pattern, bare))), re.I)
     code = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source))
     return [
         Violation(path, number, f"names a provider: {line.strip()[:60]}")
@@ -463,7 +465,7 @@ def test_no_provider_is_named_outside_its_distribution() -> None:
     assert not violations, "\n".join(map(str, violations))
 
 
-NAMES = ("codex", "claude", "antigravity")
+NAMES = ("codex", "claude", "antigravity", "anthropic")
 CORE = "packages/sublane-core/sublane_core/x.py"
 
 
@@ -482,6 +484,8 @@ CORE = "packages/sublane-core/sublane_core/x.py"
         "def f(codex: int) -> None:\n    pass",
         "label = 'Claude Code identity'",
         "claudeIdentity = 1",
+        "adapter = adapters['anthropic']",
+        "if provider == 'Anthropic':\n    pass",
     ],
 )
 def test_the_provider_name_rule_finds_what_it_forbids(source: str) -> None:
@@ -498,6 +502,8 @@ def test_the_provider_name_rule_finds_what_it_forbids(source: str) -> None:
         "HEADER = 'x-codex-turn-metadata'",
         "session = headers.get('x-claude-code-session-id')",
         "excluded = 'anticlaudean'",
+        "VERSION = headers.get('anthropic-version')",
+        "body = anthropic_error_body('overloaded_error', 'Overloaded')",
     ],
 )
 def test_the_provider_name_rule_allows_prose_client_headers_and_other_words(source: str) -> None:

@@ -2,8 +2,8 @@
 
 Provider distributions (``sublane-provider-*``) import from here and from the top-level package,
 never from this package's private modules: these names are the helpers every provider shares
-(credential parsing, OAuth and refresh answers, JSON stream reading, the Responses stream of any
-upstream speaking it, quota-header memos, the upstream WebSocket), kept stable on purpose.
+(credential parsing, OAuth and refresh answers, JSON stream reading, the Responses and Messages
+streams of any upstream speaking them, quota-header memos, the upstream WebSocket), kept stable on purpose.
 """
 
 from sublane_providers._api_key import (
@@ -28,6 +28,7 @@ from sublane_providers._credentials import (
 )
 from sublane_providers._http import MAX_RETRY_AFTER_S, header
 from sublane_providers._identity import VERSION_IN_TEXT, VersionedIdentity
+from sublane_providers._messages_stream import MessagesStreamObserver, messages_error, messages_usage
 from sublane_providers._oauth import authorize_url
 from sublane_providers._observer import JsonStreamObserver
 from sublane_providers._quota_headers import MEMO_MAX_AGE_S, QuotaHeaderMemo, headers_with_prefix
@@ -52,6 +53,9 @@ __all__ = [
     "ResponsesStreamObserver",
     "responses_error",
     "responses_usage",
+    "MessagesStreamObserver",
+    "messages_error",
+    "messages_usage",
     "MEMO_MAX_AGE_S",
     "QuotaHeaderMemo",
     "headers_with_prefix",

@@ -5,16 +5,28 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import Session
 
-from sublane_core import UpstreamOperation, WireProtocol
+from sublane_core import (
+    AUTH_OK,
+    Account,
+    CredentialCipher,
+    FakeClock,
+    UpstreamOperation,
+    WireProtocol,
+    create_db_engine,
+    upgrade_database,
+)
 from sublane_providers import (
     ChecksCredentials,
     CredentialFormatError,
     CredentialsRefused,
+    CredentialVault,
     FailureKind,
     RefreshFailed,
     StreamState,
@@ -217,3 +229,33 @@ def test_paid_4_an_api_key_has_no_refresh() -> None:
     with pytest.raises(RefreshFailed) as failed:
         asyncio.run(_Listing(["m"]).refresh({"api_key": "sk-1234567"}))
     assert failed.value.permanent and failed.value.code == "unauthorized"
+
+
+def test_paid_1_an_api_key_is_handed_out_as_it_is(tmp_path: Path) -> None:
+    """The vault hands an API-key bundle (no access token, no expiry) out without a refresh: one
+    would fail for good and mark a working key ``reauth_required``."""
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'vault.db'}")
+    upgrade_database(engine)
+    cipher, clock = CredentialCipher(b"k" * 32), FakeClock()
+    refresher = _Listing(["m"])
+    vault = CredentialVault(engine, cipher, clock, {"metered": refresher})
+    with Session(engine) as db:
+        account = Account(
+            provider="metered",
+            name="key",
+            credentials=cipher.encrypt({"api_key": "sk-1234567", "base_url": "https://api.example"}),
+            credentials_expires_at=None,
+            created_at=clock.time(),
+            updated_at=clock.time(),
+        )
+        db.add(account)
+        db.commit()
+        assert account.id is not None
+        account_id = account.id
+    handed = asyncio.run(vault.get(account_id, "metered"))
+    assert handed.bundle["api_key"] == "sk-1234567"
+    assert not vault.needs_reauth(account_id)
+    with Session(engine) as db:
+        stored = db.get(Account, account_id)
+        assert stored is not None and stored.auth_state == AUTH_OK
+    engine.dispose()

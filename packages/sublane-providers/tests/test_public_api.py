@@ -36,6 +36,7 @@ KIT = [
     "optional_text", "optional_token", "parse_timestamp", "require_object", "require_token",
     "MAX_RETRY_AFTER_S", "header", "authorize_url", "oauth_retry_after",
     "JsonStreamObserver", "ResponsesStreamObserver", "responses_error", "responses_usage",
+    "MessagesStreamObserver", "messages_error", "messages_usage",
     "MEMO_MAX_AGE_S", "QuotaHeaderMemo", "headers_with_prefix",
     "WebSocket", "WebSocketRefused", "connect_websocket",
     "ApiKeyAdapter", "API_KEY_PLAN", "UNAUTHORIZED_CODE", "parse_api_key_credentials", "key_fingerprint",

@@ -22,6 +22,7 @@ _ACCESS_TTL: dict[Provider, int] = {
     "antigravity": 3599,
     "openai": 3600,  # an API-key provider: its OAuth-shaped tokens are never accepted
     "compat": 3599,  # an API key: its access tokens are never used
+    "anthropic": 3600,
 }
 _CLAUDE_SCOPES = ("user:inference", "user:profile", "user:sessions:claude_code")
 _GOOGLE_SCOPES = (
@@ -251,6 +252,13 @@ class AccountBook:
             account.refresh_token = refresh
             self._by_refresh[refresh] = account.id
         account.last_refresh = now
+
+    def rotate_api_key(self, account: Account) -> str:
+        """A new API key for the account; the old one is refused from now on (a revoked key)."""
+        self._by_api_key.pop(account.api_key, None)
+        account.api_key = f"sk-sim-{account.provider}-{self._mint.text(32)}"
+        self._by_api_key[account.api_key] = account.id
+        return account.api_key
 
     def expire_access_tokens(self, account: Account, now: float) -> None:
         for token in account.access_tokens:

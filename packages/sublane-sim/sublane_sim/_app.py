@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ._anthropic_api import anthropic_api_routes
 from ._antigravity import antigravity_routes
 from ._claude import claude_routes
 from ._codex import codex_routes
@@ -42,6 +43,7 @@ def build_app(sim: Simulator) -> Starlette:
         *antigravity_routes(),
         *openai_api_routes(),
         *compat_routes(),
+        *anthropic_api_routes(),
         Route("/{path:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
     ]
     app = Starlette(routes=routes)

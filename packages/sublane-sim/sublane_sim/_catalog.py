@@ -6,11 +6,11 @@ from typing import Literal
 
 __all__ = ["KEY_PROVIDERS", "PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity", "openai", "compat"]
+Provider = Literal["codex", "claude", "antigravity", "openai", "anthropic", "compat"]
 #: The subscription upstreams (OAuth logins, credential files, quota windows).
 PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
 #: Upstreams reached with an API key alone (no login, no credential file).
-KEY_PROVIDERS: tuple[Provider, ...] = ("openai", "compat")
+KEY_PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "compat")
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -89,6 +89,7 @@ _DEFAULT_PLAN: dict[Provider, str] = {
     "claude": "max",
     "antigravity": "standard-tier",
     "openai": "api_key",
+    "anthropic": "api_key",
     "compat": "api_key",
 }
 
@@ -101,7 +102,7 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
     """Models an account of `plan` may call; unknown plans get the broadest paid list."""
     if provider == "codex":
         return _CODEX_BY_PLAN.get(plan, _CODEX_BY_PLAN["pro"])
-    if provider == "claude":
+    if provider in ("claude", "anthropic"):  # an API key lists the same models
         return _CLAUDE
     if provider == "openai":
         return _OPENAI

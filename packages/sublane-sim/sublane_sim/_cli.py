@@ -18,6 +18,7 @@ _FILE_NAMES = {
     "claude": ".credentials.json",
     "antigravity": "antigravity.json",
     "openai": "openai.json",
+    "anthropic": "anthropic-key.json",  # {"api_key"}: import it with base_url {sim}/anthropic
 }
 
 

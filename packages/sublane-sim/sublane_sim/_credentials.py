@@ -32,6 +32,8 @@ def credential_file(account: Account, now: float) -> dict[str, Any]:
         return {"api_key": account.api_key}
     if account.provider == "compat":
         return {"api_key": account.api_key}  # what an OpenAI-compatible server is reached with
+    if account.provider == "anthropic":  # an API key; its base URL is the sim's, + /anthropic
+        return {"api_key": account.api_key}
     if account.provider == "claude":
         return {
             "claudeAiOauth": {

@@ -67,6 +67,9 @@ def default_windows(
         return {name: QuotaWindow(0.0, 60, now + 60) for name in ("requests", "tokens")}
     if provider == "compat":
         return {}  # an API server's limits are its 429s
+    if provider == "anthropic":  # an API key's per-minute limits (``_anthropic_api.LIMITS``)
+        names = ("requests", "tokens", "input_tokens", "output_tokens")
+        return {name: QuotaWindow(0.0, 60, now + 60) for name in names}
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),

@@ -176,6 +176,11 @@ class Simulator:
         return self.base_url
 
     @property
+    def anthropic_base_url(self) -> str:
+        """The Anthropic API with API keys, as the Anthropic SDK takes it (no ``/v1``)."""
+        return f"{self.base_url}/anthropic"
+
+    @property
     def antigravity_base_url(self) -> str:
         return self.base_url
 
@@ -205,6 +210,7 @@ class Simulator:
             "SUBLANE_GOOGLE_AUTHORIZE_URL": self.google_auth_url + "/o/oauth2/v2/auth",
             "SUBLANE_GOOGLE_USERINFO_URL": self.google_auth_url + "/oauth2/v2/userinfo",
             "SUBLANE_OPENAI_BASE_URL": self.openai_base_url,
+            "SUBLANE_ANTHROPIC_BASE_URL": self.anthropic_base_url,
         }
 
     # == accounts ================================================================================
@@ -265,6 +271,11 @@ class Simulator:
         """Make every access token of the account expired now (the next call gets a 401)."""
         with self._lock:
             self._accounts.expire_access_tokens(self._accounts.get(account_id), self.clock.now())
+
+    def rotate_api_key(self, account_id: str) -> str:
+        """Revoke the account's API key (calls with it get a 401) and return the new one."""
+        with self._lock:
+            return self._accounts.rotate_api_key(self._accounts.get(account_id))
 
     def revoke_access_tokens(self, account_id: str) -> None:
         with self._lock:
