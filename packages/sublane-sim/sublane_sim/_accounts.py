@@ -16,7 +16,12 @@ AuthProblem = Literal["unknown", "expired", "revoked", "wrong_provider"]
 RefreshState = Literal["live", "revoked", "expired"]
 
 # Access-token lifetimes (seconds). Codex's is uncertain upstream; 10 days matches observed JWTs.
-_ACCESS_TTL: dict[Provider, int] = {"codex": 10 * 24 * 3600, "claude": 8 * 3600, "antigravity": 3599}
+_ACCESS_TTL: dict[Provider, int] = {
+    "codex": 10 * 24 * 3600,
+    "claude": 8 * 3600,
+    "antigravity": 3599,
+    "gemini": 3599,  # an API-key account: its key is what it presents
+}
 _CLAUDE_SCOPES = ("user:inference", "user:profile", "user:sessions:claude_code")
 _GOOGLE_SCOPES = (
     "https://www.googleapis.com/auth/cloud-platform",

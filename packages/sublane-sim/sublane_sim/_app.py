@@ -13,6 +13,7 @@ from ._antigravity import antigravity_routes
 from ._claude import claude_routes
 from ._codex import codex_routes
 from ._control import control_routes
+from ._gemini_api import gemini_api_routes
 from ._http import record_request
 from ._oauth import oauth_routes
 
@@ -38,6 +39,7 @@ def build_app(sim: Simulator) -> Starlette:
         *oauth_routes(),
         *claude_routes(),
         *antigravity_routes(),
+        *gemini_api_routes(),
         Route("/{path:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
     ]
     app = Starlette(routes=routes)

@@ -6,8 +6,8 @@ from typing import Literal
 
 __all__ = ["PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity"]
-PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+Provider = Literal["codex", "claude", "antigravity", "gemini"]
+PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity", "gemini")
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -76,7 +76,26 @@ _ANTIGRAVITY = (
     "gpt-oss-120b-medium",
 )
 
-_DEFAULT_PLAN: dict[Provider, str] = {"codex": "plus", "claude": "max", "antigravity": "standard-tier"}
+# The Gemini API (API keys): the ids the Gemini CLI 0.61 sends (its latest flash, flash-lite, the
+# 3.1 pro preview) and the stable families before them.
+_GEMINI_API = (
+    "gemini-3.8-flash",
+    "gemini-3.5-flash",
+    "gemini-3.5-flash-lite",
+    "gemini-3.1-pro-preview",
+    "gemini-3-pro-preview",
+    "gemini-3-flash-preview",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+    "gemini-2.5-flash-lite",
+)
+
+_DEFAULT_PLAN: dict[Provider, str] = {
+    "codex": "plus",
+    "claude": "max",
+    "antigravity": "standard-tier",
+    "gemini": "api_key",
+}
 
 
 def default_plan(provider: Provider) -> str:
@@ -89,4 +108,6 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
         return _CODEX_BY_PLAN.get(plan, _CODEX_BY_PLAN["pro"])
     if provider == "claude":
         return _CLAUDE
+    if provider == "gemini":
+        return _GEMINI_API
     return _ANTIGRAVITY

@@ -63,6 +63,8 @@ def default_windows(
             "primary": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),
             "secondary": QuotaWindow(0.0, ONE_WEEK, now + ONE_WEEK),
         }
+    if provider == "gemini":
+        return {}  # an API key: its limits show only as 429s (the Gemini API reports no windows)
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),

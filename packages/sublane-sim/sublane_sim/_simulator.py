@@ -182,6 +182,11 @@ class Simulator:
     def google_auth_url(self) -> str:
         return self.base_url
 
+    @property
+    def gemini_base_url(self) -> str:
+        """The Gemini API (API keys) as the google-genai SDK takes it: served under ``/gemini``."""
+        return f"{self.base_url}/gemini"
+
     def env(self) -> dict[str, str]:
         """The `SUBLANE_*` upstream URL settings that point a gateway at this simulator."""
         return {
@@ -193,6 +198,7 @@ class Simulator:
             "SUBLANE_GOOGLE_AUTH_URL": self.google_auth_url,
             "SUBLANE_GOOGLE_AUTHORIZE_URL": self.google_auth_url + "/o/oauth2/v2/auth",
             "SUBLANE_GOOGLE_USERINFO_URL": self.google_auth_url + "/oauth2/v2/userinfo",
+            "SUBLANE_GEMINI_BASE_URL": self.gemini_base_url,
         }
 
     # == accounts ================================================================================
@@ -257,6 +263,12 @@ class Simulator:
     def revoke_access_tokens(self, account_id: str) -> None:
         with self._lock:
             self._accounts.revoke_access_tokens(self._accounts.get(account_id))
+
+    def revoke_api_key(self, account_id: str) -> None:
+        """The account's API key is refused from now on (deleted by its owner)."""
+        with self._lock:
+            account = self._accounts.get(account_id)
+            account.revoked_access.add(account.api_key)
 
     def revoke_refresh_token(self, account_id: str) -> None:
         """Permanently reject the refresh token (Codex `refresh_token_invalidated`, else `invalid_grant`)."""
