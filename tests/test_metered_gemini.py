@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -289,3 +290,46 @@ def test_paid_1_gemini_key_never_shown_logged_recorded_or_exported(
     ]
     for text in seen:
         assert key not in text
+
+
+# -- the real clients -------------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_paid_1_gemini_cli_served_by_a_metered_gemini_key(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    from test_real_clients import _client, _gemini
+
+    _client("gemini")
+    pool = metered_pool(make_pool)
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", MODEL)
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    served = [r for r in pool.finished if r.protocol == "gemini" and r.outcome == "success"]
+    assert served and {r.provider for r in served} == {"gemini"}
+    upstream = pool.sim.requests(endpoint="gemini.streamGenerateContent")
+    assert upstream and upstream[-1].headers["x-goog-api-key"] == pool.sim_accounts[0].api_key
+    assert pool.runtime.leases.total_in_flight() == 0
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_paid_1_claude_code_served_by_a_metered_gemini_key(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    """Translated: Claude Code speaks Messages, the key the Gemini API; a tool round trip."""
+    from test_real_clients import _claude, _client
+
+    _client("claude")
+    pool = metered_pool(make_pool)
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(tool_call=True, text="Looking.", deltas=2))
+    run = _claude(pool, tmp_path, "-p", "--model", MODEL, "say hi")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    served = [r for r in pool.finished if r.outcome == "success"]
+    assert len(served) >= 2 and {(r.provider, r.protocol) for r in served} == {("gemini", "messages")}
+    bodies = [json.dumps(r.body) for r in pool.sim.requests(account_id=pool.sim_accounts[0].id)]
+    assert any("functionResponse" in body for body in bodies)
+    assert pool.runtime.leases.total_in_flight() == 0
