@@ -130,6 +130,37 @@ def test_paid_1_gemini_count_tokens(make_pool: Callable[..., Pool]) -> None:
     assert sent["generateContentRequest"]["model"] == f"models/{MODEL}"  # the real API's only shape for this
 
 
+def test_paid_1_gemini_usage_reports_implicitly_cached_tokens(make_pool: Callable[..., Pool]) -> None:
+    pool = metered_pool(make_pool)
+    client = gemini_client(pool)
+    for _ in range(2):
+        assert client.post(f"/v1beta/models/{MODEL}:generateContent", json=BODY).status_code == 200
+    first, second = pool.finished
+    assert first.cached_tokens == 0  # the API reports the figure: a miss is 0, not unknown
+    assert second.cached_tokens and second.input_tokens and second.cached_tokens <= second.input_tokens
+
+
+def test_paid_1_gemini_key_travels_sealed_in_a_bundle(make_pool: Callable[..., Pool]) -> None:
+    pool = metered_pool(make_pool)
+    passphrase = "a long bundle passphrase"
+    exported = pool.admin.post("/api/accounts/export", json={"passphrase": passphrase})
+    assert exported.status_code == 200
+    assert pool.sim_accounts[0].api_key.encode() not in exported.content
+    assert pool.admin.delete(f"/api/accounts/{pool.account_ids[0]}").status_code == 204
+    imported = pool.admin.post(
+        "/api/accounts/import-bundle",
+        files={"file": ("accounts.bundle", exported.content, "application/octet-stream")},
+        data={"passphrase": passphrase},
+        headers={"origin": pool.gateway.url},
+    )
+    assert imported.status_code == 200, imported.text
+    pool.settle()
+    served = gemini_client(pool).post(f"/v1beta/models/{MODEL}:generateContent", json=BODY)
+    assert served.status_code == 200, served.text
+    (account,) = pool.admin.get("/api/accounts").json()["items"]
+    assert account["billing"] == "metered" and account["provider"] == "gemini"
+
+
 # -- PAID-1: every other protocol, through the hub --------------------------------------------------
 
 

@@ -14,7 +14,8 @@ generateContent``, ``:streamGenerateContent?alt=sse``, ``:countTokens``. The key
   ``Retry-After`` header;
 - no rate-limit headers on any answer (the Gemini API sends none);
 - usage in ``usageMetadata``, with ``cachedContentTokenCount`` from implicit caching (keyed here by
-  the request's prefix: system instruction, tools and first content).
+  the request's prefix: system instruction, tools and first content); zero counts are left out, as
+  proto3 JSON leaves them out.
 """
 
 from __future__ import annotations
@@ -249,13 +250,25 @@ async def model_route(request: Request) -> Response:
     if stream:
         return EventStreamResponse(turn, events, sse_encode, failure, {}, plan.success)
     overloaded = rpc_error(503, _MESSAGES[503])
-    return PacedJSONResponse(turn, plan.aggregate["response"], {}, 503, overloaded, plan.success)
+    return PacedJSONResponse(turn, _bare(plan.aggregate["response"]), {}, 503, overloaded, plan.success)
 
 
 def _unwrapped(event: Event) -> Event:
     """The bare ``GenerateContentResponse`` of a chunk (the Gemini API has no envelope)."""
     inner = event.data.get("response")
-    return Event(inner if isinstance(inner, dict) else event.data, event.name, event.delta, event.terminal)
+    return Event(
+        _bare(inner) if isinstance(inner, dict) else event.data, event.name, event.delta, event.terminal
+    )
+
+
+def _bare(response: dict[str, Any]) -> dict[str, Any]:
+    """A response as the Gemini API writes it: proto3 JSON leaves out zero counts (a miss of the
+    implicit cache has no ``cachedContentTokenCount``, a turn without thoughts no
+    ``thoughtsTokenCount``)."""
+    usage = response.get("usageMetadata")
+    if not isinstance(usage, dict):
+        return response
+    return {**response, "usageMetadata": {name: value for name, value in usage.items() if value != 0}}
 
 
 def _prefix_key(body: dict[str, Any]) -> str:

@@ -4,7 +4,8 @@ Each chunk is ``{candidates, usageMetadata, modelVersion, responseId}``; thought
 (``thought: true``) are reasoning, ``functionCall`` parts are tool calls, the last chunk carries
 ``finishReason`` and the final ``usageMetadata``; an error mid-stream is a chunk ``{"error": …}``.
 Usage: ``promptTokenCount`` includes ``cachedContentTokenCount``; ``thoughtsTokenCount`` counts
-as output, as every provider counts reasoning.
+as output, as every provider counts reasoning. Zero counts are absent (proto3 JSON), so a prompt
+counted without ``cachedContentTokenCount`` had none cached (COST-4: 0, not "no data").
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ def usage_of(response: dict[str, Any]) -> TokenUsage | None:
     tool_prompt = _count(usage.get("toolUsePromptTokenCount")) or 0
     candidates = _count(usage.get("candidatesTokenCount"))
     thoughts = _count(usage.get("thoughtsTokenCount")) or 0
+    cached = _count(usage.get("cachedContentTokenCount"))
+    if cached is None and prompt is not None:
+        cached = 0  # proto3 JSON leaves a zero count out: a counted prompt without it missed the cache
     return TokenUsage(
         input_tokens=None if prompt is None else prompt + tool_prompt,
         output_tokens=None if candidates is None and not thoughts else (candidates or 0) + thoughts,
-        cached_tokens=_count(usage.get("cachedContentTokenCount")),
+        cached_tokens=cached,
     )
 
 
