@@ -364,3 +364,15 @@ def test_paid_1_claude_code_served_by_a_metered_gemini_key(
     bodies = [json.dumps(r.body) for r in pool.sim.requests(account_id=pool.sim_accounts[0].id)]
     assert any("functionResponse" in body for body in bodies)
     assert pool.runtime.leases.total_in_flight() == 0
+
+
+def test_paid_4_gemini_invalid_argument_is_the_requests_fault_not_the_keys(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = metered_pool(make_pool)
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.error(400, error_message="Invalid value at 'x'."))
+    refused = gemini_client(pool).post(f"/v1beta/models/{MODEL}:generateContent", json=BODY)
+    assert refused.status_code == 400 and refused.json()["error"]["status"] == "INVALID_ARGUMENT"
+    shown = _runtime(pool, pool.account_ids[0])
+    assert (shown["state"], shown["auth_state"], shown["cooldown_until"]) == ("ready", "ok", None)
+    assert gemini_client(pool).post(f"/v1beta/models/{MODEL}:generateContent", json=BODY).status_code == 200

@@ -46,6 +46,18 @@ PREFIX = "/gemini"
 SERVICE = "generativelanguage.googleapis.com"
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+#: The fields of a ``GenerateContentRequest`` the public API takes in its body (the model is the path).
+REQUEST_FIELDS = frozenset(
+    {
+        "contents",
+        "tools",
+        "toolConfig",
+        "safetySettings",
+        "systemInstruction",
+        "generationConfig",
+        "cachedContent",
+    }
+)
 #: Models the Gemini API lists that do not serve generateContent (filtered by clients).
 EMBEDDING_MODEL = "gemini-embedding-001"
 INVALID_KEY = "API key not valid. Please pass a valid API key."
@@ -205,9 +217,9 @@ async def model_route(request: Request) -> Response:
         )
         return _reject(record, 404, rpc_error(404, message))
     if method == "countTokens":
-        unknown = set(body) - {"contents", "generateContentRequest"}
-        if unknown:
-            name = sorted(unknown)[0]
+        extra = sorted(set(body) - {"contents", "generateContentRequest"})
+        if extra:
+            name = extra[0]
             return _reject(
                 record,
                 400,
@@ -215,8 +227,9 @@ async def model_route(request: Request) -> Response:
             )
         record.status, record.outcome = 200, "completed"
         return JSONResponse({"totalTokens": estimate_tokens(raw)})
-    if "model" in body or "request" in body or "project" in body:
-        name = next(key for key in ("model", "request", "project") if key in body)
+    unknown = sorted(key for key in body if _camel(key) not in REQUEST_FIELDS)
+    if unknown:  # the real API refuses any field GenerateContentRequest lacks (an envelope's too)
+        name = unknown[0]
         return _reject(
             record,
             400,
@@ -251,6 +264,12 @@ async def model_route(request: Request) -> Response:
         return EventStreamResponse(turn, events, sse_encode, failure, {}, plan.success)
     overloaded = rpc_error(503, _MESSAGES[503])
     return PacedJSONResponse(turn, _bare(plan.aggregate["response"]), {}, 503, overloaded, plan.success)
+
+
+def _camel(name: str) -> str:
+    """A field's JSON name from its proto name (``system_instruction`` → ``systemInstruction``)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _unwrapped(event: Event) -> Event:
