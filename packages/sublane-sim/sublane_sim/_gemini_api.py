@@ -3,7 +3,7 @@
 A test imports an account with ``base_url`` = the sim URL + ``/gemini`` (the bare host, as the
 google-genai SDK takes it). Routes: ``GET /gemini/v1beta/models`` (paged: ``pageSize``,
 ``pageToken``/``nextPageToken``; names ``models/<id>``), ``POST /gemini/v1beta/models/{model}:
-generateContent``, ``:streamGenerateContent?alt=sse``, ``:countTokens``. The key comes in
+generateContent``, ``:streamGenerateContent?alt=sse``, ``:countTokens`` (also under ``v1``). The key comes in
 ``x-goog-api-key`` (or ``?key=``). What the real API answers, and so the simulator:
 
 - a wrong, deleted or revoked key: **400** ``INVALID_ARGUMENT`` with the ``ErrorInfo`` reason
@@ -211,8 +211,9 @@ async def model_route(request: Request) -> Response:
         return _reject(record, 400, rpc_error(400, "Invalid JSON payload received."))
     record.model = model
     if model not in account.models:
+        version = request.url.path.removeprefix(PREFIX + "/").split("/", 1)[0]
         message = (
-            f"models/{model} is not found for API version v1beta, or is not supported for {method}. "
+            f"models/{model} is not found for API version {version}, or is not supported for {method}. "
             "Call ListModels to see the list of available models and their supported methods."
         )
         return _reject(record, 404, rpc_error(404, message))
@@ -308,7 +309,13 @@ def _error_response(turn: Turn) -> Response:
 
 
 def gemini_api_routes() -> list[BaseRoute]:
+    """Both API versions the real API serves (``v1beta``, which SubLane calls, and ``v1``, which the
+    google-genai SDK calls when given a base URL)."""
     return [
-        Route(f"{PREFIX}/v1beta/models", models_route, methods=["GET"]),
-        Route(f"{PREFIX}/v1beta/models/{{target:path}}", model_route, methods=["POST"]),
+        route
+        for version in ("v1beta", "v1")
+        for route in (
+            Route(f"{PREFIX}/{version}/models", models_route, methods=["GET"]),
+            Route(f"{PREFIX}/{version}/models/{{target:path}}", model_route, methods=["POST"]),
+        )
     ]

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 from sublane_sim import Behaviour, Simulator
 
@@ -90,3 +91,23 @@ def test_envelopes_and_extra_count_fields_are_refused(sim: Simulator) -> None:
         sim, account.api_key, "countTokens", {"generateContentRequest": {"model": f"models/{MODEL}", **BODY}}
     )
     assert nested.status_code == 200 and nested.json()["totalTokens"] > 0
+
+
+def test_the_google_genai_sdk_talks_to_it_directly(sim: Simulator) -> None:
+    """The official SDK pointed at the simulator, as at the real API: paths, key header, shapes."""
+    genai = pytest.importorskip("google.genai")
+    from google.genai import errors, types
+
+    account = sim.create_account("gemini")
+    sim.set_default(account.id, Behaviour.ok(text="Hi there", deltas=2))
+    options = types.HttpOptions(base_url=sim.gemini_base_url)
+    client = genai.Client(api_key=account.api_key, http_options=options)
+    assert client.models.generate_content(model=MODEL, contents="hi").text == "Hi there"
+    streamed = list(client.models.generate_content_stream(model=MODEL, contents="hi"))
+    assert "".join(chunk.text or "" for chunk in streamed) == "Hi there"
+    listed = [model.name for model in client.models.list(config={"page_size": 3})]
+    assert f"models/{MODEL}" in listed and len(listed) > 3  # the SDK follows nextPageToken
+    wrong = genai.Client(api_key="AIzaSyNotAKeyNotAKeyNotAKeyNotAKey0000", http_options=options)
+    with pytest.raises(errors.ClientError) as refused:
+        wrong.models.generate_content(model=MODEL, contents="hi")
+    assert refused.value.code == 400 and refused.value.status == "INVALID_ARGUMENT"
