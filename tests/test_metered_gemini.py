@@ -376,3 +376,15 @@ def test_paid_4_gemini_invalid_argument_is_the_requests_fault_not_the_keys(
     shown = _runtime(pool, pool.account_ids[0])
     assert (shown["state"], shown["auth_state"], shown["cooldown_until"]) == ("ready", "ok", None)
     assert gemini_client(pool).post(f"/v1beta/models/{MODEL}:generateContent", json=BODY).status_code == 200
+
+
+def test_paid_1_gemini_key_counts_tokens_for_a_messages_client(make_pool: Callable[..., Pool]) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    pool = metered_pool(make_pool)
+    with anthropic.Anthropic(base_url=pool.gateway.url, api_key=pool.key, max_retries=0) as sdk:
+        counted = sdk.messages.count_tokens(
+            model=MODEL, system="be brief", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert counted.input_tokens > 0
+    sent = pool.sim.requests(endpoint="gemini.countTokens")
+    assert sent and sent[-1].status == 200
