@@ -133,8 +133,9 @@ def test_paid_1_gemini_count_tokens(make_pool: Callable[..., Pool]) -> None:
 def test_paid_1_gemini_usage_reports_implicitly_cached_tokens(make_pool: Callable[..., Pool]) -> None:
     pool = metered_pool(make_pool)
     client = gemini_client(pool)
-    for _ in range(2):
-        assert client.post(f"/v1beta/models/{MODEL}:generateContent", json=BODY).status_code == 200
+    long = {"contents": [{"role": "user", "parts": [{"text": "a long shared prefix " * 400}]}]}
+    for _ in range(2):  # over implicit caching's floor of 1024 tokens
+        assert client.post(f"/v1beta/models/{MODEL}:generateContent", json=long).status_code == 200
     first, second = pool.finished
     assert first.cached_tokens == 0  # the API reports the figure: a miss is 0, not unknown
     assert second.cached_tokens and second.input_tokens and second.cached_tokens <= second.input_tokens

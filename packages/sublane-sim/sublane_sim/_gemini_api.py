@@ -14,12 +14,13 @@ generateContent``, ``:streamGenerateContent?alt=sse``, ``:countTokens`` (also un
   ``Retry-After`` header;
 - no rate-limit headers on any answer (the Gemini API sends none);
 - usage in ``usageMetadata``, with ``cachedContentTokenCount`` from implicit caching (keyed here by
-  the request's prefix: system instruction, tools and first content); zero counts are left out, as
-  proto3 JSON leaves them out.
+  the request's prefix: system instruction, tools and first content; prompts under 1024 tokens are
+  never cached); zero counts are left out, as proto3 JSON leaves them out.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Any
@@ -58,6 +59,11 @@ REQUEST_FIELDS = frozenset(
         "cachedContent",
     }
 )
+#: How the simulated Gemini API's thought signatures begin (opaque bytes, base64 on the wire).
+SIGNATURE_PREFIX = b"sim-gemini-thought"
+#: Implicit caching's floor: shorter prompts are never cached (Google documents 1024 tokens for
+#: Flash models and more for Pro).
+MIN_CACHED_TOKENS = 1024
 #: Models the Gemini API lists that do not serve generateContent (filtered by clients).
 EMBEDDING_MODEL = "gemini-embedding-001"
 INVALID_KEY = "API key not valid. Please pass a valid API key."
@@ -248,9 +254,9 @@ async def model_route(request: Request) -> Response:
     if stream and request.query_params.get("alt") != "sse":
         return _reject(record, 400, rpc_error(400, "streamGenerateContent is served here with alt=sse only."))
     sim = sim_of(request)
-    turn = sim.begin_turn(
-        record, account, model, prompt_tokens=estimate_tokens(raw), cache_key=_prefix_key(body)
-    )
+    prompt = estimate_tokens(raw)
+    cache_key = _prefix_key(body) if prompt >= MIN_CACHED_TOKENS else None
+    turn = sim.begin_turn(record, account, model, prompt_tokens=prompt, cache_key=cache_key)
     if turn.behaviour.kind == "error":
         return _error_response(turn)
     response_id = f"sim{record.seq:012d}"
@@ -282,13 +288,22 @@ def _unwrapped(event: Event) -> Event:
 
 
 def _bare(response: dict[str, Any]) -> dict[str, Any]:
-    """A response as the Gemini API writes it: proto3 JSON leaves out zero counts (a miss of the
-    implicit cache has no ``cachedContentTokenCount``, a turn without thoughts no
-    ``thoughtsTokenCount``)."""
+    """A response as the Gemini API writes it: its own thought signatures (not Antigravity's: a test
+    tells them apart), and proto3 JSON leaving out zero counts (a miss of the implicit cache has no
+    ``cachedContentTokenCount``, a turn without thoughts no ``thoughtsTokenCount``)."""
+    for candidate in response.get("candidates") or ():
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            if isinstance(part.get("thoughtSignature"), str):
+                part["thoughtSignature"] = _own_signature(part["thoughtSignature"])
     usage = response.get("usageMetadata")
     if not isinstance(usage, dict):
         return response
     return {**response, "usageMetadata": {name: value for name, value in usage.items() if value != 0}}
+
+
+def _own_signature(signature: str) -> str:
+    raw = base64.b64decode(signature)
+    return base64.b64encode(SIGNATURE_PREFIX + raw.removeprefix(b"sim-thought-")).decode("ascii")
 
 
 def _prefix_key(body: dict[str, Any]) -> str:

@@ -61,11 +61,18 @@ def test_stream_chunks_are_bare_responses_with_usage_and_cached_tokens(sim: Simu
     chunks = [json.loads(line[6:]) for line in sse.text.splitlines() if line.startswith("data: ")]
     assert "response" not in chunks[0] and chunks[-1]["candidates"][0]["finishReason"] == "STOP"
     assert "cachedContentTokenCount" not in chunks[-1]["usageMetadata"]  # proto3 JSON: no zero counts
-    again = _post(sim, account.api_key, "generateContent").json()  # the same prefix: implicitly cached
-    assert again["usageMetadata"]["cachedContentTokenCount"] > 0
+    again = _post(sim, account.api_key, "generateContent").json()
+    assert "cachedContentTokenCount" not in again["usageMetadata"]  # under 1024 tokens: never cached
+    long = {"contents": [{"role": "user", "parts": [{"text": "a long shared prefix " * 400}]}]}
+    assert (
+        "cachedContentTokenCount"
+        not in _post(sim, account.api_key, "generateContent", long).json()["usageMetadata"]
+    )
+    cached = _post(sim, account.api_key, "generateContent", long).json()["usageMetadata"]
+    assert 0 < cached["cachedContentTokenCount"] <= cached["promptTokenCount"]  # the same prefix
     assert [r.endpoint for r in sim.requests(account_id=account.id)] == [
         "gemini.streamGenerateContent",
-        "gemini.generateContent",
+        *["gemini.generateContent"] * 3,
     ]
 
 
