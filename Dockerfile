@@ -32,6 +32,7 @@ RUN pip install -c constraints.txt \
         ./packages/sublane-pricing ./packages/sublane-web ./apps/gateway \
         ./packages/sublane-providers/openai \
         ./packages/sublane-providers/openai-compatible \
+        ./packages/sublane-providers/gemini \
     && rm -rf /src
 
 # A user of its own, owning nothing but the data folder (0700, as SubLane keeps it: OPS-7).

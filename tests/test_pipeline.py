@@ -74,8 +74,9 @@ async def test_serving_providers_follow_protocol_translators_and_operations(
 ) -> None:
     pool = make_pool(accounts=0)
     async with pipeline_of(pool) as (runtime, _principal):
-        adapters = runtime.adapters
         every = ("codex", "claude", "antigravity")  # XLAT-1: every upstream, the native one first
+        # the subscription upstreams' order (metered providers installed beside them are left out)
+        adapters = {name: adapter for name, adapter in runtime.adapters.items() if name in every}
         assert serving_providers(adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, None) == every
         assert (
             serving_providers(adapters, WireProtocol.CHAT_COMPLETIONS, UpstreamOperation.JSON, None) == every

@@ -35,10 +35,15 @@ from google.genai import types as genai_types  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 CLIENTS = ("responses", "chat", "messages", "gemini")
-PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity", "gemini")
 UPSTREAMS: tuple[str, ...] = PROVIDERS
 #: A model only that provider's catalogue lists: it pins the cell's upstream.
-MODELS = {"codex": "gpt-5-codex", "claude": "claude-haiku-4-5-20251001", "antigravity": "gemini-3-flash"}
+MODELS = {
+    "codex": "gpt-5-codex",
+    "claude": "claude-haiku-4-5-20251001",
+    "antigravity": "gemini-3-flash",
+    "gemini": "gemini-2.5-flash",  # a metered Gemini API key (PAID-1)
+}
 RECORD_PROTOCOL = {
     "responses": "responses",
     "chat": "chat_completions",
@@ -46,13 +51,23 @@ RECORD_PROTOCOL = {
     "gemini": "gemini",
 }
 #: The client protocols whose own provider an upstream is: those cells pass through untouched.
-PASS_THROUGH = {("responses", "codex"), ("messages", "claude"), ("gemini", "antigravity")}
+PASS_THROUGH = {
+    ("responses", "codex"),
+    ("messages", "claude"),
+    ("gemini", "antigravity"),
+    ("gemini", "gemini"),
+}
 #: The client's stop reason for a finished text answer, and for an answer that asks for tools.
 STOP_TEXT = {"responses": "completed", "chat": "stop", "messages": "end_turn", "gemini": "STOP"}
 STOP_TOOLS = {"responses": "completed", "chat": "tool_calls", "messages": "tool_use", "gemini": "STOP"}
 #: How each simulated provider's reasoning signatures begin (Codex encrypted content, Claude
 #: thinking signatures, Antigravity thought signatures, base64 on the wire).
-SIGNATURE_PREFIX = {"codex": "gAAAAsim", "claude": "EqSim", "antigravity": "c2ltLXRob3VnaHQt"}
+SIGNATURE_PREFIX = {
+    "codex": "gAAAAsim",
+    "claude": "EqSim",
+    "antigravity": "c2ltLXRob3VnaHQt",
+    "gemini": base64.b64encode(b"sim-gemini-thought").decode(),  # the Gemini API's own (PAID-1)
+}
 #: A signature an earlier turn of the client's own provider issued (what a client replays).
 EARLIER_SIGNATURE = {
     "responses": "gAAAAsimEarlierTurn0000",
@@ -814,6 +829,12 @@ def _texts(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "output
     return "".join(part.get("text", "") for part in content or [] if part.get("type") in kinds)
 
 
+def _gemini_request(body: dict[str, Any]) -> dict[str, Any]:
+    """The Gemini request in an upstream body: inside Antigravity's envelope, or the body itself."""
+    inner = body.get("request")
+    return inner if isinstance(inner, dict) else body
+
+
 def upstream_history(provider: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     """The conversation's (role, text) turns as the upstream got them, in order."""
     if provider == "codex":
@@ -827,7 +848,7 @@ def upstream_history(provider: str, body: dict[str, Any]) -> list[tuple[str, str
     return [
         ("assistant" if content["role"] == "model" else content["role"],
          "".join(part.get("text", "") for part in content["parts"] if not part.get("thought")))
-        for content in body["request"]["contents"]
+        for content in _gemini_request(body)["contents"]
     ]  # fmt: skip
 
 
@@ -841,7 +862,7 @@ def upstream_system(provider: str, body: dict[str, Any]) -> str:
         return "\n".join([body.get("instructions") or "", *developer])
     if provider == "claude":
         return _texts(body.get("system"))
-    instruction = body["request"].get("systemInstruction") or {}
+    instruction = _gemini_request(body).get("systemInstruction") or {}
     return "".join(part.get("text", "") for part in instruction.get("parts", []))
 
 
@@ -869,7 +890,7 @@ def upstream_tool_turns(provider: str, body: dict[str, Any]) -> list[tuple[list[
             if calls or results:
                 turns.append((calls, results))
         return turns
-    for content in body["request"]["contents"]:
+    for content in _gemini_request(body)["contents"]:
         parts = content["parts"]
         calls = [part["functionCall"]["id"] for part in parts if "functionCall" in part]
         results = [part["functionResponse"]["id"] for part in parts if "functionResponse" in part]
@@ -901,7 +922,7 @@ def upstream_images(provider: str, body: dict[str, Any]) -> list[str]:
     # (google-genai sends URL-safe): a pass-through request keeps what the SDK wrote.
     blobs = [
         part.get("inlineData") or part["inline_data"]
-        for content in body["request"]["contents"]
+        for content in _gemini_request(body)["contents"]
         for part in content["parts"]
         if "inlineData" in part or "inline_data" in part
     ]
@@ -989,10 +1010,12 @@ def test_xlat_2_reasoning_shows_in_client_events_and_signatures_stay_with_their_
     assert second.text == ANSWER
     asked, answered = run.upstream()
     sent = json.dumps(answered.body)
+    earlier = EARLIER_SIGNATURE.get(run.cell.client)
+    # passed through, the client's own earlier turn goes back as it came, whoever signed it
+    foreign = sent.replace(earlier, "") if run.cell.passes_through and earlier else sent
     for provider, prefix in SIGNATURE_PREFIX.items():
         if provider != run.cell.upstream:
-            assert prefix not in sent, f"a {provider} signature reached {run.cell.upstream}"
-    earlier = EARLIER_SIGNATURE.get(run.cell.client)
+            assert prefix not in foreign, f"a {provider} signature reached {run.cell.upstream}"
     if run.cell.passes_through:  # the provider's own signatures go back to it, untouched
         assert earlier is not None and earlier in sent and all(sig in sent for sig in first.signatures)
     elif earlier is not None:
@@ -1023,6 +1046,7 @@ RATE_LIMITS = {
     "codex": Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="7"),
     "claude": Behaviour.error(429, error_code="rate_limit_error", retry_after="7"),
     "antigravity": Behaviour.error(429, error_code="RATE_LIMIT_EXCEEDED", retry_delay="7s"),
+    "gemini": Behaviour.error(429, retry_delay="7s"),  # RetryInfo, no Retry-After header
 }
 
 

@@ -28,6 +28,12 @@ def test_xlat_1_a_cut_messages_stream_ends_with_an_error_event() -> None:
     assert isinstance(error, dict) and error["code"] == "request_timeout" and error["type"]
 
 
+def test_xlat_1_a_cut_gemini_stream_ends_with_an_error_chunk() -> None:
+    raw = cut_stream_ending(WireProtocol.GEMINI, "upstream_stream_error")
+    assert raw.startswith(b"data: ") and raw.endswith(b"\n\n")
+    error = json.loads(raw.removeprefix(b"data: "))["error"]
+    assert error["code"] == 502 and error["status"] and error["message"]
+
+
 def test_other_protocols_add_nothing() -> None:
-    assert cut_stream_ending(WireProtocol.GEMINI, "upstream_stream_error") == b""
     assert cut_stream_ending(WireProtocol.CHAT_COMPLETIONS, "upstream_stream_error") == b""

@@ -23,6 +23,7 @@ _ACCESS_TTL: dict[Provider, int] = {
     "openai": 3600,  # an API-key provider: its OAuth-shaped tokens are never accepted
     "compat": 3599,  # an API key: its access tokens are never used
     "anthropic": 3600,
+    "gemini": 3599,  # an API-key account: its key is what it presents
 }
 _CLAUDE_SCOPES = ("user:inference", "user:profile", "user:sessions:claude_code")
 _GOOGLE_SCOPES = (

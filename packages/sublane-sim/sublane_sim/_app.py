@@ -15,6 +15,7 @@ from ._claude import claude_routes
 from ._codex import codex_routes
 from ._compat import compat_routes
 from ._control import control_routes
+from ._gemini_api import gemini_api_routes
 from ._http import record_request
 from ._oauth import oauth_routes
 from ._openai_api import openai_api_routes
@@ -44,6 +45,7 @@ def build_app(sim: Simulator) -> Starlette:
         *openai_api_routes(),
         *compat_routes(),
         *anthropic_api_routes(),
+        *gemini_api_routes(),
         Route("/{path:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
     ]
     app = Starlette(routes=routes)

@@ -6,11 +6,11 @@ from typing import Literal
 
 __all__ = ["KEY_PROVIDERS", "PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity", "openai", "anthropic", "compat"]
+Provider = Literal["codex", "claude", "antigravity", "openai", "anthropic", "gemini", "compat"]
 #: The subscription upstreams (OAuth logins, credential files, quota windows).
 PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
 #: Upstreams reached with an API key alone (no login, no credential file).
-KEY_PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "compat")
+KEY_PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "gemini", "compat")
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -83,6 +83,19 @@ _ANTIGRAVITY = (
 _OPENAI = (*_CODEX_PAID, "gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini")
 # An OpenAI-compatible server (``_compat``): the self-hosted models it was started with.
 _COMPAT = ("qwen3-coder-30b", "deepseek-r1-distill-32b", "llama-3.3-70b-instruct")
+# The Gemini API (API keys): the ids the Gemini CLI 0.61 sends (its latest flash, flash-lite, the
+# 3.1 pro preview) and the stable families before them.
+_GEMINI_API = (
+    "gemini-3.8-flash",
+    "gemini-3.5-flash",
+    "gemini-3.5-flash-lite",
+    "gemini-3.1-pro-preview",
+    "gemini-3-pro-preview",
+    "gemini-3-flash-preview",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+    "gemini-2.5-flash-lite",
+)
 
 _DEFAULT_PLAN: dict[Provider, str] = {
     "codex": "plus",
@@ -91,6 +104,7 @@ _DEFAULT_PLAN: dict[Provider, str] = {
     "openai": "api_key",
     "anthropic": "api_key",
     "compat": "api_key",
+    "gemini": "api_key",
 }
 
 
@@ -108,4 +122,6 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
         return _OPENAI
     if provider == "compat":
         return _COMPAT
+    if provider == "gemini":
+        return _GEMINI_API
     return _ANTIGRAVITY

@@ -19,6 +19,7 @@ _FILE_NAMES = {
     "antigravity": "antigravity.json",
     "openai": "openai.json",
     "anthropic": "anthropic-key.json",  # {"api_key"}: import it with base_url {sim}/anthropic
+    "gemini": "gemini.json",
 }
 
 

@@ -61,7 +61,7 @@ async def create_account(request: Request, sim: Simulator) -> Any:
     options = await _body(request)
     provider = options.pop("provider", None)
     if not isinstance(provider, str):
-        raise ValueError("'provider' is required: codex, claude or antigravity")
+        raise ValueError("'provider' is required: codex, claude, antigravity or gemini")
     account = sim.create_account(provider, **options)  # type: ignore[arg-type]
     return JSONResponse(_account_json(sim, account), status_code=201)
 

@@ -45,6 +45,8 @@ def credential_file(account: Account, now: float) -> dict[str, Any]:
                 "rateLimitTier": account.rate_limit_tier,
             }
         }
+    if account.provider == "gemini":
+        return {"api_key": account.api_key}  # the base URL: SUBLANE_GEMINI_BASE_URL (Simulator.env)
     return {
         "type": "antigravity",
         "access_token": account.access_token,

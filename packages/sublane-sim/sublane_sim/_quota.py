@@ -70,6 +70,8 @@ def default_windows(
     if provider == "anthropic":  # an API key's per-minute limits (``_anthropic_api.LIMITS``)
         names = ("requests", "tokens", "input_tokens", "output_tokens")
         return {name: QuotaWindow(0.0, 60, now + 60) for name in names}
+    if provider == "gemini":
+        return {}  # an API key: its limits show only as 429s (the Gemini API reports no windows)
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),

@@ -198,6 +198,11 @@ class Simulator:
         """The base URL an OpenAI-compatible account is imported with (``_compat``: no model list)."""
         return f"{self.base_url}/compat/v1"
 
+    @property
+    def gemini_base_url(self) -> str:
+        """The Gemini API (API keys) as the google-genai SDK takes it: served under ``/gemini``."""
+        return f"{self.base_url}/gemini"
+
     def env(self) -> dict[str, str]:
         """The `SUBLANE_*` upstream URL settings that point a gateway at this simulator."""
         return {
@@ -211,6 +216,7 @@ class Simulator:
             "SUBLANE_GOOGLE_USERINFO_URL": self.google_auth_url + "/oauth2/v2/userinfo",
             "SUBLANE_OPENAI_BASE_URL": self.openai_base_url,
             "SUBLANE_ANTHROPIC_BASE_URL": self.anthropic_base_url,
+            "SUBLANE_GEMINI_BASE_URL": self.gemini_base_url,
         }
 
     # == accounts ================================================================================
@@ -280,6 +286,12 @@ class Simulator:
     def revoke_access_tokens(self, account_id: str) -> None:
         with self._lock:
             self._accounts.revoke_access_tokens(self._accounts.get(account_id))
+
+    def revoke_api_key(self, account_id: str) -> None:
+        """The account's API key is refused from now on (deleted by its owner)."""
+        with self._lock:
+            account = self._accounts.get(account_id)
+            account.revoked_access.add(account.api_key)
 
     def revoke_refresh_token(self, account_id: str) -> None:
         """Permanently reject the refresh token (Codex `refresh_token_invalidated`, else `invalid_grant`)."""
