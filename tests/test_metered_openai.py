@@ -7,11 +7,21 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from gateway_pool import Pool
+from google import genai
+from google.genai import types
 
-from sublane_sim import Simulator
+from sublane_sim import Behaviour, Simulator
+
+ANSWER = "Hello from a metered key"
+TOOL = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}},
+    "required": ["path"],
+}
 
 _clients: list[openai.OpenAI] = []
 
@@ -77,3 +87,107 @@ def test_paid_1_openai_responses_stream_and_json_through_the_sdk(make_pool: Call
     assert all(record.path == "/openai/v1/responses" for record in sent)
     assert [finished.outcome for finished in pool.finished] == ["success", "success"]
     assert json.dumps(pool.admin.get("/api/requests").json()).find(key) == -1
+
+
+def _answering(pool: Pool, **options: Any) -> Pool:
+    pool.sim.set_default(pool.sim_accounts[0].id, Behaviour.ok(text=ANSWER, deltas=4, **options))
+    return pool
+
+
+def _last_sent(pool: Pool) -> dict[str, Any]:
+    body: dict[str, Any] = pool.sim.requests(endpoint="openai.responses")[-1].body
+    return body
+
+
+def test_paid_1_openai_native_tool_call_and_compaction(make_pool: Callable[..., Pool]) -> None:
+    pool = _answering(make_pool(provider="openai"), tool_call=True)
+    tools = [{"type": "function", "name": "read_file", "description": "Read a file", "parameters": TOOL}]
+    answer = _sdk(pool).responses.create(model="gpt-5", input="read a.txt", tools=tools)  # type: ignore[arg-type]
+    calls = [item for item in answer.output if item.type == "function_call"]
+    assert calls and calls[0].name == "read_file" and json.loads(calls[0].arguments)["path"]
+    body = {"model": "gpt-5", "input": [{"type": "message", "role": "user", "content": "a long talk"}]}
+    compacted = pool.client().post("/v1/responses/compact", json=body)
+    assert compacted.status_code == 200, compacted.text
+    assert compacted.json()["output"][-1]["type"] == "compaction"
+    sent = pool.sim.requests(endpoint="openai.compact")
+    assert len(sent) == 1 and sent[0].path == "/openai/v1/responses/compact" and "stream" not in sent[0].body
+
+
+def test_paid_1_openai_chat_completions_through_the_hub(make_pool: Callable[..., Pool]) -> None:
+    pool = _answering(make_pool(provider="openai"))
+    client = _sdk(pool)
+    completion = client.chat.completions.create(
+        model="gpt-5",
+        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+    )
+    assert completion.choices[0].message.content == ANSWER
+    assert completion.usage is not None and completion.usage.prompt_tokens > 0
+    sent = _last_sent(pool)
+    assert sent["instructions"] == "Be brief." and sent["store"] is False and sent["stream"] is True
+    chunks = list(
+        client.chat.completions.create(
+            model="gpt-5", messages=[{"role": "user", "content": "Hi"}], stream=True
+        )
+    )
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == ANSWER
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(tool_call=True, deltas=2))
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": TOOL}}]
+    called = client.chat.completions.create(
+        model="gpt-5",
+        messages=[{"role": "user", "content": "read a.txt"}],
+        tools=tools,  # type: ignore[arg-type]
+    )
+    call = (called.choices[0].message.tool_calls or [])[0]
+    assert call.function.name == "read_file" and called.choices[0].finish_reason == "tool_calls"  # type: ignore[union-attr]
+    with pytest.raises(openai.BadRequestError) as stop:  # the Responses API has no stop sequences
+        client.chat.completions.create(
+            model="gpt-5", messages=[{"role": "user", "content": "Hi"}], stop=["x"]
+        )
+    assert "Stop sequences" in str(stop.value)
+    assert {(record.provider, record.protocol) for record in pool.finished} == {
+        ("openai", "chat_completions")
+    }
+
+
+def test_paid_1_openai_messages_through_the_hub(make_pool: Callable[..., Pool]) -> None:
+    pool = _answering(make_pool(provider="openai"))
+    with anthropic.Anthropic(
+        base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
+    ) as claude:
+        message = claude.messages.create(
+            model="gpt-5", max_tokens=256, messages=[{"role": "user", "content": "hi"}]
+        )
+        assert message.content[0].type == "text" and message.content[0].text == ANSWER
+        pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(tool_call=True, deltas=2))
+        tools = [{"name": "read_file", "description": "Read a file", "input_schema": TOOL}]
+        with claude.messages.stream(
+            model="gpt-5",
+            max_tokens=256,
+            messages=[{"role": "user", "content": "read a.txt"}],
+            tools=tools,  # type: ignore[arg-type]
+        ) as stream:
+            final = stream.get_final_message()
+    assert [block.type for block in final.content][-1] == "tool_use" and final.stop_reason == "tool_use"
+    assert _last_sent(pool)["tools"][0]["name"] == "read_file"
+    assert {(record.provider, record.protocol) for record in pool.finished} == {("openai", "messages")}
+
+
+def test_paid_1_openai_gemini_through_the_hub(make_pool: Callable[..., Pool]) -> None:
+    pool = _answering(make_pool(provider="openai"))
+    client = genai.Client(api_key=pool.key, http_options=types.HttpOptions(base_url=pool.gateway.url))
+    answer = client.models.generate_content(model="gpt-5", contents="say hi")
+    assert answer.text == ANSWER
+    chunks = list(client.models.generate_content_stream(model="gpt-5", contents="say hi"))
+    assert "".join(chunk.text or "" for chunk in chunks) == ANSWER
+    pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(tool_call=True, deltas=2))
+    read_file = types.FunctionDeclaration(name="read_file", parameters_json_schema=TOOL)
+    called = client.models.generate_content(
+        model="gpt-5",
+        contents="read a.txt",
+        config=types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=[read_file])],
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        ),
+    )
+    assert called.function_calls and called.function_calls[0].name == "read_file"
+    assert {(record.provider, record.protocol) for record in pool.finished} == {("openai", "gemini")}
