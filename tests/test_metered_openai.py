@@ -4,6 +4,7 @@ the upstream simulator's OpenAI API (``/openai/v1``) through a real gateway."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from google.genai import types
 from sublane_sim import Behaviour, Simulator
 
 ANSWER = "Hello from a metered key"
+METRICS_TOKEN = "metrics-token-for-tests"
 TOOL = {
     "type": "object",
     "properties": {"path": {"type": "string"}},
@@ -191,3 +193,81 @@ def test_paid_1_openai_gemini_through_the_hub(make_pool: Callable[..., Pool]) ->
     )
     assert called.function_calls and called.function_calls[0].name == "read_file"
     assert {(record.provider, record.protocol) for record in pool.finished} == {("openai", "gemini")}
+
+
+def _runtime(pool: Pool, account_id: int) -> dict[str, Any]:
+    accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
+    found: dict[str, Any] = next(account for account in accounts if account["id"] == account_id)
+    return found
+
+
+def _ask(pool: Pool, text: str) -> Any:
+    return pool.client().post("/v1/responses", json={"model": "gpt-5", "input": text})
+
+
+def test_paid_4_openai_rate_limit_headers_are_quota_and_a_spent_key_is_steered_around(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(accounts=2, provider="openai")
+    first, second = pool.sim_accounts
+    for account in pool.sim_accounts:  # the last request the minute allows: remaining 0 after it
+        pool.sim.set_quota(account.id, "requests", used_percent=99.99, reset_in_s=40)
+    assert _ask(pool, "the last one").status_code == 200
+    spent_id = pool.finished[-1].account_id
+    spent = _runtime(pool, spent_id)
+    windows = {window["window"]: window for window in spent["quota"]}
+    assert set(windows) == {"requests", "tokens"} and spent["state"] == "quota_exhausted"
+    assert windows["requests"]["limit_reached"] and windows["requests"]["used_percent"] == 100
+    assert 30 < windows["requests"]["resets_at"] - windows["requests"]["observed_at"] <= 40
+    assert not windows["tokens"]["limit_reached"] and windows["tokens"]["plan"] == "api_key"
+    for account in (first, second):
+        pool.sim.set_quota(account.id, "requests", used_percent=0)
+    for number in range(3):  # new conversations go to the other key until the window resets
+        assert _ask(pool, f"new talk {number}").status_code == 200
+        assert pool.finished[-1].account_id != spent_id
+
+
+def test_paid_4_openai_429_cools_the_key_for_its_retry_after(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(accounts=2, provider="openai", wait_timeout_s=1)
+    limited, exhausted = pool.sim_accounts
+    pool.sim.script(limited.id, Behaviour.error(429, retry_after="17"))
+    pool.sim.script(exhausted.id, Behaviour.error(429, error_code="insufficient_quota"))
+    answer = _ask(pool, "hi")
+    assert answer.status_code in (403, 429), answer.text  # neither key could serve
+    cooled = _runtime(pool, pool.account_ids[0])
+    assert cooled["state"] == "cooling" and cooled["cooldown_reason"] == "rate_limit_exceeded"
+    assert 14 < cooled["cooldown_until"] - pool.gateway.clock.time() <= 17
+    used_up = _runtime(pool, pool.account_ids[1])
+    assert used_up["state"] == "quota_exhausted" and used_up["cooldown_until"] is None
+    assert any(window["limit_reached"] for window in used_up["quota"])
+
+
+def test_paid_4_openai_401_marks_the_key_unauthorized_and_no_secret_leaks(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    pool = make_pool(provider="openai", metrics_token=METRICS_TOKEN)
+    account = pool.sim_accounts[0]
+    assert _ask(pool, "hi").status_code == 200
+    pool.sim.update_account(account.id, api_key_revoked=True)
+    refused = _ask(pool, "hi again")
+    assert refused.status_code in (401, 503), refused.text
+    shown = pool.admin.get(f"/api/accounts/{pool.account_ids[0]}").json()
+    assert shown["auth_state"] == "reauth_required" and shown["auth_error"] == "unauthorized"
+    assert _runtime(pool, pool.account_ids[0])["auth_state"] == "reauth_required"
+    # no refresh exists: the simulator saw the models check, one answered call and one refused call
+    endpoints = [record.endpoint for record in pool.sim.requests(account_id=account.id)]
+    assert endpoints.count("openai.responses") == 2 and not [e for e in endpoints if "token" in e]
+    assert account.api_key[-4:] not in refused.text
+    metrics = pool.gateway.client().get("/metrics", headers={"authorization": f"Bearer {METRICS_TOKEN}"})
+    answers = [
+        refused.text,
+        metrics.text,
+        pool.admin.get("/api/requests").text,
+        pool.admin.get("/api/audit").text,
+        pool.admin.get("/api/accounts").text,
+        pool.admin.get("/api/accounts/runtime").text,
+    ]
+    logged = caplog.text + "".join(record.getMessage() for record in caplog.records)
+    for text in (*answers, logged):
+        assert account.api_key not in text and account.api_key[7:] not in text
