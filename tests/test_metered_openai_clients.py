@@ -1,6 +1,7 @@
 """PAID-1 for the ``openai`` provider with the real clients: the Codex CLI (a custom model provider
-pointing at SubLane) served natively by a metered OpenAI API key, and Claude Code served by it
-through the hub — each with a tool round trip. Skipped only when a client is not installed."""
+pointing at SubLane, over HTTP and WebSocket) served natively by a metered OpenAI API key, and Claude
+Code and the Gemini CLI served by it through the hub — each with a tool round trip. Skipped only
+when a client is not installed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from gateway_pool import Pool
-from test_real_clients import ANSWER, _claude, _client, _codex
+from test_real_clients import ANSWER, _claude, _client, _codex, _gemini
 
 from sublane_sim import Behaviour
 
@@ -35,15 +36,17 @@ def _served_by_the_key(pool: Pool, protocol: str, result_marker: str) -> None:
     assert pool.runtime.leases.total_in_flight() == 0
 
 
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
 def test_paid_1_codex_cli_served_by_a_metered_openai_key(
-    make_pool: Callable[..., Pool], tmp_path: Path
+    make_pool: Callable[..., Pool], tmp_path: Path, websocket: bool
 ) -> None:
+    """Over a WebSocket too: the gateway serves the socket's turns with HTTP calls to the API."""
     _client("codex")
     pool = _metered_pool(make_pool)
-    result = _codex(pool, tmp_path, websocket=False, model="gpt-5-codex")
+    result = _codex(pool, tmp_path, websocket=websocket, model="gpt-5-codex")
     assert result.returncode == 0, result.stderr[-3000:]
     assert ANSWER in result.stdout
-    _served_by_the_key(pool, "responses", "function_call_output")
+    _served_by_the_key(pool, "responses_ws" if websocket else "responses", "function_call_output")
     assert all(
         record.path == "/openai/v1/responses" for record in pool.sim.requests(endpoint="openai.responses")
     )
@@ -58,3 +61,14 @@ def test_paid_1_claude_code_translated_to_a_metered_openai_key(
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert ANSWER in run.stdout
     _served_by_the_key(pool, "messages", "function_call_output")
+
+
+def test_paid_1_gemini_cli_translated_to_a_metered_openai_key(
+    make_pool: Callable[..., Pool], tmp_path: Path
+) -> None:
+    _client("gemini")
+    pool = _metered_pool(make_pool)
+    run = _gemini(pool, tmp_path, "-p", "say hi", "-m", "gpt-5")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert ANSWER in run.stdout
+    _served_by_the_key(pool, "gemini", "function_call_output")
