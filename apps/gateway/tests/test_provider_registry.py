@@ -8,7 +8,8 @@ from sublane_providers import UnknownProviderError, parse_credentials, provider_
 
 
 def test_registry_lists_the_three_providers() -> None:
-    assert provider_names() == ("codex", "claude", "antigravity")
+    assert provider_names()[:3] == ("codex", "claude", "antigravity")  # the subscriptions first
+    assert "openai" in provider_names()  # PAID-1: a metered provider is found the same way
     assert [plugin.order for plugin in provider_plugins()] == sorted(
         plugin.order for plugin in provider_plugins()
     )

@@ -48,7 +48,7 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
 
     name = "openai"
     label = "OpenAI API (API key)"
-    credential_file = '{"api_key": "sk-…", "base_url": "https://api.openai.com/v1"}'
+    credential_file = 'an OpenAI API key as {"api_key": "sk-…"}'
     subject_label = "key"
     protocol = WireProtocol.RESPONSES
     dialect = OPENAI_DIALECT
