@@ -75,7 +75,8 @@ async def test_serving_providers_follow_protocol_translators_and_operations(
     pool = make_pool(accounts=0)
     async with pipeline_of(pool) as (runtime, _principal):
         adapters = runtime.adapters
-        every = ("codex", "claude", "antigravity")  # XLAT-1: every upstream, the native one first
+        # XLAT-1: every upstream, the native ones first (PAID-1: the metered openai speaks Responses)
+        every = ("codex", "openai", "claude", "antigravity")
         assert serving_providers(adapters, WireProtocol.RESPONSES, UpstreamOperation.STREAM, None) == every
         assert (
             serving_providers(adapters, WireProtocol.CHAT_COMPLETIONS, UpstreamOperation.JSON, None) == every
@@ -84,12 +85,14 @@ async def test_serving_providers_follow_protocol_translators_and_operations(
             "claude",
             "codex",
             "antigravity",
+            "openai",
         )
-        # counting: Claude's own, Codex estimated, Antigravity's countTokens
+        # counting: Claude's own, Codex and openai estimated, Antigravity's countTokens
         assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.COUNT_TOKENS, None) == (
             "claude",
             "codex",
             "antigravity",
+            "openai",
         )
         # compaction is Codex's own state: never translated; a prefix narrows to that provider alone
         assert serving_providers(adapters, WireProtocol.MESSAGES, UpstreamOperation.COMPACT, None) == ()
