@@ -27,6 +27,7 @@ def test_fixture_urls_and_env(sim: Simulator) -> None:
         "SUBLANE_GOOGLE_AUTH_URL": sim.base_url,
         "SUBLANE_GOOGLE_AUTHORIZE_URL": f"{sim.base_url}/o/oauth2/v2/auth",
         "SUBLANE_GOOGLE_USERINFO_URL": f"{sim.base_url}/oauth2/v2/userinfo",
+        "SUBLANE_OPENAI_BASE_URL": f"{sim.base_url}/openai/v1",
     }
     assert httpx.get(f"{sim.base_url}/_sim/health", timeout=5).json()["ok"] is True
 
