@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -215,6 +216,10 @@ def test_paid_4_openai_rate_limit_headers_are_quota_and_a_spent_key_is_steered_a
     assert _ask(pool, "the last one").status_code == 200
     spent_id = pool.finished[-1].account_id
     spent = _runtime(pool, spent_id)
+    deadline = time.monotonic() + 5
+    while not spent["quota"] and time.monotonic() < deadline:  # the observation is stored after the answer
+        time.sleep(0.02)
+        spent = _runtime(pool, spent_id)
     windows = {window["window"]: window for window in spent["quota"]}
     assert set(windows) == {"requests", "tokens"} and spent["state"] == "quota_exhausted"
     assert windows["requests"]["limit_reached"] and windows["requests"]["used_percent"] == 100
