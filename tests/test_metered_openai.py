@@ -59,6 +59,10 @@ def test_paid_1_openai_key_checked_before_import_and_account_metered(
     sim.update_account(account.id, api_key_revoked=True)
     revoked = _import(pool, {"api_key": account.api_key, "base_url": sim.openai_base_url})
     assert revoked.status_code == 400 and revoked.json()["error"]["code"] == "invalid_credentials"
+    for bad in ({"api_key": 5}, {"api_key": account.api_key, "base_url": "ftp://127.0.0.1/v1"}):
+        refused = _import(pool, bad)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_credentials_file"
+        assert account.api_key not in refused.text
     assert pool.admin.get("/api/accounts").json()["items"] == []  # nothing stored
     sim.update_account(account.id, api_key_revoked=False)
     imported = _import(pool, {"api_key": account.api_key, "base_url": sim.openai_base_url + "/"})
@@ -114,6 +118,10 @@ def test_paid_1_openai_native_tool_call_and_compaction(make_pool: Callable[..., 
     assert compacted.json()["output"][-1]["type"] == "compaction"
     sent = pool.sim.requests(endpoint="openai.compact")
     assert len(sent) == 1 and sent[0].path == "/openai/v1/responses/compact" and "stream" not in sent[0].body
+    # the API's own 400 is the request's fault: relayed in the client's shape, the key stays ready
+    bad = pool.client().post("/v1/responses", json={"model": "gpt-5", "input": "hi", "n": 2})
+    assert bad.status_code == 400 and bad.json()["error"]["message"] == "Unknown parameter: 'n'."
+    assert _runtime(pool, pool.account_ids[0])["state"] == "ready"
 
 
 def test_paid_1_openai_chat_completions_through_the_hub(make_pool: Callable[..., Pool]) -> None:
