@@ -216,7 +216,7 @@ def test_bulk_3_bundled_credentials_are_checked_like_an_import(make_pool: Callab
     assert names == {"codex-1", "codex-1-2"}  # nothing broken was imported as ready
 
 
-@pytest.mark.parametrize("provider", ["claude", "antigravity"])
+@pytest.mark.parametrize("provider", ["claude", "antigravity", "openai"])
 def test_bulk_3_every_provider_s_exported_credentials_import_again(
     make_pool: Callable[..., Pool], provider: str
 ) -> None:

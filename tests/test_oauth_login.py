@@ -265,7 +265,10 @@ def test_cred_9_cross_origin_and_form_posts_are_refused(make_pool: Callable[...,
 
 @pytest.mark.parametrize(
     ("provider", "message"),
-    [("openai", "Unknown provider 'openai'; OAuth login supports codex, claude, antigravity")],
+    [
+        ("nope", "Unknown provider 'nope'; OAuth login supports codex, claude, antigravity"),
+        ("openai", "openai accounts have no OAuth login (it supports codex, claude, antigravity)"),
+    ],
 )
 def test_cred_9_providers_without_a_login_are_refused(
     make_pool: Callable[..., Pool], provider: str, message: str

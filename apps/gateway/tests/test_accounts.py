@@ -128,7 +128,8 @@ def test_cred_9_database_file_holds_no_plaintext_token(
 @pytest.mark.parametrize(
     ("provider", "credentials", "code"),
     [
-        ("chatgpt", CODEX_AUTH_JSON, "unknown_provider"),
+        ("nope", CODEX_AUTH_JSON, "unknown_provider"),
+        ("openai", CODEX_AUTH_JSON, "invalid_credentials_file"),  # PAID-1: it wants an api_key
         ("codex", CLAUDE_FILE, "invalid_credentials_file"),
         ("claude", CODEX_AUTH_JSON, "invalid_credentials_file"),
         ("antigravity", CLAUDE_FILE, "invalid_credentials_file"),
@@ -241,8 +242,10 @@ def test_the_providers_the_web_views_offer_come_from_the_gateway(
 ) -> None:
     answer = admin.get("/api/providers")
     assert answer.status_code == 200
-    items = answer.json()["items"][:3]  # the subscriptions; the metered providers follow (PAID-1)
+    items, metered = answer.json()["items"][:3], answer.json()["items"][3:]
     assert [item["name"] for item in items] == ["codex", "claude", "antigravity"]
+    openai = next(item for item in metered if item["name"] == "openai")  # PAID-1: an API key
+    assert openai["sign_in"] is False and openai["subject_label"] == "key" and openai["credential_file"]
     assert all(item["label"] and item["credential_file"] and item["sign_in"] is True for item in items)
     assert items[1]["credential_file"] == "~/.claude/.credentials.json"
     # what an account's identity subject is called, when admins look for it (the web's account cards)

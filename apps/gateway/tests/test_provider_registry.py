@@ -10,7 +10,7 @@ from sublane_providers import UnknownProviderError, parse_credentials, provider_
 def test_registry_lists_the_subscription_providers_first_then_the_metered_ones() -> None:
     assert provider_names()[:3] == ("codex", "claude", "antigravity")
     # PAID-1: each metered provider is one distribution more
-    assert {"openai", "anthropic", "openai-compatible"} <= set(provider_names()[3:])
+    assert {"openai", "anthropic", "gemini", "openai-compatible"} <= set(provider_names()[3:])
     assert [plugin.order for plugin in provider_plugins()] == sorted(
         plugin.order for plugin in provider_plugins()
     )

@@ -22,7 +22,7 @@ from ._codex_rules import codex_prefix_key
 from ._content import estimate_tokens
 from ._field_types import CODEX_TYPES, type_problem
 from ._http import bearer_token, parse_json_object, record_request, sim_of
-from ._openai_limits import api_error, invalid_key, openai_error, rate_limit_headers
+from ._openai_limits import LIMITS, api_error, invalid_key, openai_error, rate_limit_headers
 from ._records import RequestRecord
 from ._responses import DelayedResponse, EventStreamResponse, PacedJSONResponse
 from ._turns import Turn
@@ -95,6 +95,20 @@ def _error_response(request: Request, turn: Turn) -> Response:
     )
 
 
+def _spend(request: Request, account: Account, turn: Turn) -> None:
+    """An accepted request takes one request and its prompt's tokens from the minute's limits (the
+    real API counts the prompt and the output cap up front; the prompt stands in for both)."""
+    sim = sim_of(request)
+    prompt = turn.usage.prompt_tokens if turn.usage is not None else 0
+    with sim.lock:
+        now = sim.clock.now()
+        for name, spent in (("requests", 1), ("tokens", prompt)):
+            window = account.quota.get(name)
+            if window is not None:
+                window.roll(now)
+                window.charge(100.0 * spent / LIMITS[name])
+
+
 async def responses(request: Request) -> Response:
     record, raw = await record_request(request, "openai", "openai.responses")
     authorized = _authorize(request, record)
@@ -118,6 +132,7 @@ async def responses(request: Request) -> Response:
     )
     if turn.behaviour.kind == "error":
         return _error_response(request, turn)
+    _spend(request, account, turn)
     response_id = f"resp_sim{record.seq:08d}"
     record.response_id = response_id
     plan = build_codex_plan(turn, body, response_id, int(sim.clock.now()))

@@ -54,8 +54,8 @@ def _login_adapter(request: Request, provider: str) -> LoginFlow:
     if provider in provider_names():
         raise SubLaneError(
             "unknown_provider",
-            f"OAuth login for {provider} arrives with the {provider.capitalize()} adapter; "
-            "import its credentials file meanwhile.",
+            f"{provider} accounts have no OAuth login (it supports {with_login}); "
+            "import their credentials instead.",
         )
     raise SubLaneError(
         "unknown_provider", f"Unknown provider {provider!r}; OAuth login supports {with_login}."

@@ -10,6 +10,7 @@ classification — is :class:`~sublane_providers.kit.ApiKeyAdapter`'s.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -19,13 +20,20 @@ from sublane_provider_openai._request import OPENAI_DIALECT, compact_body, respo
 from sublane_provider_openai._settings import OpenAISettings
 from sublane_providers import (
     ChecksCredentials,
+    FailureKind,
     ImportedCredentials,
     MetadataHttp,
     StreamState,
     UpstreamClients,
+    UpstreamFailure,
     UpstreamRequest,
 )
-from sublane_providers.kit import ApiKeyAdapter, ResponsesStreamObserver
+from sublane_providers.kit import (
+    MAX_RETRY_AFTER_S,
+    ApiKeyAdapter,
+    ResponsesStreamObserver,
+    rate_limit_windows,
+)
 
 #: 429 codes meaning the key's credit, not its rate, is used up (the error ``code`` OpenAI sends).
 EXHAUSTED_CODES = frozenset({"insufficient_quota"})
@@ -40,7 +48,7 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
 
     name = "openai"
     label = "OpenAI API (API key)"
-    credential_file = '{"api_key": "sk-…", "base_url": "https://api.openai.com/v1"}'
+    credential_file = 'an OpenAI API key as {"api_key": "sk-…"}'
     subject_label = "key"
     protocol = WireProtocol.RESPONSES
     dialect = OPENAI_DIALECT
@@ -88,6 +96,23 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
 
     def new_observer(self, state: StreamState | None = None) -> ResponsesStreamObserver:
         return ResponsesStreamObserver(state)
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: bytes, now: float
+    ) -> UpstreamFailure:
+        """The kit's classification; a rate limit without ``retry-after`` (the API sends it only
+        sometimes) waits until the reached ``x-ratelimit-reset-*`` window resets (PAID-4)."""
+        failure = super().classify_failure(status, headers, body, now)
+        if failure.kind is not FailureKind.RATE_LIMITED or failure.retry_after is not None:
+            return failure
+        waits = [
+            window.resets_at - now
+            for window in rate_limit_windows(headers, now)
+            if window.limit_reached and window.resets_at is not None
+        ]
+        if not waits:
+            return failure
+        return dataclasses.replace(failure, retry_after=min(max(max(waits), 1.0), MAX_RETRY_AFTER_S))
 
     def cache_lifetime_s(self, body: Mapping[str, Any]) -> float:
         """COST-4: a request asking ``prompt_cache_retention: "24h"`` keeps its prefix a day."""

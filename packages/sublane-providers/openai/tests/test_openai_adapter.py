@@ -166,7 +166,11 @@ async def test_paid_4_openai_answers_headers_become_quota_windows(sim: Simulator
     assert 1000 < (by_name["requests"].resets_at or 0) <= 1020
     assert not by_name["tokens"].limit_reached
     failure = adapter.classify_failure(status, headers, body, 1000.0)
-    assert failure.kind is FailureKind.RATE_LIMITED
+    assert "retry-after" not in headers  # the reached window's reset says how long to wait
+    assert failure.kind is FailureKind.RATE_LIMITED and failure.retry_after is not None
+    assert 15 <= failure.retry_after <= 20
+    scripted = adapter.classify_failure(status, {**headers, "retry-after": "3"}, body, 1000.0)
+    assert scripted.retry_after == 3  # a retry-after the API sends wins
 
 
 async def test_paid_4_openai_insufficient_quota_is_the_keys_credit_used_up(sim: Simulator) -> None:

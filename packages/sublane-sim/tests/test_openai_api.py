@@ -1,0 +1,108 @@
+"""The simulator's OpenAI API with API keys (``/openai/v1``, PAID-1): what the official SDK sees,
+the ``x-ratelimit-*`` headers, the API's error bodies, scripting, and prompt-cache usage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+from sublane_sim import Behaviour, Simulator
+
+
+@pytest.fixture
+def api(sim: Simulator) -> Iterator[tuple[Simulator, openai.OpenAI, str]]:
+    account = sim.create_account("openai")
+    with openai.OpenAI(api_key=account.api_key, base_url=sim.openai_base_url, max_retries=0) as client:
+        yield sim, client, account.id
+
+
+def test_paid_1_sim_openai_lists_models_and_answers_stream_and_json(
+    api: tuple[Simulator, openai.OpenAI, str],
+) -> None:
+    sim, client, account_id = api
+    assert "gpt-5" in {model.id for model in client.models.list()}
+    sim.set_default(account_id, Behaviour.ok(text="Hello there", deltas=3))
+    answer = client.responses.create(model="gpt-5", input="hi")
+    assert answer.output_text == "Hello there" and answer.usage is not None
+    with client.responses.stream(model="gpt-5", input="hi") as stream:
+        text = "".join(event.delta for event in stream if event.type == "response.output_text.delta")
+    assert text == "Hello there"
+    sent = sim.requests(endpoint="openai.responses")
+    assert [record.account_id for record in sent] == [account_id, account_id]
+    assert sim.account(account_id).credentials == {"api_key": sim.account(account_id).api_key}
+
+
+def test_paid_1_sim_openai_reports_cached_tokens_for_a_repeated_prefix(
+    api: tuple[Simulator, openai.OpenAI, str],
+) -> None:
+    _sim, client, _ = api
+    instructions = "You are a careful assistant. " * 200
+    first = client.responses.create(model="gpt-5", instructions=instructions, input="one")
+    again = client.responses.create(model="gpt-5", instructions=instructions, input="one")
+    assert first.usage is not None and again.usage is not None
+    assert first.usage.input_tokens_details.cached_tokens == 0
+    assert again.usage.input_tokens_details.cached_tokens > 0
+
+
+def test_paid_4_sim_openai_rate_limit_headers_and_an_exhausted_window(
+    api: tuple[Simulator, openai.OpenAI, str],
+) -> None:
+    sim, client, account_id = api
+    answered = client.responses.with_raw_response.create(model="gpt-5", input="hi")
+    assert answered.headers["x-ratelimit-limit-requests"] == "5000"
+    assert answered.headers["x-ratelimit-remaining-requests"] == "4999"  # this request counted
+    assert 1_999_900 < int(answered.headers["x-ratelimit-remaining-tokens"]) < 2_000_000
+    assert answered.headers["x-ratelimit-reset-requests"].endswith("s")
+    sim.set_quota(account_id, "tokens", used_percent=100, reset_in_s=90)
+    with pytest.raises(openai.RateLimitError) as limited:
+        client.responses.create(model="gpt-5", input="hi")
+    assert limited.value.code == "rate_limit_exceeded" and "tokens per min" in limited.value.message
+    assert limited.value.response.headers["x-ratelimit-remaining-tokens"] == "0"
+    assert limited.value.response.headers["x-ratelimit-reset-tokens"] in ("1m30s", "1m29s")
+
+
+def test_paid_4_sim_openai_scripted_errors_and_revoked_keys(
+    api: tuple[Simulator, openai.OpenAI, str],
+) -> None:
+    sim, client, account_id = api
+    sim.script(
+        account_id,
+        Behaviour.error(429, retry_after="7"),
+        Behaviour.error(429, error_code="insufficient_quota"),
+        Behaviour.error(503),
+    )
+    with pytest.raises(openai.RateLimitError) as limited:
+        client.responses.create(model="gpt-5", input="hi")
+    assert limited.value.response.headers["retry-after"] == "7"
+    with pytest.raises(openai.RateLimitError) as spent:
+        client.responses.create(model="gpt-5", input="hi")
+    assert spent.value.code == "insufficient_quota"
+    with pytest.raises(openai.InternalServerError):
+        client.responses.create(model="gpt-5", input="hi")
+    with pytest.raises(openai.BadRequestError) as unknown:
+        client.responses.create(model="gpt-5", input="hi", extra_body={"stop": ["x"]})
+    assert unknown.value.code == "unknown_parameter"
+    sim.update_account(account_id, api_key_revoked=True)
+    with pytest.raises(openai.AuthenticationError) as refused:
+        client.models.list()
+    assert refused.value.code == "invalid_api_key"
+    codex = sim.create_account("codex")  # a ChatGPT token is no API key
+    answer = httpx.get(
+        f"{sim.openai_base_url}/models", headers={"authorization": f"Bearer {codex.access_token}"}
+    )
+    assert answer.status_code == 401
+
+
+def test_paid_1_sim_openai_compacts(api: tuple[Simulator, openai.OpenAI, str]) -> None:
+    _sim, client, _ = api
+    answer = client.post(
+        "/responses/compact",
+        body={"model": "gpt-5", "input": [{"type": "message", "role": "user", "content": "keep me"}]},
+        cast_to=httpx.Response,
+    )
+    body = answer.json()
+    assert body["object"] == "response.compaction" and body["output"][-1]["type"] == "compaction"
+    assert body["output"][0]["content"] == "keep me" and body["usage"]["output_tokens"] == 32
