@@ -668,7 +668,8 @@ class Scheduler:
         return (
             metered is not None
             and waited_since is not None
-            and self.clock.monotonic() - waited_since >= metered.overflow_after_s
+            # a timer may fire a little early (the event loop's clock resolution)
+            and self.clock.monotonic() - waited_since >= metered.overflow_after_s - _OVERFLOW_SLACK_S
         )
 
     def _usable_metered(
@@ -872,6 +873,10 @@ class Scheduler:
             "model_not_found", f"The account this conversation is bound to does not serve {request.model!r}."
         )
 
+
+#: How early the overflow moment may be noticed (a timer's wake-up precedes its deadline by up to
+#: the event loop's clock resolution).
+_OVERFLOW_SLACK_S = 0.001
 
 #: The local mirror of a shared slot is never refused: Redis has decided.
 _NO_LOCAL_LIMIT = 1 << 30

@@ -6,7 +6,8 @@ import sublane_scheduler
 
 EXPECTED = [
     "Candidates", "Grant", "Recheck", "RouteRequest", "Scheduler", "SharedSlots",
-    "CredentialHealth", "Eligibility", "MeteredCandidates", "MeteredSpend", "ModelSupport", "SubscriptionQuota",
+    "CredentialHealth", "Eligibility", "MeteredCandidates", "MeteredSpend", "ModelSupport",
+    "SubscriptionQuota",
     "AccountDirectory", "AccountInfo", "GroupMetering",
     "Admission", "Ticket",
     "Lease", "LeaseTable", "WaitRoom", "Waiter", "wait_for_lease",
