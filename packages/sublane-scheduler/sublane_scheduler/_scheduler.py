@@ -420,7 +420,7 @@ class Scheduler:
             try:
                 if waited and (
                     lease.account_id not in {a.id for a in pool}
-                    or not await self._still_fine(lease, eligible)
+                    or not await self._still_fine(lease, eligible, request, waited_since)
                 ):
                     lease.release("rejected")  # WAIT-5: things changed while waiting; decide again
                     continue
@@ -814,13 +814,42 @@ class Scheduler:
         excluded: dict[str, int] = routing["excluded"]
         excluded[reason] = excluded.get(reason, 0) + count
 
-    async def _still_fine(self, lease: Lease, eligible: Eligible) -> bool:
+    async def _still_fine(
+        self, lease: Lease, eligible: Eligible, request: RouteRequest, waited_since: float | None
+    ) -> bool:
         candidates = await eligible()
         if lease.account_id not in {account.id for account in candidates.accounts}:
             return False
         if lease.account_id in candidates.quota:  # WAIT-5: ran out of quota while this one waited
             return False
-        return self.cooldowns.blocking(lease.account_id, lease.model) is None
+        if self.cooldowns.blocking(lease.account_id, lease.model) is not None:
+            return False
+        metered = candidates.metered
+        if metered is None:
+            return True
+        return self._metered_still_offered(lease, request, candidates, metered, waited_since)
+
+    def _metered_still_offered(
+        self,
+        lease: Lease,
+        request: RouteRequest,
+        candidates: Candidates,
+        metered: MeteredCandidates,
+        waited_since: float | None,
+    ) -> bool:
+        """WAIT-5 for PAID-2: a metered slot handed to a waiter is kept only if the group's routing
+        still offers the metered accounts to it now (a subscription account may have recovered
+        while it waited for the metered one)."""
+        account = self.directory.get(lease.account_id)
+        if account is None or account.billing is not Billing.METERED:
+            return True
+        try:
+            usable = self._usable_metered(
+                request, candidates, metered, {"excluded": {}}, self._overflowed(metered, waited_since)
+            )
+        except SubLaneError:
+            return False
+        return any(candidate.id == lease.account_id for candidate in usable)
 
     def check_dispatch(self, account_id: int, model: str) -> None:
         """Before a retry on the same lease (RETRY-2): raise when the account began cooling or a
