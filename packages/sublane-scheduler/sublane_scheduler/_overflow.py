@@ -37,14 +37,14 @@ def excluded_by(refusal: tuple[str, float | None]) -> str:
     return EXCLUDED_BY_REFUSAL.get(refusal[0], "metered_budget")
 
 
-def blocked_reason(reasons: set[str], subscriptions: int, unavailable: int, tried: bool) -> str:
+def blocked_reason(reasons: set[str], subscriptions: int, unavailable: int) -> str:
     """Why no subscription account can take the call now, as ``routing.overflow_reason``:
-    ``reasons`` are the exclusions of the subscription candidates (``cooldown``, ``quota``,
-    ``refresh_backoff``); ``unavailable`` counts the disabled or unauthorized ones; ``tried`` says
-    the call already left one (FAIL-1)."""
+    ``reasons`` are the exclusions of the group's ``subscriptions`` that list the model
+    (``cooldown``, ``quota``, ``refresh_backoff``, or ``tried``: the call already failed there,
+    FAIL-1); ``unavailable`` counts the disabled or unauthorized ones."""
     if subscriptions == 0:
-        return ALL_UNAVAILABLE if unavailable or tried else NO_SUBSCRIPTION
-    if unavailable or tried or len(reasons) != 1:
+        return ALL_UNAVAILABLE if unavailable else NO_SUBSCRIPTION
+    if unavailable or len(reasons) != 1 or next(iter(reasons)) not in ALL_BY_REASON:
         return ALL_UNAVAILABLE
     return ALL_BY_REASON[next(iter(reasons))]
 

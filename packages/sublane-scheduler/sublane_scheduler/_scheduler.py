@@ -720,12 +720,13 @@ class Scheduler:
         if metered.routing is not MeteredRouting.OVERFLOW:
             why = NORMAL
         elif not usable:
-            why = blocked_reason(
-                reasons,
-                subscriptions,
-                metered.subscription_unavailable,
-                bool(candidates.excluded.get("tried")),
-            )
+            for tried in request.exclude:  # FAIL-1: the subscriptions this call already left
+                left = self.directory.get(tried)
+                if left is not None and left.billing is not Billing.METERED:
+                    subscriptions += 1
+                    cooling_now = self.cooldowns.blocking(tried, request.model) is not None
+                    reasons.add("cooldown" if cooling_now else "tried")
+            why = blocked_reason(reasons, subscriptions, metered.subscription_unavailable)
         elif overflowed:
             why = WAITED
         else:
