@@ -195,11 +195,12 @@ class Eligibility:
                     if fraction is not None:
                         remaining[account.id] = fraction
             found = Candidates(accounts, excluded, backing_off, exhausted, remaining)
-        # PAID-2: only a group with a metered account has an entry (one lookup for the others)
-        metering = self._directory.metering.get(group_id)
-        if metering is None:
+        # PAID-2: only a group with a metered account has an entry (a workspace without any pays
+        # one truth test, a subscription-only group one lookup more)
+        metering = self._directory.metering
+        if not metering or (group_metering := metering.get(group_id)) is None:
             return found
-        return self._metered(found, metering, group_id, user_id, model, providers)
+        return self._metered(found, group_metering, group_id, user_id, model, providers)
 
     def _metered(
         self,

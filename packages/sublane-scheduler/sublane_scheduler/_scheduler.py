@@ -362,7 +362,10 @@ class Scheduler:
                 else:  # AFF-4: a portable history may move to an account that serves the new model
                     routing["rule"] = "model_switch_rotation"
                     lease, pool = await self._rotate(
-                        request, candidates, routing, self._overflowed(metered, waited_since)
+                        request,
+                        candidates,
+                        routing,
+                        waited_since is not None and self._overflowed(metered, waited_since),
                     )
             else:
                 if not candidates.accounts:
@@ -381,7 +384,10 @@ class Scheduler:
                 else:
                     routing["rule"] = "binding_released" if released else "uniform_rotation"
                     lease, pool = await self._rotate(
-                        request, candidates, routing, self._overflowed(metered, waited_since)
+                        request,
+                        candidates,
+                        routing,
+                        waited_since is not None and self._overflowed(metered, waited_since),
                     )
                     if routing.get("rotation") == "quota_weighted" and not released:
                         routing["rule"] = "quota_weighted_rotation"
