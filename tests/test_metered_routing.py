@@ -44,6 +44,8 @@ def test_paid_2_group_metered_routing_is_set_validated_audited_and_shown(
         assert 400 <= refused.status_code < 500 and refused.status_code != 404, (bad, refused.text)
     assert admin.get("/api/groups/1").json()["metered"] == "normal"
     assert admin.get("/api/groups/999").status_code == 404
+    billing = {item["name"]: item["billing"] for item in admin.get("/api/providers").json()["items"]}
+    assert billing["openai"] == "metered" and billing["codex"] == "subscription"
     entries = admin.get("/api/audit").json()["items"]
     entry = next(item for item in entries if item["action"] == "group.update")
     assert "normal" in str(entry) and "12.5" in str(entry)

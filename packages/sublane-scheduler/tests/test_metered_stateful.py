@@ -349,3 +349,50 @@ SharedMeteredModel.TestCase.settings = settings(
 @pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server (Debian's redis-server)")
 def test_paid_2_metered_accounts_serve_exactly_when_the_spec_says_with_shared_slots(redis_url: str) -> None:
     SharedMeteredModel.TestCase().runTest()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server (Debian's redis-server)")
+async def test_paid_2_the_overflow_wait_wakes_at_overflow_after_s_with_shared_slots(
+    redis_url: str, workspace: Workspace
+) -> None:
+    """SCALE-2: a call queued in Redis for a busy subscription account is woken by its own timer at
+    ``overflow_after_s`` and served by the metered account, its place in Redis's queue given up."""
+    group = workspace.group()
+    subscription = workspace.account(group, limit=1)
+    metered = workspace.account(group, provider=METERED, limit=1)
+    await workspace.meter(group, MeteredRouting.OVERFLOW, 0.2)
+    redis = Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    clock = workspace.clock
+    scheduler = Scheduler(
+        clock=clock,
+        directory=workspace.directory,
+        leases=LeaseTable(),
+        cooldowns=CooldownBook(clock, CooldownPolicy()),
+        affinity=AffinityStore(workspace.engine, clock),
+        admission=Admission(clock, 128),
+        room=WaitRoom(100),
+        wait_timeout_s=30,
+        eligibility=workspace.eligibility(),
+        shared=SharedSlots(SharedLimits(redis, namespace=f"metered-{next(_namespaces)}"), "one"),
+    )
+    try:
+        first = await scheduler.route(workspace.route(group), _nothing)
+        assert first.account.id == subscription
+        waiting = asyncio.ensure_future(scheduler.route(workspace.route(group), _nothing))
+        for _ in range(200):
+            if scheduler.room.waiting(subscription):
+                break
+            await asyncio.sleep(0.005)
+        assert scheduler.room.waiting(subscription) == 1 and scheduler.room.waiting(metered) == 0
+        clock.advance(0.2)
+        grant = await asyncio.wait_for(waiting, 5)
+        assert grant.account.id == metered
+        assert grant.routing["metered"] is True and grant.routing["overflow_reason"] == "waited"
+        for held in (first, grant):
+            held.release("completed")
+        assert scheduler.shared is not None
+        await scheduler.shared.drain()
+        assert await scheduler.shared.limits.in_flight(subscription) == 0
+        assert await scheduler.shared.limits.in_flight(metered) == 0
+    finally:
+        await redis.aclose()
