@@ -307,3 +307,19 @@ async def test_paid_3_hook_a_conversation_bound_to_a_metered_account_hears_the_b
     error = await _refusal(scheduler, workspace.route(group, key="conversation"))
     assert error.code == "metered_budget_exhausted" and error.routing is not None
     assert error.routing["rule"] == "kept_binding"  # AFF-3: the binding stays; the error says why
+
+
+async def test_paid_2_a_review_child_is_not_steered_to_a_metered_parent_account(workspace: Workspace) -> None:
+    """REVIEW-1 meets overflow: the parent conversation went to the metered account while the
+    subscription cooled; its auto-review child is routed by the group's rules, not the preference."""
+    group, subscription, metered = await _pool(workspace)
+    scheduler = _scheduler(workspace)
+    scheduler.cooldowns.rate_limited(subscription, 5)
+    parent = await _route(scheduler, workspace.route(group, key="parent-thread"))
+    assert parent.account.id == metered
+    parent.release("completed")
+    workspace.clock.advance(10)
+    child = await _route(scheduler, workspace.route(group, key="child", parent_key="parent-thread"))
+    assert child.account.id == subscription and child.routing["parent"] == "unavailable"
+    assert "metered" not in child.routing
+    child.release("completed")
