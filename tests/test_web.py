@@ -1388,3 +1388,27 @@ def test_ops_13_request_details_show_the_timing_bar_and_team_usage_its_percentil
     expect(table.locator("tr[data-provider=codex]")).to_contain_text("1")
     first = record["timing"]["first_byte_ms"]
     expect(table.locator("tr[data-provider=codex]")).to_contain_text(f"{first} ms / {first} ms")
+
+
+def test_paid_2_the_accounts_page_marks_metered_accounts_and_the_details_the_overflow(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()  # one Codex subscription, then an OpenAI API key (metered)
+    pool.add_account("openai", "openai-key")
+    pool.sim.set_default(
+        pool.sim_accounts[0].id, Behaviour.error(429, error_code="rate_limit_exceeded", retry_after="60")
+    )
+    request_id = pool.client().post("/v1/responses", json=BODY).headers["x-request-id"]
+    _records(pool, 1)
+    page = _admin_page(pool, open_context, "/accounts")
+    expect(_card(page, "openai-key")).to_have_attribute("data-billing", "metered")
+    expect(_card(page, "openai-key").locator(".badge.metered")).to_be_visible()
+    expect(_card(page, "codex-1").locator(".badge.metered")).to_be_hidden()
+    page.goto("/admin/requests")
+    rows = page.get_by_role("region", name="Requests table").locator("tbody tr")
+    rows.get_by_role("button", name=f"Details of {request_id}").click()
+    details = page.get_by_role("dialog", name="Request details")
+    expect(details.locator(".badge.metered")).to_have_text("metered")
+    expect(details.locator(".overflow-reason")).to_have_attribute("data-reason", "all_cooling")
+    expect(details.locator(".overflow-reason")).to_have_text("every subscription account cooling")
+    _shoot(page, "request-metered")

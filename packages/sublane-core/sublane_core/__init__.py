@@ -77,7 +77,15 @@ from sublane_core._schema import (
 from sublane_core._sealing import reseal_database, reseal_rows, sealed_columns
 from sublane_core._settings import Settings, settings_help
 from sublane_core._text import MAX_JSON_DEPTH, json_problem, storable_text
-from sublane_core._vocabulary import PLAIN_DIALECT, Billing, Dialect, Outcome, UpstreamOperation, WireProtocol
+from sublane_core._vocabulary import (
+    PLAIN_DIALECT,
+    Billing,
+    Dialect,
+    MeteredRouting,
+    Outcome,
+    UpstreamOperation,
+    WireProtocol,
+)
 
 __version__ = "0.1.0"
 
@@ -154,6 +162,7 @@ __all__ = [
     "UpstreamOperation",
     "WireProtocol",
     "Billing",
+    "MeteredRouting",
     "Dialect",
     "PLAIN_DIALECT",
     # time, identifiers, errors, logs

@@ -109,6 +109,10 @@ class ResourceGroup(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=64, sa_column_kwargs={"unique": True})
     model_policy: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+    #: PAID-2: how the group uses its metered accounts (a ``MeteredRouting`` value), and how long
+    #: a call waits for busy subscription accounts before ``overflow`` offers it metered ones.
+    metered: str = Field(default="overflow", max_length=16, sa_column_kwargs={"server_default": "overflow"})
+    overflow_after_s: float = Field(default=5.0, sa_column_kwargs={"server_default": "5"})
     created_at: float
     updated_at: float
 

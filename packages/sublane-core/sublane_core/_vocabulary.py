@@ -27,6 +27,14 @@ class Billing(StrEnum):
     METERED = "metered"  # an API key billed per token
 
 
+class MeteredRouting(StrEnum):
+    """How a group uses its metered accounts (PAID-2)."""
+
+    OVERFLOW = "overflow"  # only when no subscription account can take the call, or it waited
+    NORMAL = "normal"  # ordinary members of the rotation
+    OFF = "off"  # never used
+
+
 class UpstreamOperation(StrEnum):
     """What a call asks of an upstream."""
 

@@ -19,7 +19,7 @@ EXPECTED = [
     "SEALED", "sealed_columns", "reseal_rows", "reseal_database",
     "signals", "checked_proxy_url", "masked_proxy_url",
     "ALERT_EVENTS", "AlertOutbox", "account_ref", "group_ref",
-    "Outcome", "UpstreamOperation", "WireProtocol", "Billing", "Dialect", "PLAIN_DIALECT",
+    "Outcome", "UpstreamOperation", "WireProtocol", "Billing", "MeteredRouting", "Dialect", "PLAIN_DIALECT",
     "Clock", "FakeClock", "ShiftedClock", "SystemClock", "MovingDeadline", "TIMER_SLACK_S", "immutable",
     "new_hex_id", "new_request_id", "new_uuid", "new_secret_token", "sha256_hex",
     "ERROR_CATALOGUE", "ErrorSpec", "SubLaneError", "RedactingFilter", "RequestIdFilter", "bind_request_id",

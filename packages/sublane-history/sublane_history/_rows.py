@@ -48,7 +48,8 @@ def _error_code(value: str | None) -> str | None:
 def routing_explanation(value: object) -> dict[str, Any] | None:
     """The HIST-12 explanation as stored: the rule, the final candidate count, exclusions by reason,
     and — as codes — what refused a request during routing (``refused``), what became of an
-    auto-review parent (``parent``) and the rotation used (``rotation``).
+    auto-review parent (``parent``), the rotation used (``rotation``) and why a metered account
+    served the call (``overflow_reason``, with ``metered: true``; PAID-2).
 
     Only these parts are kept, as codes and counts, so no account identity, credential or body can
     ride along in it.
@@ -72,10 +73,12 @@ def routing_explanation(value: object) -> dict[str, Any] | None:
             if len(reasons) >= _MAX_EXCLUSION_REASONS:
                 break
         explanation["excluded"] = reasons
-    for part in ("refused", "parent", "rotation"):  # an error code and fixed words, never an identity
+    for part in ("refused", "parent", "rotation", "overflow_reason"):  # codes, never an identity
         word = value.get(part)
         if isinstance(word, str) and _CODE.fullmatch(word):
             explanation[part] = word
+    if value.get("metered") is True:  # PAID-2: a metered account served it
+        explanation["metered"] = True
     attempts = _attempts(value.get("attempts"))
     if attempts:
         explanation["attempts"] = attempts

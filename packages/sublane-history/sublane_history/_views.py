@@ -39,9 +39,11 @@ def personal_routing(routing: dict[str, Any] | None) -> dict[str, Any] | None:
         shown["excluded"] = {
             str(reason): number for reason, number in excluded.items() if isinstance(number, int)
         }
-    for part in ("refused", "parent", "rotation"):  # codes, never an account
+    for part in ("refused", "parent", "rotation", "overflow_reason"):  # codes, never an account
         if isinstance(routing.get(part), str):
             shown[part] = routing[part]
+    if routing.get("metered") is True:  # PAID-2: served by a metered (paid) account
+        shown["metered"] = True
     attempts = routing.get("attempts")
     if isinstance(attempts, list):  # FAIL-2: account ids are for admins only
         shown["attempts"] = [

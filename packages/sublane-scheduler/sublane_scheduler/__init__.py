@@ -3,11 +3,13 @@
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import Cooldown, CooldownBook, CooldownPolicy
-from sublane_scheduler._directory import AccountDirectory, AccountInfo
+from sublane_scheduler._directory import AccountDirectory, AccountInfo, GroupMetering
 from sublane_scheduler._eligibility import (
     Candidates,
     CredentialHealth,
     Eligibility,
+    MeteredCandidates,
+    MeteredSpend,
     ModelSupport,
     SubscriptionQuota,
 )
@@ -30,11 +32,14 @@ __all__ = [
     # eligibility
     "CredentialHealth",
     "Eligibility",
+    "MeteredCandidates",
+    "MeteredSpend",
     "ModelSupport",
     "SubscriptionQuota",
     # accounts
     "AccountDirectory",
     "AccountInfo",
+    "GroupMetering",
     # admission
     "Admission",
     "Ticket",

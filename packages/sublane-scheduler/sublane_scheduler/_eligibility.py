@@ -9,12 +9,12 @@ the quota observer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import field
 from typing import Protocol
 
-from sublane_core import immutable
-from sublane_scheduler._directory import AccountDirectory, AccountInfo
+from sublane_core import Billing, MeteredRouting, immutable
+from sublane_scheduler._directory import AccountDirectory, AccountInfo, GroupMetering
 
 
 class ModelSupport(Protocol):
@@ -58,6 +58,40 @@ class SubscriptionQuota(Protocol):
         ...
 
 
+class MeteredSpend(Protocol):
+    """PAID-3's spend caps, as selection asks them (the gateway wires the spend ledger)."""
+
+    def blocked(self, group_id: int, user_id: int, model: str) -> tuple[str, float | None] | None:
+        """Why metered accounts may not serve this caller now: ("metered_budget_exhausted",
+        reset_at_unix) or ("unpriced_model", None); None when they may."""
+        ...
+
+
+#: Asks :class:`MeteredSpend` for one call: ``None`` when metered accounts may serve it.
+SpendCheck = Callable[[], tuple[str, float | None] | None]
+
+
+@immutable
+class MeteredCandidates:
+    """PAID-2: what selection needs to place a group's metered accounts among the candidates.
+
+    Present only for a group that has a metered account (a subscription-only group pays nothing).
+    The metered candidates stay in :attr:`Candidates.accounts` (a conversation bound to one keeps
+    it, AFF-3); the scheduler decides, with the cooldowns and slots it alone knows, whether a new
+    selection may use them: ``normal`` always, ``overflow`` only when no subscription candidate
+    can take the call now or the call waited ``overflow_after_s`` in the queue.
+    """
+
+    routing: MeteredRouting
+    overflow_after_s: float
+    #: The group's subscription accounts (of the call's providers) that are disabled or unauthorized.
+    subscription_unavailable: int = 0
+    #: Metered accounts left out because the group's routing is ``off`` (a binding to one is released).
+    off: frozenset[int] = frozenset()
+    #: PAID-3: asked only when a metered account would otherwise serve the call; ``None``: no caps.
+    spend: SpendCheck | None = None
+
+
 @immutable
 class Candidates:
     """The group's accounts that may serve the model now, and why the others may not."""
@@ -72,6 +106,8 @@ class Candidates:
     quota: dict[int, float] = field(default_factory=dict)
     #: Remaining quota fraction by account, when quota-weighted rotation is on (QW-1).
     remaining: dict[int, float] | None = None
+    #: PAID-2: the group's metered routing, when it has metered accounts; ``None`` otherwise.
+    metered: MeteredCandidates | None = None
 
     def without(self, account_ids: Collection[int], reason: str) -> Candidates:
         """These candidates less ``account_ids``, counted as excluded for ``reason``."""
@@ -79,7 +115,7 @@ class Candidates:
         excluded = dict(self.excluded)
         if len(kept) != len(self.accounts):
             excluded[reason] = excluded.get(reason, 0) + len(self.accounts) - len(kept)
-        return Candidates(kept, excluded, self.backing_off, self.quota, self.remaining)
+        return Candidates(kept, excluded, self.backing_off, self.quota, self.remaining, self.metered)
 
 
 class Eligibility:
@@ -93,17 +129,22 @@ class Eligibility:
         quota: SubscriptionQuota | None = None,
         *,
         weighted: bool = False,
+        metered_spend: MeteredSpend | None = None,
     ) -> None:
         self._directory = directory
         self._models = models
         self._health = health
         self.quota = quota
         self._weighted = weighted and quota is not None
+        self.metered_spend = metered_spend
 
-    async def candidates(self, group_id: int, model: str, providers: Collection[str] | None) -> Candidates:
+    async def candidates(
+        self, group_id: int, model: str, providers: Collection[str] | None, user_id: int = 0
+    ) -> Candidates:
         """Accounts of the group (of ``providers``, when given) that may serve ``model``.
 
-        Read again after every wait (WAIT-5): the directory reloads after changes.
+        Read again after every wait (WAIT-5): the directory reloads after changes. ``user_id`` is
+        the caller, whose metered spend PAID-3 may cap.
         """
         await self._directory.refresh()
         excluded: dict[str, int] = {}
@@ -139,20 +180,62 @@ class Eligibility:
         }
         quota = self.quota
         if quota is None:
-            return Candidates(accounts, excluded, backing_off)
-        exhausted: dict[int, float] = {}
-        remaining: dict[int, float] | None = {} if self._weighted else None
-        for account in accounts:
-            if account.id not in backing_off:
-                quota.demand(account.id, account.provider, account.lifecycle_revision)  # QUOTA-1
-            until = quota.exhausted_until(account.id, model)
-            if until is not None:
-                exhausted[account.id] = until
-            elif remaining is not None:
-                fraction = quota.remaining(account.id, model)
-                if fraction is not None:
-                    remaining[account.id] = fraction
-        return Candidates(accounts, excluded, backing_off, exhausted, remaining)
+            found = Candidates(accounts, excluded, backing_off)
+        else:
+            exhausted: dict[int, float] = {}
+            remaining: dict[int, float] | None = {} if self._weighted else None
+            for account in accounts:
+                if account.id not in backing_off:
+                    quota.demand(account.id, account.provider, account.lifecycle_revision)  # QUOTA-1
+                until = quota.exhausted_until(account.id, model)
+                if until is not None:
+                    exhausted[account.id] = until
+                elif remaining is not None:
+                    fraction = quota.remaining(account.id, model)
+                    if fraction is not None:
+                        remaining[account.id] = fraction
+            found = Candidates(accounts, excluded, backing_off, exhausted, remaining)
+        # PAID-2: only a group with a metered account has an entry (a workspace without any pays
+        # one truth test, a subscription-only group one lookup more)
+        metering = self._directory.metering
+        if not metering or (group_metering := metering.get(group_id)) is None:
+            return found
+        return self._metered(found, group_metering, group_id, user_id, model, providers)
+
+    def _metered(
+        self,
+        found: Candidates,
+        metering: GroupMetering,
+        group_id: int,
+        user_id: int,
+        model: str,
+        providers: Collection[str] | None,
+    ) -> Candidates:
+        """``found`` with the group's metered routing (PAID-2): ``off`` leaves the metered
+        accounts out; the others stay, for the scheduler to place (:class:`MeteredCandidates`)."""
+        health = self._health
+        unavailable = sum(
+            1
+            for account in self._directory.of_group(group_id)
+            if account.billing is not Billing.METERED
+            and (providers is None or account.provider in providers)
+            and (not account.enabled or not account.auth_ok or health.needs_reauth(account.id))
+        )
+        accounts, excluded, off = found.accounts, found.excluded, frozenset[int]()
+        if metering.routing is MeteredRouting.OFF:
+            off = frozenset(account.id for account in accounts if account.billing is Billing.METERED)
+            if off:
+                accounts = [account for account in accounts if account.id not in off]
+                excluded = {**excluded, "metered_off": len(off)}
+        spend = self.metered_spend
+        check: SpendCheck | None = None
+        if spend is not None:
+
+            def check() -> tuple[str, float | None] | None:
+                return spend.blocked(group_id, user_id, model)
+
+        metered = MeteredCandidates(metering.routing, metering.overflow_after_s, unavailable, off, check)
+        return Candidates(accounts, excluded, found.backing_off, found.quota, found.remaining, metered)
 
     async def _supported(self, accounts: list[AccountInfo]) -> list[frozenset[str] | None]:
         """The models of each account: the ready ones at once, the others discovered concurrently."""

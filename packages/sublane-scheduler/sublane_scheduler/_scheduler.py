@@ -19,13 +19,22 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sublane_core import ACCOUNT_WIDE, Clock, SubLaneError, immutable, signals
+from sublane_core import ACCOUNT_WIDE, Billing, Clock, MeteredRouting, SubLaneError, immutable, signals
 from sublane_scheduler._admission import Admission, Ticket
 from sublane_scheduler._affinity import AffinityStore, binding_digest
 from sublane_scheduler._cooldowns import MAX_RETRY_AFTER_HINT_S, Cooldown, CooldownBook
 from sublane_scheduler._directory import AccountDirectory, AccountInfo
-from sublane_scheduler._eligibility import Candidates, Eligibility
+from sublane_scheduler._eligibility import Candidates, Eligibility, MeteredCandidates
 from sublane_scheduler._leases import Lease, LeaseTable
+from sublane_scheduler._overflow import (
+    BOUND,
+    HELD,
+    NORMAL,
+    WAITED,
+    blocked_reason,
+    excluded_by,
+    spend_error,
+)
 from sublane_scheduler._rotation import RoundRobin
 from sublane_scheduler._shared_slots import SharedSlots
 from sublane_scheduler._waiting import Reconsider, Waiter, WaitRoom, wait_for_lease
@@ -214,7 +223,9 @@ class Scheduler:
 
         async def eligible() -> Candidates:
             await recheck()
-            return await eligibility.candidates(request.group_id, request.model, request.providers)
+            return await eligibility.candidates(
+                request.group_id, request.model, request.providers, request.user_id
+            )
 
         return await self.acquire(request, eligible)
 
@@ -226,7 +237,9 @@ class Scheduler:
 
         async def eligible() -> Candidates:
             await recheck()
-            return await eligibility.candidates(request.group_id, request.model, request.providers)
+            return await eligibility.candidates(
+                request.group_id, request.model, request.providers, request.user_id
+            )
 
         return await self.move(failed, request, eligible)
 
@@ -304,6 +317,7 @@ class Scheduler:
             binding_digest(request.group_id, request.conversation_key) if request.conversation_key else None
         )
         await self.directory.refresh()
+        waited_since: float | None = None  # when the call first waited in the queue (PAID-2)
         while True:
             candidates = await eligible()
             ids = {account.id for account in candidates.accounts}
@@ -313,7 +327,11 @@ class Scheduler:
             explanation.clear()
             explanation.update(routing)
             routing = explanation  # the same dict: a refusal below carries what was decided so far
-            released = bound_id is not None and self._binding_released(bound_id, request.group_id)
+            metered = candidates.metered
+            released = bound_id is not None and (
+                self._binding_released(bound_id, request.group_id)
+                or (metered is not None and bound_id in metered.off)  # PAID-2: `off` lets it go
+            )
             if released:
                 # OPS-5: the account was deleted, disabled or left the group: select anew (and bind
                 # the new choice below, replacing the old binding).
@@ -328,6 +346,8 @@ class Scheduler:
                         self._count(routing, "quota")
                         routing["candidates"] = 1
                         raise self._quota_error(exhausted)
+                    if metered is not None and account.billing is Billing.METERED:
+                        self._bound_metered(request, metered, routing)  # AFF-3: it stays bound
                     lease = await self._bound_slot(account, request, routing)
                     pool = [account]
                 elif (
@@ -341,7 +361,12 @@ class Scheduler:
                     raise self._bound_unavailable(account, request)
                 else:  # AFF-4: a portable history may move to an account that serves the new model
                     routing["rule"] = "model_switch_rotation"
-                    lease, pool = await self._rotate(request, candidates, routing)
+                    lease, pool = await self._rotate(
+                        request,
+                        candidates,
+                        routing,
+                        waited_since is not None and self._overflowed(metered, waited_since),
+                    )
             else:
                 if not candidates.accounts:
                     raise self._told_unavailable(request, self._no_candidates(request, candidates))
@@ -358,24 +383,41 @@ class Scheduler:
                     routing["rule"] = "parent_preference"
                 else:
                     routing["rule"] = "binding_released" if released else "uniform_rotation"
-                    lease, pool = await self._rotate(request, candidates, routing)
+                    lease, pool = await self._rotate(
+                        request,
+                        candidates,
+                        routing,
+                        waited_since is not None and self._overflowed(metered, waited_since),
+                    )
                     if routing.get("rotation") == "quota_weighted" and not released:
                         routing["rule"] = "quota_weighted_rotation"
             routing["candidates"] = len(pool)
             if lease is None:
-                remaining = deadline - self.clock.monotonic()
+                now = self.clock.monotonic()
+                remaining = deadline - now
                 if remaining <= 0 or not request.wait:
                     raise SubLaneError("account_wait_timeout", retry_after=1)
+                if waited_since is None:
+                    waited_since = now
+                timeout = remaining
+                if metered is not None and routing["excluded"].get("metered_held"):
+                    # PAID-2: wake when the call has waited ``overflow_after_s``, to be offered
+                    # the metered accounts then (or at the deadline, whichever comes first)
+                    timeout = min(remaining, max(0.0, waited_since + metered.overflow_after_s - now))
                 waiter = self.room.enter(
                     request.group_id, (a.id for a in pool), request.request_id, request.model
                 )
                 try:
                     if self.shared is None:
-                        lease = await wait_for_lease(self.room, waiter, remaining)
+                        lease = await wait_for_lease(self.room, waiter, timeout)
                     else:
-                        lease = await self._wait_shared(self.shared, waiter, pool, request, remaining)
+                        lease = await self._wait_shared(self.shared, waiter, pool, request, timeout)
                 except Reconsider:
                     continue  # WAIT-9: the account began cooling while this request waited
+                except SubLaneError as error:
+                    if timeout < remaining and error.code == "account_wait_timeout":
+                        continue  # PAID-2: the overflow moment, not the deadline: decide again
+                    raise
                 waited = True
             else:
                 waited = False
@@ -384,7 +426,7 @@ class Scheduler:
             try:
                 if waited and (
                     lease.account_id not in {a.id for a in pool}
-                    or not await self._still_fine(lease, eligible)
+                    or not await self._still_fine(lease, eligible, request, waited_since)
                 ):
                     lease.release("rejected")  # WAIT-5: things changed while waiting; decide again
                     continue
@@ -398,6 +440,8 @@ class Scheduler:
             except BaseException as exc:
                 lease.release("canceled" if isinstance(exc, asyncio.CancelledError) else "rejected")
                 raise
+            if metered is not None:
+                self._note_metered(account, routing)
             return Grant(
                 lease=lease,
                 account=account,
@@ -444,6 +488,7 @@ class Scheduler:
         account = next((a for a in candidates.accounts if a.id == parent[0]), None)
         if (
             account is None
+            or account.billing is Billing.METERED  # PAID-2: metered use is decided by rotation
             or account.id in candidates.quota
             or account.id in candidates.backing_off
             or self.cooldowns.blocking(account.id, request.model) is not None
@@ -462,9 +507,18 @@ class Scheduler:
         return account is None or not account.enabled or not self.directory.in_group(group_id, account_id)
 
     async def _rotate(
-        self, request: RouteRequest, candidates: Candidates, routing: dict[str, Any]
+        self,
+        request: RouteRequest,
+        candidates: Candidates,
+        routing: dict[str, Any],
+        overflowed: bool = False,
     ) -> tuple[Lease | None, list[AccountInfo]]:
-        usable = self._usable(request, candidates, routing)
+        metered = candidates.metered
+        usable = (
+            self._usable(request, candidates, routing)
+            if metered is None
+            else self._usable_metered(request, candidates, metered, routing, overflowed)
+        )
         weights = self._weights(usable, candidates)
         routing["rotation"] = "uniform" if weights is None else "quota_weighted"
         shared = self.shared
@@ -613,6 +667,119 @@ class Scheduler:
             raise self._told_unavailable(request, self._nothing_usable(cooling, exhausted, backing_off))
         return usable
 
+    # -- metered accounts (PAID-2) ----------------------------------------------------------------
+
+    def _overflowed(self, metered: MeteredCandidates | None, waited_since: float | None) -> bool:
+        """Overflow: the call has waited the group's ``overflow_after_s`` in the queue."""
+        return (
+            metered is not None
+            and waited_since is not None
+            # a timer may fire a little early (the event loop's clock resolution)
+            and self.clock.monotonic() - waited_since >= metered.overflow_after_s - _OVERFLOW_SLACK_S
+        )
+
+    def _usable_metered(
+        self,
+        request: RouteRequest,
+        candidates: Candidates,
+        metered: MeteredCandidates,
+        routing: dict[str, Any],
+        overflowed: bool,
+    ) -> list[AccountInfo]:
+        """:meth:`_usable` for a group with metered accounts: the subscription candidates as
+        always, the metered ones when the group's routing offers them now (``normal``; ``overflow``
+        when no subscription candidate can take the call or it waited long enough) and PAID-3's
+        caps allow; their reason is noted as ``overflow_reason`` (kept only if one serves)."""
+        usable: list[AccountInfo] = []  # in the candidates' order (AFF-6 ties)
+        offered: list[AccountInfo] = []
+        cooling: list[Cooldown] = []
+        exhausted: list[float] = []
+        backing_off: list[float] = []
+        reasons: set[str] = set()  # why the subscription candidates are out
+        subscriptions = 0
+        for account in candidates.accounts:
+            is_metered = account.billing is Billing.METERED
+            if not is_metered:
+                subscriptions += 1
+            cooldown = self.cooldowns.blocking(account.id, request.model)
+            if cooldown is not None:
+                cooling.append(cooldown)
+                reason = "cooldown"
+            elif account.id in candidates.quota:
+                exhausted.append(candidates.quota[account.id])
+                reason = "quota"
+            elif account.id in candidates.backing_off:
+                backing_off.append(candidates.backing_off[account.id])
+                reason = "refresh_backoff"
+            else:
+                (offered if is_metered else usable).append(account)
+                continue
+            if not is_metered:
+                reasons.add(reason)
+        if cooling:
+            self._count(routing, "cooldown", len(cooling))
+        if exhausted:
+            self._count(routing, "quota", len(exhausted))
+        if backing_off:
+            self._count(routing, "refresh_backoff", len(backing_off))
+        why: str | None
+        if metered.routing is not MeteredRouting.OVERFLOW:
+            why = NORMAL
+        elif not usable:
+            for tried in request.exclude:  # FAIL-1: the subscriptions this call already left
+                left = self.directory.get(tried)
+                if left is not None and left.billing is not Billing.METERED:
+                    subscriptions += 1
+                    cooling_now = self.cooldowns.blocking(tried, request.model) is not None
+                    reasons.add("cooldown" if cooling_now else "tried")
+            why = blocked_reason(reasons, subscriptions, metered.subscription_unavailable)
+        elif overflowed:
+            why = WAITED
+        else:
+            why = None
+            if offered:
+                self._count(routing, HELD, len(offered))
+        refused: SubLaneError | None = None
+        if why is not None and offered:
+            refusal = metered.spend() if metered.spend is not None else None
+            if refusal is not None:  # PAID-3: the caps keep the metered accounts out
+                self._count(routing, excluded_by(refusal), len(offered))
+                refused = spend_error(refusal, request.model, self.clock.time())
+            else:
+                routing["overflow_reason"] = why
+                if metered.routing is MeteredRouting.NORMAL:
+                    chosen = {account.id for account in offered}.union(a.id for a in usable)
+                    usable = [account for account in candidates.accounts if account.id in chosen]
+                else:  # subscription slots first, then the metered ones
+                    usable += offered
+        if not usable:
+            routing["candidates"] = 0
+            if refused is not None:  # the metered accounts would have served
+                raise self._told_unavailable(request, refused)
+            raise self._told_unavailable(request, self._nothing_usable(cooling, exhausted, backing_off))
+        return usable
+
+    def _bound_metered(
+        self, request: RouteRequest, metered: MeteredCandidates, routing: dict[str, Any]
+    ) -> None:
+        """A conversation bound to a metered account keeps it (AFF-3), within PAID-3's caps: when
+        they refuse, the matching error (the binding stays)."""
+        refusal = metered.spend() if metered.spend is not None else None
+        if refusal is not None:
+            self._count(routing, excluded_by(refusal))
+            routing["candidates"] = 0
+            raise spend_error(refusal, request.model, self.clock.time())
+        routing["overflow_reason"] = BOUND
+
+    @staticmethod
+    def _note_metered(account: AccountInfo, routing: dict[str, Any]) -> None:
+        """HIST-12: a call served by a metered account says so, and why; a subscription's does not."""
+        if account.billing is Billing.METERED:
+            routing["metered"] = True
+            routing.setdefault("overflow_reason", NORMAL)
+        else:
+            routing.pop("overflow_reason", None)
+
     def _nothing_usable(
         self, cooling: list[Cooldown], exhausted: list[float], backing_off: list[float]
     ) -> SubLaneError:
@@ -654,13 +821,42 @@ class Scheduler:
         excluded: dict[str, int] = routing["excluded"]
         excluded[reason] = excluded.get(reason, 0) + count
 
-    async def _still_fine(self, lease: Lease, eligible: Eligible) -> bool:
+    async def _still_fine(
+        self, lease: Lease, eligible: Eligible, request: RouteRequest, waited_since: float | None
+    ) -> bool:
         candidates = await eligible()
         if lease.account_id not in {account.id for account in candidates.accounts}:
             return False
         if lease.account_id in candidates.quota:  # WAIT-5: ran out of quota while this one waited
             return False
-        return self.cooldowns.blocking(lease.account_id, lease.model) is None
+        if self.cooldowns.blocking(lease.account_id, lease.model) is not None:
+            return False
+        metered = candidates.metered
+        if metered is None:
+            return True
+        return self._metered_still_offered(lease, request, candidates, metered, waited_since)
+
+    def _metered_still_offered(
+        self,
+        lease: Lease,
+        request: RouteRequest,
+        candidates: Candidates,
+        metered: MeteredCandidates,
+        waited_since: float | None,
+    ) -> bool:
+        """WAIT-5 for PAID-2: a metered slot handed to a waiter is kept only if the group's routing
+        still offers the metered accounts to it now (a subscription account may have recovered
+        while it waited for the metered one)."""
+        account = self.directory.get(lease.account_id)
+        if account is None or account.billing is not Billing.METERED:
+            return True
+        try:
+            usable = self._usable_metered(
+                request, candidates, metered, {"excluded": {}}, self._overflowed(metered, waited_since)
+            )
+        except SubLaneError:
+            return False
+        return any(candidate.id == lease.account_id for candidate in usable)
 
     def check_dispatch(self, account_id: int, model: str) -> None:
         """Before a retry on the same lease (RETRY-2): raise when the account began cooling or a
@@ -713,6 +909,10 @@ class Scheduler:
             "model_not_found", f"The account this conversation is bound to does not serve {request.model!r}."
         )
 
+
+#: How early the overflow moment may be noticed (a timer's wake-up precedes its deadline by up to
+#: the event loop's clock resolution).
+_OVERFLOW_SLACK_S = 0.001
 
 #: The local mirror of a shared slot is never refused: Redis has decided.
 _NO_LOCAL_LIMIT = 1 << 30

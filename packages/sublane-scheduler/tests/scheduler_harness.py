@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from sublane_core import Account, FakeClock, GroupAccount, ResourceGroup
+from sublane_core import Account, Billing, FakeClock, GroupAccount, MeteredRouting, ResourceGroup
 from sublane_scheduler import (
     AccountDirectory,
     AccountInfo,
@@ -24,8 +24,10 @@ from sublane_scheduler import (
     Candidates,
     CooldownBook,
     CooldownPolicy,
+    Eligibility,
     Grant,
     LeaseTable,
+    MeteredSpend,
     RouteRequest,
     Scheduler,
     WaitRoom,
@@ -35,6 +37,13 @@ Eligible = Callable[[], Awaitable[Candidates]]
 
 MODEL = "gpt-5"
 OTHER_MODEL = "gpt-5-mini"
+#: The provider whose accounts these tests treat as metered (PAID-2); the gateway asks the
+#: providers' plugins, these tests this stand-in.
+METERED = "metered-api"
+
+
+def billing(provider: str) -> Billing:
+    return Billing.METERED if provider == METERED else Billing.SUBSCRIPTION
 
 
 class Workspace:
@@ -43,8 +52,9 @@ class Workspace:
     def __init__(self, engine: Engine, clock: FakeClock) -> None:
         self.engine = engine
         self.clock = clock
-        self.directory = AccountDirectory(engine)
+        self.directory = AccountDirectory(engine, billing)
         self.models: dict[int, set[str]] = {}
+        self.reauth: set[int] = set()  # accounts whose credentials need re-authorization
         #: accounts whose credential refresh backs off → when it may be tried again (AFF-8)
         self.backing_off: dict[int, float] = {}
         self.exhausted: dict[int, float] = {}  # accounts out of quota → when to look again (QUOTA-3)
@@ -114,6 +124,22 @@ class Workspace:
         self.directory.invalidate()
         await self.directory.refresh()
 
+    async def meter(self, group_id: int, routing: MeteredRouting, overflow_after_s: float = 5.0) -> None:
+        """Set a group's metered routing (PAID-2), then reload the directory as the gateway does."""
+        with Session(self.engine) as db:
+            group = db.get(ResourceGroup, group_id)
+            assert group is not None
+            group.metered = routing.value
+            group.overflow_after_s = overflow_after_s
+            db.add(group)
+            db.commit()
+        self.directory.invalidate()
+        await self.directory.refresh()
+
+    def eligibility(self, spend: MeteredSpend | None = None) -> Eligibility:
+        """The package's real :class:`Eligibility` over this workspace's models, health and quota."""
+        return Eligibility(self.directory, _Models(self), _Health(self), _Quota(self), metered_spend=spend)
+
     # -- the scheduler ----------------------------------------------------------------------------
 
     def eligible(self, group_id: int, model: str = MODEL) -> Eligible:
@@ -143,6 +169,7 @@ class Workspace:
         policy: CooldownPolicy | None = None,
         room: WaitRoom | None = None,
         affinity: AffinityStore | None = None,
+        eligibility: Eligibility | None = None,
     ) -> Scheduler:
         return Scheduler(
             clock=self.clock,
@@ -153,6 +180,7 @@ class Workspace:
             admission=Admission(self.clock, capacity),
             room=room or WaitRoom(queue),
             wait_timeout_s=wait_timeout_s,
+            eligibility=eligibility,
         )
 
     def route(
@@ -177,6 +205,42 @@ class Workspace:
     async def grant(self, scheduler: Scheduler, group_id: int, *, model: str = MODEL, **extra: Any) -> Grant:
         request = self.route(group_id, model=model, **extra)
         return await scheduler.acquire(request, self.eligible(group_id, model))
+
+
+class _Models:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def ready(self, account_id: int, provider: str) -> frozenset[str] | None:
+        return frozenset(self.workspace.models.get(account_id, ()))
+
+    async def models_of(self, account_id: int, provider: str) -> frozenset[str]:
+        return frozenset(self.workspace.models.get(account_id, ()))
+
+
+class _Health:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def needs_reauth(self, account_id: int) -> bool:
+        return account_id in self.workspace.reauth
+
+    def refresh_retry_at(self, account_id: int) -> float | None:
+        return self.workspace.backing_off.get(account_id)
+
+
+class _Quota:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def exhausted_until(self, account_id: int, model: str) -> float | None:
+        return self.workspace.exhausted.get(account_id)
+
+    def remaining(self, account_id: int, model: str) -> float | None:
+        return None
+
+    def demand(self, account_id: int, provider: str, lifecycle_revision: int) -> None:
+        return None
 
 
 async def eventually(predicate: Callable[[], bool], timeout_s: float = 3.0) -> None:

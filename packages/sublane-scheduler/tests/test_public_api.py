@@ -6,8 +6,9 @@ import sublane_scheduler
 
 EXPECTED = [
     "Candidates", "Grant", "Recheck", "RouteRequest", "Scheduler", "SharedSlots",
-    "CredentialHealth", "Eligibility", "ModelSupport", "SubscriptionQuota",
-    "AccountDirectory", "AccountInfo",
+    "CredentialHealth", "Eligibility", "MeteredCandidates", "MeteredSpend", "ModelSupport",
+    "SubscriptionQuota",
+    "AccountDirectory", "AccountInfo", "GroupMetering",
     "Admission", "Ticket",
     "Lease", "LeaseTable", "WaitRoom", "Waiter", "wait_for_lease",
     "AffinityStore", "RoundRobin", "binding_digest",

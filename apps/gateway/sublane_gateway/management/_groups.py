@@ -52,10 +52,27 @@ def _views(db: Session, groups: list[ResourceGroup]) -> list[dict[str, Any]]:
     ]
 
 
+def _settings(group: ResourceGroup) -> dict[str, Any]:
+    """What ``PATCH /api/groups/{id}`` may change, as its audit entry compares it."""
+    return {
+        "name": group.name,
+        "model_policy": group.model_policy,
+        "metered": group.metered,
+        "overflow_after_s": group.overflow_after_s,
+    }
+
+
 @router.get("/api/groups")
 def list_groups(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
     """Every group with its member and account IDs."""
     return {"items": _views(db, list(db.exec(select(ResourceGroup).order_by(col(ResourceGroup.id))).all()))}
+
+
+@router.get("/api/groups/{group_id}")
+def get_group(group_id: PathId, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """One group with its member and account IDs and its metered routing (PAID-2)."""
+    group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
+    return _views(db, [group])[0]
 
 
 @router.post("/api/groups", status_code=201)
@@ -85,10 +102,11 @@ def add_group(body: GroupCreate, request: Request, admin: AdminUser, db: DbSessi
 def update_group(
     group_id: PathId, body: GroupUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> dict[str, Any]:
-    """Rename a group or change its model policy (``null`` removes the policy)."""
+    """Rename a group, change its model policy (``null`` removes the policy) or its metered
+    routing (PAID-2: ``metered`` ``overflow``/``normal``/``off``, ``overflow_after_s``)."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     fields = body.model_fields_set
-    before = {"name": group.name, "model_policy": group.model_policy}
+    before = _settings(group)
     if "name" in fields:
         if body.name is None:
             raise SubLaneError("invalid_request", "name cannot be null")
@@ -97,9 +115,15 @@ def update_group(
         group.name = body.name
     if "model_policy" in fields:
         group.model_policy = body.model_policy.model_dump() if body.model_policy else None
+    for name in ("metered", "overflow_after_s"):  # PAID-2
+        if name in fields:
+            value = getattr(body, name)
+            if value is None:
+                raise SubLaneError("invalid_request", f"{name} cannot be null")
+            setattr(group, name, value)
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
-    after = {"name": group.name, "model_policy": group.model_policy}
+    after = _settings(group)
     audit(db, request, admin, "group.update", group_id, **changes(before, after))
     try:
         db.commit()

@@ -83,9 +83,16 @@ class GroupCreate(Body):
     model_policy: ModelPolicy | None = None
 
 
+MeteredRoutingName = Literal["overflow", "normal", "off"]
+#: PAID-2: how long a call waits for busy subscription accounts before metered ones are offered.
+OverflowAfter = Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)]
+
+
 class GroupUpdate(Body):
     name: Name | None = None
     model_policy: ModelPolicy | None = None
+    metered: MeteredRoutingName | None = None  # PAID-2
+    overflow_after_s: OverflowAfter | None = None  # PAID-2
 
 
 class GroupMembers(Body):

@@ -18,14 +18,14 @@ from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import ClientVersionBody
 from sublane_gateway.pipeline import client_runtime
-from sublane_providers import SignsIn, parse_version
+from sublane_providers import SignsIn, parse_version, provider_billing
 
 router = APIRouter(tags=["accounts"])
 
 
 @router.get("/api/providers")
 def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
-    """``{"items":[{"name","label","credential_file","sign_in","subject_label","client_version"}]}``
+    """``{"items":[{"name","label","billing","credential_file","sign_in","subject_label","client_version"}]}``
     in the gateway's order; ``client_version`` is ``{"effective","built_in","seen","pinned"}``, or
     ``null`` for a provider without a client identity."""
     runtime = client_runtime(request)
@@ -35,6 +35,7 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
             {
                 "name": name,
                 "label": adapter.label or name,
+                "billing": provider_billing(name).value,  # PAID-2: subscription or metered
                 "credential_file": adapter.credential_file,
                 "sign_in": isinstance(adapter, SignsIn),
                 "subject_label": adapter.subject_label,

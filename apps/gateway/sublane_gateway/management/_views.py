@@ -32,6 +32,8 @@ def group_view(group: ResourceGroup, member_ids: list[int], account_ids: list[in
         "id": group.id,
         "name": group.name,
         "model_policy": group.model_policy,
+        "metered": group.metered,  # PAID-2: how the group uses its metered accounts
+        "overflow_after_s": group.overflow_after_s,
         "user_ids": member_ids,
         "account_ids": account_ids,
         "created_at": group.created_at,

@@ -41,6 +41,7 @@ from sublane_providers import (
     UpstreamClients,
     WrapsEvents,
     build_adapters,
+    provider_billing,
     use_egress,
 )
 from sublane_quota import QuotaObserver, QuotaReader
@@ -471,7 +472,7 @@ def build_runtime(
         default_egress=default_egress(settings),
         gate=coordination.refresh_locks if coordination is not None else None,
     )
-    directory = AccountDirectory(engine)
+    directory = AccountDirectory(engine, provider_billing)  # PAID-2: accounts know their billing
     cooldown_store = CooldownStore(engine, clock, outbox)
     cooldowns = CooldownBook(
         clock,

@@ -128,16 +128,20 @@ function liveCards(extra) {
           title: h("h3", {id: titleId}),
           identity: h("p", {class: "identity"}),
           provider: h("span", {class: "badge provider"}),
+          billing: h("span", {class: "badge metered", title: "An API key billed per token (PAID-2)"}, "metered"),
         };
         card.controls = extra ? extra(run, refresh) : null;
         card.element = h("article", {class: "card", "data-account-id": run.id, "aria-labelledby": titleId},
-          h("div", {class: "card-head"}, card.title, card.provider), card.identity, card.live, card.controls);
+          h("div", {class: "card-head"}, card.title, card.provider, card.billing), card.identity, card.live, card.controls);
         cards.set(run.id, card);
         grid.append(card.element);
       }
       card.title.textContent = run.name;
       card.provider.textContent = run.provider;
       card.identity.textContent = identityText(identities.get(run.id), subjectLabels);
+      const metered = identities.get(run.id)?.billing === "metered";  // PAID-2
+      card.billing.hidden = !metered;
+      card.element.dataset.billing = metered ? "metered" : "subscription";
       card.live.replaceChildren(...liveDetails(run));
       card.element.dataset.state = run.state;
       if (card.controls && card.controls.update) card.controls.update(run);

@@ -18,10 +18,12 @@ function windowsTable(windows) {
         h("td", {}, String(w.accounts_exhausted)), h("td", {}, formatLeft(w.soonest_reset_at)))))));
 }
 
-function poolPanel(item, labels) {
+function poolPanel(item, labels, metered) {
   const room = item.accounts_usable === 0 ? "No account can take a new conversation now"
     : `${item.accounts_usable} of ${item.accounts_total} can take a new conversation now`;
-  return section(`${item.group_name} · ${labels.get(item.provider) || item.provider}`,
+  // PAID-2: a metered provider's accounts are API keys paid per token
+  const billing = metered.has(item.provider) ? " · metered" : "";
+  return section(`${item.group_name} · ${labels.get(item.provider) || item.provider}${billing}`,
     h("div", {class: "tiles"},
       tile("Usable accounts", `${item.accounts_usable} / ${item.accounts_total}`, room),
       tile("Your share", percent(item.my_share_percent), "of the group's tokens, last 5 hours")),
@@ -32,8 +34,9 @@ function poolPanel(item, labels) {
 export async function poolView() {
   const [pool, providers] = await Promise.all([api("GET", "/api/me/pool"), api("GET", "/api/providers")]);
   const labels = new Map(providers.items.map((provider) => [provider.name, provider.label]));
+  const metered = new Set(providers.items.filter((provider) => provider.billing === "metered").map((provider) => provider.name));
   render("Pool",
     h("p", {class: "muted"}, "The accounts behind your keys, as counts: how many can take a new conversation now, " +
       "how used their quota windows are, and your share of each group's use."),
-    ...(pool.items.length ? pool.items.map((item) => poolPanel(item, labels)) : [h("p", {class: "muted"}, "You have no live key: no pool to show.")]));
+    ...(pool.items.length ? pool.items.map((item) => poolPanel(item, labels, metered)) : [h("p", {class: "muted"}, "You have no live key: no pool to show.")]));
 }

@@ -68,6 +68,16 @@ const REASONS = {
   model_support: "model support", policy: "policy", quota: "quota", cooldown: "cooldown",
   capacity: "capacity", unavailable: "unavailable", refresh_backoff: "refresh backoff",
   tried: "tried already (failover)",
+  metered_held: "metered, held back (overflow)", metered_off: "metered, routing off",
+  metered_budget: "metered, spending cap reached", unpriced: "metered, model has no price",
+};
+/** PAID-2: why a metered (paid per token) account served the call. */
+const OVERFLOW_REASONS = {
+  normal: "ordinary member (routing: normal)", waited: "waited for busy subscriptions",
+  all_cooling: "every subscription account cooling", all_out_of_quota: "every subscription account out of quota",
+  all_refresh_backoff: "every subscription account retrying its refresh",
+  all_unavailable: "no subscription account available", no_subscription: "no subscription account serves the model",
+  bound: "the conversation is bound to it",
 };
 
 /** FAIL-2: each attempt of a call that failed over; account ids only in admin answers. */
@@ -80,7 +90,7 @@ function attemptsList(attempts) {
 function routingBlock(routing) {
   if (!routing) return h("p", {class: "muted"}, "No routing explanation (older record, or rejected before routing).");
   const excluded = Object.entries(routing.excluded || {}).filter(([, n]) => n);
-  const known = new Set(["rule", "candidates", "excluded", "refused", "parent", "rotation", "attempts"]);
+  const known = new Set(["rule", "candidates", "excluded", "refused", "parent", "rotation", "attempts", "metered", "overflow_reason"]);
   const rest = Object.entries(routing).filter(([name]) => !known.has(name));
   return h("dl", {class: "facts routing"},
     h("dt", {}, "Rule"), h("dd", {class: "rule", "data-rule": routing.rule ?? ""}, RULES[routing.rule] ?? routing.rule ?? DASH),
@@ -89,6 +99,9 @@ function routingBlock(routing) {
       ? h("ul", {class: "plain-list excluded"}, excluded.map(([reason, n]) => h("li", {}, `${REASONS[reason] ?? reason}: ${n}`))) : "none"),
     routing.refused ? [h("dt", {}, "Refused with"), h("dd", {class: "mono refused"}, routing.refused)] : [],
     routing.parent ? [h("dt", {}, "Parent account"), h("dd", {class: "parent"}, routing.parent)] : [],
+    routing.metered ? [h("dt", {}, "Billing"), h("dd", {}, h("span", {class: "badge metered"}, "metered")),
+      h("dt", {}, "Overflow reason"), h("dd", {class: "overflow-reason", "data-reason": routing.overflow_reason ?? ""},
+        OVERFLOW_REASONS[routing.overflow_reason] ?? routing.overflow_reason ?? DASH)] : [],
     Array.isArray(routing.attempts) ? [h("dt", {}, "Attempts"), h("dd", {}, attemptsList(routing.attempts))] : [],
     rest.map(([name, value]) => [h("dt", {}, name),
       h("dd", {class: "mono"}, typeof value === "object" ? JSON.stringify(value) : String(value))]));

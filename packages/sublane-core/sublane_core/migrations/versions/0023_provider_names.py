@@ -5,8 +5,8 @@ SQLite enforces no ``VARCHAR`` length, and changing a column there means rebuild
 ``accounts`` a drop that cascades to the rows of other tables: only PostgreSQL's columns change (the
 schema declares SQLite's as they were, ``sublane_core._schema.PROVIDER_NAME``).
 
-Revision ID: 0024
-Revises: 0020
+Revision ID: 0023
+Revises: 0021
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0024"
-down_revision = "0020"
+revision = "0023"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
