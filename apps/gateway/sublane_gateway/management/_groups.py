@@ -22,6 +22,7 @@ from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit, changes, replaced
 from sublane_gateway.management._ids import get_or_404, require_existing
+from sublane_gateway.management._metered import caps_changed, group_spend_views
 from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate, PathId
 from sublane_gateway.management._views import group_view
 
@@ -42,20 +43,22 @@ def _accounts(db: Session, group_ids: list[int]) -> dict[int, list[int]]:
     return result
 
 
-def _views(db: Session, groups: list[ResourceGroup]) -> list[dict[str, Any]]:
+def _views(db: Session, groups: list[ResourceGroup], request: Request) -> list[dict[str, Any]]:
     ids = [group.id for group in groups if group.id is not None]
     members, accounts = _members(db, ids), _accounts(db, ids)
+    spend = group_spend_views(request, groups)  # PAID-3
     return [
-        group_view(group, sorted(members[group.id]), sorted(accounts[group.id]))
+        group_view(group, sorted(members[group.id]), sorted(accounts[group.id])) | spend[group.id]
         for group in groups
         if group.id is not None
     ]
 
 
 @router.get("/api/groups")
-def list_groups(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
-    """Every group with its member and account IDs."""
-    return {"items": _views(db, list(db.exec(select(ResourceGroup).order_by(col(ResourceGroup.id))).all()))}
+def list_groups(request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Every group with its member and account IDs (and its metered cap and spend, PAID-3)."""
+    groups = list(db.exec(select(ResourceGroup).order_by(col(ResourceGroup.id))).all())
+    return {"items": _views(db, groups, request)}
 
 
 @router.post("/api/groups", status_code=201)
@@ -78,7 +81,7 @@ def add_group(body: GroupCreate, request: Request, admin: AdminUser, db: DbSessi
     audit(db, request, admin, "group.create", group.id, name=group.name, model_policy=group.model_policy)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group.id))
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]
 
 
 @router.patch("/api/groups/{group_id}")
@@ -88,7 +91,7 @@ def update_group(
     """Rename a group or change its model policy (``null`` removes the policy)."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
     fields = body.model_fields_set
-    before = {"name": group.name, "model_policy": group.model_policy}
+    before: dict[str, Any] = {"name": group.name, "model_policy": group.model_policy}
     if "name" in fields:
         if body.name is None:
             raise SubLaneError("invalid_request", "name cannot be null")
@@ -97,9 +100,13 @@ def update_group(
         group.name = body.name
     if "model_policy" in fields:
         group.model_policy = body.model_policy.model_dump() if body.model_policy else None
+    before["metered_monthly_usd"] = group.metered_monthly_usd  # PAID-3
+    if "metered_monthly_usd" in fields:
+        group.metered_monthly_usd = body.metered_monthly_usd
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
-    after = {"name": group.name, "model_policy": group.model_policy}
+    after: dict[str, Any] = {"name": group.name, "model_policy": group.model_policy}
+    after["metered_monthly_usd"] = group.metered_monthly_usd
     audit(db, request, admin, "group.update", group_id, **changes(before, after))
     try:
         db.commit()
@@ -107,7 +114,9 @@ def update_group(
         db.rollback()
         raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group_id))
-    return _views(db, [group])[0]
+    if "metered_monthly_usd" in fields:
+        caps_changed(request)
+    return _views(db, [group], request)[0]
 
 
 @router.put("/api/groups/{group_id}/members")
@@ -131,7 +140,7 @@ def set_members(
     db.add(group)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.MEMBERSHIP, id=group_id))
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]
 
 
 @router.put("/api/groups/{group_id}/accounts")
@@ -155,4 +164,4 @@ def set_accounts(
     db.add(group)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.MEMBERSHIP, id=group_id))
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]
