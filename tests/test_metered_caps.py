@@ -1,0 +1,172 @@
+"""PAID-3: spend caps on metered use — the caps through the API (validated, audited, shown), the
+month's metered spend summed from the records the history writer stores, and the answers selection
+asks (``SpendLedger.blocked``), on a real gateway with the simulator.
+
+No metered provider is installed on this branch yet (PAID-1's API-key providers come separately), so
+:func:`codex_metered` declares the simulator's Codex accounts metered for these tests, through the
+one predicate the gateway gives the ledger (``sublane_gateway._metered_spend.metered_provider``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from gateway_pool import Pool, recorded, settings_for
+
+from sublane_gateway import _metered_spend
+from sublane_gateway.testing import MEMBER_PASSWORD, running_gateway
+from sublane_sim import Behaviour, Simulator
+
+BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": False}
+
+
+def _next_month() -> int:
+    today = dt.datetime.now(dt.UTC).date()
+    return int(
+        dt.datetime(today.year + today.month // 12, today.month % 12 + 1, 1, tzinfo=dt.UTC).timestamp()
+    )
+
+
+@pytest.fixture
+def codex_metered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateways started in the test count Codex accounts as metered (see the module's docstring)."""
+    monkeypatch.setattr(_metered_spend, "metered_provider", lambda provider: provider == "codex")
+    monkeypatch.setattr(_metered_spend, "any_metered_provider", lambda: True)
+
+
+def _bad(response: httpx.Response) -> None:
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request" and "metered_monthly_usd" in error["message"], error
+
+
+def _call(pool: Pool, key: str, **counts: int) -> None:
+    for account in pool.sim_accounts:
+        pool.sim.script(account.id, Behaviour.ok(**counts))
+    response = pool.client(key).post("/v1/responses", json=BODY)
+    assert response.status_code == 200, response.text
+
+
+def _group(pool: Pool) -> dict[str, Any]:
+    [group] = [item for item in pool.admin.get("/api/groups").json()["items"] if item["id"] == 1]
+    return group
+
+
+def _audit(pool: Pool, action: str) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = pool.admin.get("/api/audit", params={"action": action}).json()["items"]
+    return entries
+
+
+def test_paid_3_group_cap_is_validated_audited_and_shown(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    group = _group(pool)
+    assert (group["metered_monthly_usd"], group["metered_spent_usd"]) == (None, 0.0)
+    assert group["metered_reset_at"] == _next_month()
+    changed = pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": 12.5})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["metered_monthly_usd"] == 12.5 and _group(pool)["metered_monthly_usd"] == 12.5
+    for value in (-1, "5", True, 2e9, {"usd": 5}):
+        _bad(pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": value}))
+    assert _group(pool)["metered_monthly_usd"] == 12.5  # bad input changed nothing
+    assert (
+        pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": 0}).json()["metered_monthly_usd"] == 0
+    )
+    assert (
+        pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": None}).json()["metered_monthly_usd"]
+        is None
+    )
+    assert pool.admin.patch("/api/groups/1", json={"name": "default"}).status_code == 200
+    entries = _audit(pool, "group.update")
+    changes = [entry["summary"].get("metered_monthly_usd") for entry in entries]
+    assert {"from": 12.5, "to": 0} in changes and {"from": 0, "to": None} in changes, entries
+    _bob, member = pool.gateway.member(pool.admin, "bob")
+    assert member.patch("/api/groups/1", json={"metered_monthly_usd": 1}).status_code == 403
+
+
+def test_paid_3_member_limit_is_validated_audited_and_shown_to_the_member(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    bob, _key = pool.member_key("bob")
+    url = f"/api/users/{bob['id']}/limits"
+    assert pool.admin.get(url).json()["metered_monthly_usd"] is None
+    changed = pool.admin.patch(url, json={"metered_monthly_usd": 3})
+    assert changed.status_code == 200, changed.text
+    assert (changed.json()["metered_monthly_usd"], changed.json()["metered_spent_usd"]) == (3, 0.0)
+    for value in (-0.01, "3", False, [1]):
+        _bad(pool.admin.patch(url, json={"metered_monthly_usd": value}))
+    _bad(pool.admin.patch(url, json={"rpm": 5, "metered_monthly_usd": -1}))
+    assert pool.admin.get(url).json()["rpm"] == 0  # nothing half-written
+    mine = pool.gateway.login("bob", MEMBER_PASSWORD).get("/api/me/limits").json()
+    assert (mine["metered_monthly_usd"], mine["metered_spent_usd"]) == (3, 0.0)
+    assert mine["metered_reset_at"] == _next_month()
+    assert pool.admin.patch(url, json={"rpm": 10}).json()["metered_monthly_usd"] == 3  # left as it was
+    assert pool.admin.patch(url, json={"metered_monthly_usd": None}).json()["metered_monthly_usd"] is None
+    summaries = [entry["summary"] for entry in _audit(pool, "user.limits")]
+    assert any(summary.get("metered_monthly_usd") == 3 for summary in summaries), summaries
+
+
+def test_paid_3_metered_spend_is_summed_from_records_and_blocks_at_the_caps(
+    codex_metered: None, make_pool: Callable[..., Pool]
+) -> None:
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    ledger = pool.gateway.app.state["metered_spend"]
+    assert ledger.blocked(1, bob["id"], "gpt-5-codex") is None
+    assert ledger.blocked(1, bob["id"], "no-price-anywhere-model") == ("unpriced_model", None)
+    _call(pool, key, input_tokens=100_000, output_tokens=10_000)
+    _call(pool, key, input_tokens=200_000, output_tokens=5_000)
+    records = recorded(pool, 2)
+    spent = sum(record["usage"]["cost_usd"] for record in records)
+    assert spent > 0
+    assert _group(pool)["metered_spent_usd"] == pytest.approx(spent, abs=1e-9)
+    assert pool.admin.get(f"/api/users/{bob['id']}/limits").json()["metered_spent_usd"] == pytest.approx(
+        spent, abs=1e-9
+    )
+    # the member's cap: bob's metered accounts are not eligible until the next UTC month
+    pool.admin.patch(f"/api/users/{bob['id']}/limits", json={"metered_monthly_usd": spent})
+    assert ledger.blocked(1, bob["id"], "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
+    admin_id = pool.admin.get("/api/me").json()["user"]["id"]
+    assert ledger.blocked(1, admin_id, "gpt-5-codex") is None  # bob's limit is bob's
+    pool.admin.patch(f"/api/users/{bob['id']}/limits", json={"metered_monthly_usd": spent * 2})
+    assert ledger.blocked(1, bob["id"], "gpt-5-codex") is None
+    # the group's cap holds for everyone in it
+    pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": spent - 0.000001})
+    assert ledger.blocked(1, admin_id, "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
+    usage = pool.client(key).get("/v1/usage").json()["metered"]
+    assert usage["member"] == {"limit_usd": spent * 2, "spent_usd": pytest.approx(spent, abs=1e-9)}
+    assert usage["group"]["limit_usd"] == pytest.approx(spent - 0.000001)
+    assert usage["reset_at"] == _next_month()
+
+
+def test_paid_3_subscription_calls_are_not_metered_spend(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    _bob, key = pool.member_key("bob")
+    _call(pool, key, input_tokens=100_000, output_tokens=10_000)
+    [record] = recorded(pool, 1)
+    assert record["usage"]["cost_usd"] > 0
+    assert _group(pool)["metered_spent_usd"] == 0.0
+
+
+def test_paid_3_metered_spend_survives_a_restart(codex_metered: None, sim: Simulator, tmp_path: Path) -> None:
+    settings = settings_for(sim, tmp_path / "data")
+    account = sim.create_account("codex")
+    with running_gateway(settings) as gateway:
+        admin = gateway.admin()
+        body = {"provider": "codex", "name": "codex-1", "credentials": account.credentials, "group_ids": [1]}
+        assert admin.post("/api/accounts/import", json=body).status_code == 201
+        key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        pool = Pool(gateway, sim, admin, key, [account], [1])
+        pool.settle()
+        _call(pool, key, input_tokens=50_000, output_tokens=5_000)
+        [record] = recorded(pool, 1)
+        admin.patch("/api/groups/1", json={"metered_monthly_usd": 0.000001})
+    with running_gateway(settings) as again:  # a restarted gateway reads the month's spend back
+        ledger = again.app.state["metered_spend"]
+        assert ledger.group_spent(1) == pytest.approx(record["usage"]["cost_usd"], abs=1e-9)
+        assert ledger.blocked(1, 1, "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
