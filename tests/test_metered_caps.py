@@ -10,16 +10,22 @@ one predicate the gateway gives the ledger (``sublane_gateway._metered_spend.met
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from gateway_pool import Pool, recorded, settings_for
+from postgres_server import running_postgres
+from sqlalchemy.engine import Engine
 
+from sublane_core import Outcome, SystemClock, create_db_engine, signals
 from sublane_gateway import _metered_spend
 from sublane_gateway.testing import MEMBER_PASSWORD, running_gateway
+from sublane_pricing import GenaiPrices, PriceBook, SpendLedger
 from sublane_sim import Behaviour, Simulator
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": False}
@@ -119,6 +125,9 @@ def test_paid_3_metered_spend_is_summed_from_records_and_blocks_at_the_caps(
     ledger = pool.gateway.app.state["metered_spend"]
     assert ledger.blocked(1, bob["id"], "gpt-5-codex") is None
     assert ledger.blocked(1, bob["id"], "no-price-anywhere-model") == ("unpriced_model", None)
+    priced = pool.admin.put("/api/prices/no-price-anywhere-model", json={"input": 1, "output": 2})
+    assert priced.status_code == 200, priced.text
+    assert ledger.blocked(1, bob["id"], "no-price-anywhere-model") is None  # until an admin prices it
     _call(pool, key, input_tokens=100_000, output_tokens=10_000)
     _call(pool, key, input_tokens=200_000, output_tokens=5_000)
     records = recorded(pool, 2)
@@ -170,3 +179,62 @@ def test_paid_3_metered_spend_survives_a_restart(codex_metered: None, sim: Simul
         ledger = again.app.state["metered_spend"]
         assert ledger.group_spent(1) == pytest.approx(record["usage"]["cost_usd"], abs=1e-9)
         assert ledger.blocked(1, 1, "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
+
+
+@pytest.mark.xdist_group("postgres")
+def test_paid_3_two_replicas_on_one_postgresql_count_every_cost_once() -> None:
+    """Two engines (as two replicas) add to the same month rows at once on PostgreSQL: the atomic
+    ``usd = usd + excluded.usd`` loses nothing, and each replica reads the other's spend."""
+    with running_postgres() as server:
+        url = server.migrated_database()
+        engines = [create_db_engine(url) for _ in range(2)]
+        try:
+            _two_writers(engines)
+        finally:
+            for engine in engines:
+                engine.dispose()
+
+
+def _two_writers(engines: list[Engine]) -> None:
+    with engines[0].begin() as connection:
+        connection.execute(
+            sa.text("INSERT INTO resource_groups (id, name, created_at, updated_at) VALUES (7, 'g7', 0, 0)")
+        )
+    clock = SystemClock()
+    ledgers = [
+        SpendLedger(
+            engine, clock, PriceBook(engine, clock, GenaiPrices()), lambda provider: provider == "meter"
+        )
+        for engine in engines
+    ]
+    now, rounds, errors = clock.time(), 40, []
+
+    def attempt(user: int) -> signals.RequestFinished:
+        return signals.RequestFinished(
+            request_id="r", started_at=now, duration_ms=1, first_token_ms=None, user_id=user, key_id=None,
+            group_id=7, account_id=1, provider="meter", model="m", protocol="responses", operation="json",
+            outcome=Outcome.SUCCESS, input_tokens=1, output_tokens=1,
+        )  # fmt: skip
+
+    def writer(index: int) -> None:
+        try:
+            for _ in range(rounds):
+                with engines[index].begin() as connection:  # what the history writer does per batch
+                    ledgers[index].add(connection, [attempt(2), attempt(3)], [0.01, 0.02])
+                ledgers[index].committed()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for ledger in ledgers:
+        ledger.refresh()
+        assert ledger.group_spent(7) == pytest.approx(2 * rounds * 0.03, abs=1e-9)
+        assert ledger.member_spent(3) == pytest.approx(2 * rounds * 0.02, abs=1e-9)
+    with engines[1].connect() as connection:
+        calls = connection.execute(sa.text("SELECT SUM(calls) FROM metered_spend")).scalar_one()
+    assert calls == 4 * rounds

@@ -242,6 +242,7 @@ class SpendLedger:
         while not self._stop.wait(self._refresh_s):
             try:
                 self.refresh()
+                self._book.keep_fresh()  # an admin's price set on another replica (unpriced_model)
             except sa.exc.SQLAlchemyError as exc:  # keep what is known; try again next time
                 _log.warning("could not read the metered spend: %s", type(exc).__name__)
 
