@@ -29,6 +29,7 @@ RUN pip install -c constraints.txt \
         ./packages/sublane-providers ./packages/sublane-providers/codex ./packages/sublane-providers/claude \
         ./packages/sublane-providers/antigravity ./packages/sublane-protocols ./packages/sublane-history \
         ./packages/sublane-pricing ./packages/sublane-web ./apps/gateway \
+        ./packages/sublane-providers/openai \
     && rm -rf /src
 
 # A user of its own, owning nothing but the data folder (0700, as SubLane keeps it: OPS-7).

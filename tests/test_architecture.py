@@ -349,6 +349,16 @@ CLIENT_HEADERS = frozenset({"x-codex-turn-metadata", "x-codex-parent-thread-id",
 CLIENT_PATHS = frozenset({"/api/codex/usage"})
 #: Not held to the rule: the upstream simulator (it stands in for the providers' upstreams).
 NOT_HELD = ("packages/sublane-sim/",)
+#: Provider names that are also the vendor of client protocols every provider serves (the ``openai``
+#: provider, PAID-1, and the OpenAI Responses and Chat Completions protocols): for them only a bare
+#: mention counts — the name as a whole string or a whole identifier, or its distribution's module —
+#: since ``openai_error_body``, ``x-openai-subagent`` or "OpenAI Responses" name a protocol.
+PROTOCOL_VENDORS = frozenset({"openai"})
+
+
+def _bare(text: str, vendors: tuple[str, ...]) -> bool:
+    lowered = text.lower()
+    return any(lowered in (name, f"sublane_provider_{name}") for name in vendors)
 
 
 def _provider_names() -> tuple[str, ...]:
@@ -399,7 +409,9 @@ def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]
     held = tuple(name for name in names if own is None or own.group(1) != name)
     if not held:
         return []
-    word = _word_pattern(held)
+    vendors = tuple(name for name in held if name in PROTOCOL_VENDORS)
+    strict = tuple(name for name in held if name not in PROTOCOL_VENDORS)
+    word = _word_pattern(strict) if strict else re.compile(r"(?!)")
     docstrings = _docstring_ids(tree)
     found: list[Violation] = []
     for node in ast.walk(tree):
@@ -408,11 +420,12 @@ def provider_name_violations(tree: ast.Module, path: str, names: tuple[str, ...]
                 continue
             # A provider may serve models of another's family (``claude-sonnet-4-6`` on Antigravity):
             # in a provider's distribution only the bare name of another provider counts.
-            if (node.value.lower() in held) if own is not None else word.search(node.value):
+            named = (node.value.lower() in held) if own is not None else word.search(node.value)
+            if named or _bare(node.value, vendors):
                 found.append(Violation(path, node.lineno, f"names a provider in {node.value[:60]!r}"))
         else:
             for identifier in _identifiers(node):
-                if word.search(identifier.replace("_", " ").replace(".", " ")):
+                if word.search(identifier.replace("_", " ").replace(".", " ")) or _bare(identifier, vendors):
                     line = getattr(node, "lineno", 0)
                     found.append(Violation(path, line, f"names a provider in the identifier {identifier}"))
     return found
@@ -507,3 +520,24 @@ def test_the_script_rule_reads_code_not_comments() -> None:
         'if (account.provider === "antigravity") {}\n'
     )
     assert [v.line for v in script_violations(source, "x.js", NAMES)] == [5]
+
+
+VENDOR_NAMES = (*NAMES, "openai")
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("if provider == 'openai':\n    pass", True),
+        ("adapter = adapters['OpenAI']", True),
+        ("from sublane_provider_openai import PROVIDER", True),
+        ("def f(openai: int) -> None:\n    pass", True),
+        ("settings.codex_base_url", True),  # the other names keep the whole rule
+        ("def openai_error_body() -> None:\n    pass", False),
+        ("HEADER = 'x-openai-subagent'", False),
+        ("LABEL = 'client: OpenAI Responses'", False),
+    ],
+)
+def test_paid_1_a_protocol_vendors_name_counts_only_bare(source: str, named: bool) -> None:
+    """``openai`` is a provider (PAID-1) and the vendor of protocols every provider serves."""
+    assert bool(provider_name_violations(ast.parse(source), CORE, VENDOR_NAMES)) is named, source

@@ -227,7 +227,8 @@ class CredentialVault:
         return refresher.bundle_complete if isinstance(refresher, CompletesBundles) else _always_complete
 
     def _usable_without_refresh(self, entry: _Entry, now: float, margin: float) -> bool:
-        if entry.rejected or not entry.bundle.get("access_token"):
+        # a token, or an API key (PAID-1: a metered account's bundle holds no token, nothing expires)
+        if entry.rejected or not (entry.bundle.get("access_token") or entry.bundle.get("api_key")):
             return False
         if not entry.complete(entry.bundle):  # e.g. an account whose upstream still lacks a project id
             return False

@@ -16,7 +16,12 @@ AuthProblem = Literal["unknown", "expired", "revoked", "wrong_provider"]
 RefreshState = Literal["live", "revoked", "expired"]
 
 # Access-token lifetimes (seconds). Codex's is uncertain upstream; 10 days matches observed JWTs.
-_ACCESS_TTL: dict[Provider, int] = {"codex": 10 * 24 * 3600, "claude": 8 * 3600, "antigravity": 3599}
+_ACCESS_TTL: dict[Provider, int] = {
+    "codex": 10 * 24 * 3600,
+    "claude": 8 * 3600,
+    "antigravity": 3599,
+    "openai": 3600,  # an API-key provider: its OAuth-shaped tokens are never accepted
+}
 _CLAUDE_SCOPES = ("user:inference", "user:profile", "user:sessions:claude_code")
 _GOOGLE_SCOPES = (
     "https://www.googleapis.com/auth/cloud-platform",
@@ -52,6 +57,8 @@ class Account:
     onboarding_polls: int = 1
     #: Claude: whether ``GET /v1/models`` answers this account's OAuth token (else 403)
     models_listable: bool = True
+    #: an API-key provider: the key was revoked (every request answers 401)
+    api_key_revoked: bool = False
     access_tokens: dict[str, float] = field(default_factory=dict)
     revoked_access: set[str] = field(default_factory=set)
     refresh_token: str = ""

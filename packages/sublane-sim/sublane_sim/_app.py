@@ -15,6 +15,7 @@ from ._codex import codex_routes
 from ._control import control_routes
 from ._http import record_request
 from ._oauth import oauth_routes
+from ._openai_api import openai_api_routes
 
 if TYPE_CHECKING:
     from ._simulator import Simulator
@@ -38,6 +39,7 @@ def build_app(sim: Simulator) -> Starlette:
         *oauth_routes(),
         *claude_routes(),
         *antigravity_routes(),
+        *openai_api_routes(),
         Route("/{path:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
     ]
     app = Starlette(routes=routes)

@@ -6,8 +6,8 @@ from typing import Literal
 
 __all__ = ["PROVIDERS", "Provider", "default_models", "default_plan"]
 
-Provider = Literal["codex", "claude", "antigravity"]
-PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity")
+Provider = Literal["codex", "claude", "antigravity", "openai"]
+PROVIDERS: tuple[Provider, ...] = ("codex", "claude", "antigravity", "openai")
 
 _CODEX_COMMON = (
     "gpt-5",
@@ -76,7 +76,15 @@ _ANTIGRAVITY = (
     "gpt-oss-120b-medium",
 )
 
-_DEFAULT_PLAN: dict[Provider, str] = {"codex": "plus", "claude": "max", "antigravity": "standard-tier"}
+# The OpenAI API (API keys): what a key of usage tier 1+ lists beside the Codex models.
+_OPENAI = (*_CODEX_PAID, "gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini")
+
+_DEFAULT_PLAN: dict[Provider, str] = {
+    "codex": "plus",
+    "claude": "max",
+    "antigravity": "standard-tier",
+    "openai": "api_key",
+}
 
 
 def default_plan(provider: Provider) -> str:
@@ -89,4 +97,6 @@ def default_models(provider: Provider, plan: str) -> tuple[str, ...]:
         return _CODEX_BY_PLAN.get(plan, _CODEX_BY_PLAN["pro"])
     if provider == "claude":
         return _CLAUDE
+    if provider == "openai":
+        return _OPENAI
     return _ANTIGRAVITY

@@ -13,7 +13,12 @@ from ._simulator import SimAccount, Simulator
 
 __all__ = ["main"]
 
-_FILE_NAMES = {"codex": "auth.json", "claude": ".credentials.json", "antigravity": "antigravity.json"}
+_FILE_NAMES = {
+    "codex": "auth.json",
+    "claude": ".credentials.json",
+    "antigravity": "antigravity.json",
+    "openai": "openai.json",
+}
 
 
 def _parser() -> argparse.ArgumentParser:

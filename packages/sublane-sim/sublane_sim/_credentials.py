@@ -28,6 +28,8 @@ def credential_file(account: Account, now: float) -> dict[str, Any]:
             },
             "last_refresh": _rfc3339(account.last_refresh),
         }
+    if account.provider == "openai":  # an API key; the import adds the sim's base_url
+        return {"api_key": account.api_key}
     if account.provider == "claude":
         return {
             "claudeAiOauth": {

@@ -63,6 +63,8 @@ def default_windows(
             "primary": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),
             "secondary": QuotaWindow(0.0, ONE_WEEK, now + ONE_WEEK),
         }
+    if provider == "openai":  # per-minute rate limits (x-ratelimit-*, _openai_limits.py)
+        return {name: QuotaWindow(0.0, 60, now + 60) for name in ("requests", "tokens")}
     if provider == "claude":
         return {
             "five_hour": QuotaWindow(0.0, FIVE_HOURS, now + FIVE_HOURS),

@@ -38,6 +38,7 @@ _UPDATABLE = {
     "access_ttl_s",
     "onboarded",
     "models_listable",
+    "api_key_revoked",
 }
 
 
@@ -182,6 +183,11 @@ class Simulator:
     def google_auth_url(self) -> str:
         return self.base_url
 
+    @property
+    def openai_base_url(self) -> str:
+        """The OpenAI API as the OpenAI SDK takes it (``/v1`` included), for API-key accounts."""
+        return f"{self.base_url}/openai/v1"
+
     def env(self) -> dict[str, str]:
         """The `SUBLANE_*` upstream URL settings that point a gateway at this simulator."""
         return {
@@ -193,6 +199,7 @@ class Simulator:
             "SUBLANE_GOOGLE_AUTH_URL": self.google_auth_url,
             "SUBLANE_GOOGLE_AUTHORIZE_URL": self.google_auth_url + "/o/oauth2/v2/auth",
             "SUBLANE_GOOGLE_USERINFO_URL": self.google_auth_url + "/oauth2/v2/userinfo",
+            "SUBLANE_OPENAI_BASE_URL": self.openai_base_url,
         }
 
     # == accounts ================================================================================

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sublane_sim import Behaviour, Simulator
+from sublane_sim import PROVIDERS, Behaviour, Simulator
 
 REPO = Path(__file__).resolve().parents[3]
 NODE_BIN = REPO / ".cache" / "node-clients" / "node_modules" / ".bin"
@@ -52,7 +52,7 @@ def test_console_command_serves_and_writes_credentials(tmp_path: Path) -> None:
         assert base.startswith("http://127.0.0.1:") and not base.endswith(":0")
         assert f"export SUBLANE_CODEX_BASE_URL={base}/backend-api" in lines
         accounts = [line for line in lines if line.startswith("account ")]
-        assert len(accounts) == 3
+        assert len(accounts) == len(PROVIDERS)
         auth_json = json.loads((tmp_path / "codex-1" / "auth.json").read_text())
         assert auth_json["auth_mode"] == "chatgpt"
         assert (tmp_path / "claude-2" / ".credentials.json").stat().st_mode & 0o777 == 0o600
@@ -66,7 +66,7 @@ def test_console_command_serves_and_writes_credentials(tmp_path: Path) -> None:
                 time.sleep(0.1)
         assert health.json()["ok"] is True
         listed = httpx.get(f"{base}/_sim/accounts", timeout=2).json()["accounts"]
-        assert {a["provider"] for a in listed} == {"codex", "claude", "antigravity"}
+        assert {a["provider"] for a in listed} == set(PROVIDERS)
     finally:
         process.terminate()
         process.wait(timeout=10)

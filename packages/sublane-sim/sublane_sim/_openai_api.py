@@ -1,0 +1,201 @@
+"""The OpenAI API with API keys under ``/openai/v1`` (``Simulator.openai_base_url``): Responses
+(``POST /responses``, a stream or one JSON answer), compaction (``POST /responses/compact``) and
+the model list (``GET /models``), with ``Authorization: Bearer sk-…``.
+
+The Responses events are the Codex backend's (``_codex_events``: both are OpenAI Responses); what
+differs is the API's: keys instead of ChatGPT tokens, ``store``/``stream`` as the client chooses,
+``x-ratelimit-*`` headers, the API's error bodies (``_openai_limits``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ._accounts import Account
+from ._codex_events import build_codex_plan, codex_sse_encoder
+from ._codex_rules import codex_prefix_key
+from ._content import estimate_tokens
+from ._field_types import CODEX_TYPES, type_problem
+from ._http import bearer_token, parse_json_object, record_request, sim_of
+from ._openai_limits import api_error, invalid_key, openai_error, rate_limit_headers
+from ._records import RequestRecord
+from ._responses import DelayedResponse, EventStreamResponse, PacedJSONResponse
+from ._turns import Turn
+
+__all__ = ["openai_api_routes"]
+
+PREFIX = "/openai/v1"
+_OVERLOADED = api_error("The server is overloaded or not ready yet.", "server_error", "server_is_overloaded")
+# Chat Completions fields the Responses endpoint does not know: a 400 "Unknown parameter".
+_UNKNOWN = ("stop", "messages", "max_tokens", "n")
+
+
+def _reject(
+    record: RequestRecord, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Response:
+    record.status = status
+    record.outcome = "rejected"
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _authorize(request: Request, record: RequestRecord) -> Account | Response:
+    """Only a live API key of an ``openai`` account passes (a ChatGPT token is no API key)."""
+    token = bearer_token(request)
+    account, kind, problem = sim_of(request).authenticate(record, token, "openai")
+    if account is None or problem is not None or kind != "api_key" or account.api_key_revoked:
+        return _reject(record, 401, invalid_key(token))
+    return account
+
+
+def _headers(request: Request, account: Account, seq: int) -> dict[str, str]:
+    sim = sim_of(request)
+    with sim.lock:
+        headers = rate_limit_headers(account, sim.clock.now())
+    headers.update(
+        {"x-request-id": f"req_sim{seq:08d}", "openai-version": "2020-10-01", "openai-processing-ms": "42"}
+    )
+    return headers
+
+
+def _problem(body: dict[str, Any] | None, account: Account) -> tuple[str, str | None, str | None] | None:
+    """``(message, code, param)`` of the 400 the real API answers, or ``None``."""
+    if body is None:
+        return "We could not parse the JSON body of your request.", None, None
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return "Missing required parameter: 'model'.", "missing_required_parameter", "model"
+    for name in _UNKNOWN:
+        if name in body:
+            return f"Unknown parameter: '{name}'.", "unknown_parameter", name
+    if model not in account.models:
+        return f"The requested model '{model}' does not exist.", "model_not_found", "model"
+    if "input" in body and not isinstance(body["input"], list | str):
+        return "Invalid type for 'input': expected a string or an array.", "invalid_type", "input"
+    problem = type_problem(body, CODEX_TYPES)
+    if problem is not None:
+        name, expected, got = problem
+        return f"Invalid type for '{name}': expected {expected}, but got {got} instead.", "invalid_type", name
+    return None
+
+
+def _error_response(request: Request, turn: Turn) -> Response:
+    sim = sim_of(request)
+    with sim.lock:
+        status, body, extra = openai_error(
+            turn.behaviour, turn.account, turn.model, sim.clock.now(), turn.quota_window
+        )
+    headers = {**_headers(request, turn.account, turn.record.seq), **extra}
+    return DelayedResponse(
+        JSONResponse(body, status_code=status, headers=headers), turn.behaviour.header_delay_ms, turn
+    )
+
+
+async def responses(request: Request) -> Response:
+    record, raw = await record_request(request, "openai", "openai.responses")
+    authorized = _authorize(request, record)
+    if isinstance(authorized, Response):
+        return authorized
+    account = authorized
+    body = parse_json_object(raw)
+    problem = _problem(body, account)
+    if problem is not None or body is None:
+        message, code, param = problem or ("", None, None)
+        return _reject(record, 400, api_error(message, "invalid_request_error", code, param))
+    sim = sim_of(request)
+    key = body.get("prompt_cache_key")
+    turn = sim.begin_turn(
+        record,
+        account,
+        body["model"],
+        prompt_tokens=estimate_tokens(raw),
+        # OpenAI caches any prompt's exact prefix; prompt_cache_key only steers which server holds it
+        cache_key=codex_prefix_key(body, key if isinstance(key, str) and key else "auto"),
+    )
+    if turn.behaviour.kind == "error":
+        return _error_response(request, turn)
+    response_id = f"resp_sim{record.seq:08d}"
+    record.response_id = response_id
+    plan = build_codex_plan(turn, body, response_id, int(sim.clock.now()))
+    headers = _headers(request, account, record.seq)
+    if body.get("stream") is True:
+        return EventStreamResponse(
+            turn, plan.events, codex_sse_encoder(), plan.failure, headers, plan.success
+        )
+    final = dict(plan.final, store=body.get("store", True) is not False)
+    return PacedJSONResponse(turn, final, headers, 503, _OVERLOADED, plan.success)
+
+
+async def compact(request: Request) -> Response:
+    record, raw = await record_request(request, "openai", "openai.compact")
+    authorized = _authorize(request, record)
+    if isinstance(authorized, Response):
+        return authorized
+    account = authorized
+    body = parse_json_object(raw)
+    problem = _problem(body, account)
+    if problem is None and body is not None and "stream" in body:
+        problem = ("Unknown parameter: 'stream'.", "unknown_parameter", "stream")
+    if problem is not None or body is None:
+        message, code, param = problem or ("", None, None)
+        return _reject(record, 400, api_error(message, "invalid_request_error", code, param))
+    sim = sim_of(request)
+    turn = sim.begin_turn(record, account, body["model"], prompt_tokens=estimate_tokens(raw), cache_key=None)
+    if turn.behaviour.kind == "error":
+        return _error_response(request, turn)
+    items = body.get("input")
+    items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else items or []
+    kept = [
+        item
+        for item in items
+        if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") == "user"
+    ]
+    summary = {
+        "type": "compaction",
+        "id": f"cmp_sim{record.seq:08d}",
+        "encrypted_content": f"gAAAAsimcompact{turn.rng.getrandbits(160):040x}",
+    }
+    usage = turn.usage
+    assert usage is not None
+    usage.output_tokens = 32
+    result = {
+        "id": f"resp_sim{record.seq:08d}",
+        "object": "response.compaction",
+        "created_at": int(sim.clock.now()),
+        "output": [*kept, summary],
+        "usage": {
+            "input_tokens": usage.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+            "output_tokens": usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.prompt_tokens + usage.output_tokens,
+        },
+    }
+    return PacedJSONResponse(turn, result, _headers(request, account, record.seq), 503, _OVERLOADED)
+
+
+async def models(request: Request) -> Response:
+    record, _ = await record_request(request, "openai", "openai.models")
+    authorized = _authorize(request, record)
+    if isinstance(authorized, Response):
+        return authorized
+    created = int(time.time()) - 86400
+    data = [
+        {"id": model, "object": "model", "created": created, "owned_by": "system"}
+        for model in authorized.models
+    ]
+    record.status = 200
+    record.outcome = "completed"
+    return JSONResponse({"object": "list", "data": data})
+
+
+def openai_api_routes() -> list[BaseRoute]:
+    return [
+        Route(f"{PREFIX}/responses", responses, methods=["POST"]),
+        Route(f"{PREFIX}/responses/compact", compact, methods=["POST"]),
+        Route(f"{PREFIX}/models", models, methods=["GET"]),
+    ]
