@@ -1,10 +1,10 @@
 """PAID-3: spend caps on metered use — the caps through the API (validated, audited, shown), the
 month's metered spend summed from the records the history writer stores, and the answers selection
-asks (``SpendLedger.blocked``), on a real gateway with the simulator.
+asks (``SpendLedger.blocked``), on a real gateway with the simulator's OpenAI API (the metered
+``openai`` provider, PAID-1) and its Codex subscription accounts.
 
-No metered provider is installed on this branch yet (PAID-1's API-key providers come separately), so
-:func:`codex_metered` declares the simulator's Codex accounts metered for these tests, through the
-one predicate the gateway gives the ledger (``sublane_gateway._metered_spend.metered_provider``).
+The refusal a client sees (429 ``metered_budget_exhausted``, 400 ``unpriced_model``) comes from the
+scheduler's eligibility asking ``blocked()`` (PAID-2's hook): its test is where that is wired.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from postgres_server import running_postgres
 from sqlalchemy.engine import Engine
 
 from sublane_core import Outcome, SystemClock, create_db_engine, signals
-from sublane_gateway import _metered_spend
 from sublane_gateway.testing import MEMBER_PASSWORD, running_gateway
 from sublane_pricing import GenaiPrices, PriceBook, SpendLedger
 from sublane_sim import Behaviour, Simulator
 
 BODY = {"model": "gpt-5-codex", "input": "say hi", "stream": False}
+METERED_BODY = {"model": "gpt-5", "input": "say hi", "stream": False}  # the openai provider's
 
 
 def _next_month() -> int:
@@ -38,23 +38,17 @@ def _next_month() -> int:
     )
 
 
-@pytest.fixture
-def codex_metered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gateways started in the test count Codex accounts as metered (see the module's docstring)."""
-    monkeypatch.setattr(_metered_spend, "metered_provider", lambda provider: provider == "codex")
-    monkeypatch.setattr(_metered_spend, "any_metered_provider", lambda: True)
-
-
 def _bad(response: httpx.Response) -> None:
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["code"] == "invalid_request" and "metered_monthly_usd" in error["message"], error
 
 
-def _call(pool: Pool, key: str, **counts: int) -> None:
-    for account in pool.sim_accounts:
-        pool.sim.script(account.id, Behaviour.ok(**counts))
-    response = pool.client(key).post("/v1/responses", json=BODY)
+def _call(pool: Pool, key: str, body: dict[str, Any] = METERED_BODY, **counts: int) -> None:
+    if counts:
+        for account in pool.sim_accounts:
+            pool.sim.script(account.id, Behaviour.ok(**counts))
+    response = pool.client(key).post("/v1/responses", json=body)
     assert response.status_code == 200, response.text
 
 
@@ -118,19 +112,20 @@ def test_paid_3_member_limit_is_validated_audited_and_shown_to_the_member(
 
 
 def test_paid_3_metered_spend_is_summed_from_records_and_blocks_at_the_caps(
-    codex_metered: None, make_pool: Callable[..., Pool]
+    make_pool: Callable[..., Pool],
 ) -> None:
-    pool = make_pool()
+    pool = make_pool(provider="openai")
     bob, key = pool.member_key("bob")
     ledger = pool.gateway.app.state["metered_spend"]
-    assert ledger.blocked(1, bob["id"], "gpt-5-codex") is None
+    assert ledger.blocked(1, bob["id"], "gpt-5") is None
     assert ledger.blocked(1, bob["id"], "no-price-anywhere-model") == ("unpriced_model", None)
     priced = pool.admin.put("/api/prices/no-price-anywhere-model", json={"input": 1, "output": 2})
     assert priced.status_code == 200, priced.text
     assert ledger.blocked(1, bob["id"], "no-price-anywhere-model") is None  # until an admin prices it
-    _call(pool, key, input_tokens=100_000, output_tokens=10_000)
-    _call(pool, key, input_tokens=200_000, output_tokens=5_000)
+    _call(pool, key)
+    _call(pool, key, body={**METERED_BODY, "input": "say hi " * 2000})
     records = recorded(pool, 2)
+    assert {record["provider"] for record in records} == {"openai"}
     spent = sum(record["usage"]["cost_usd"] for record in records)
     assert spent > 0
     assert _group(pool)["metered_spent_usd"] == pytest.approx(spent, abs=1e-9)
@@ -139,14 +134,14 @@ def test_paid_3_metered_spend_is_summed_from_records_and_blocks_at_the_caps(
     )
     # the member's cap: bob's metered accounts are not eligible until the next UTC month
     pool.admin.patch(f"/api/users/{bob['id']}/limits", json={"metered_monthly_usd": spent})
-    assert ledger.blocked(1, bob["id"], "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
+    assert ledger.blocked(1, bob["id"], "gpt-5") == ("metered_budget_exhausted", float(_next_month()))
     admin_id = pool.admin.get("/api/me").json()["user"]["id"]
-    assert ledger.blocked(1, admin_id, "gpt-5-codex") is None  # bob's limit is bob's
+    assert ledger.blocked(1, admin_id, "gpt-5") is None  # bob's limit is bob's
     pool.admin.patch(f"/api/users/{bob['id']}/limits", json={"metered_monthly_usd": spent * 2})
-    assert ledger.blocked(1, bob["id"], "gpt-5-codex") is None
+    assert ledger.blocked(1, bob["id"], "gpt-5") is None
     # the group's cap holds for everyone in it
     pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": spent - 0.000001})
-    assert ledger.blocked(1, admin_id, "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
+    assert ledger.blocked(1, admin_id, "gpt-5") == ("metered_budget_exhausted", float(_next_month()))
     usage = pool.client(key).get("/v1/usage").json()["metered"]
     assert usage["member"] == {"limit_usd": spent * 2, "spent_usd": pytest.approx(spent, abs=1e-9)}
     assert usage["group"]["limit_usd"] == pytest.approx(spent - 0.000001)
@@ -156,29 +151,29 @@ def test_paid_3_metered_spend_is_summed_from_records_and_blocks_at_the_caps(
 def test_paid_3_subscription_calls_are_not_metered_spend(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool()
     _bob, key = pool.member_key("bob")
-    _call(pool, key, input_tokens=100_000, output_tokens=10_000)
+    _call(pool, key, BODY, input_tokens=100_000, output_tokens=10_000)
     [record] = recorded(pool, 1)
-    assert record["usage"]["cost_usd"] > 0
+    assert record["provider"] == "codex" and record["usage"]["cost_usd"] > 0
     assert _group(pool)["metered_spent_usd"] == 0.0
 
 
-def test_paid_3_metered_spend_survives_a_restart(codex_metered: None, sim: Simulator, tmp_path: Path) -> None:
+def test_paid_3_metered_spend_survives_a_restart(sim: Simulator, tmp_path: Path) -> None:
     settings = settings_for(sim, tmp_path / "data")
-    account = sim.create_account("codex")
+    account = sim.create_account("openai")
     with running_gateway(settings) as gateway:
         admin = gateway.admin()
-        body = {"provider": "codex", "name": "codex-1", "credentials": account.credentials, "group_ids": [1]}
+        body = {"provider": "openai", "name": "key-1", "credentials": account.credentials, "group_ids": [1]}
         assert admin.post("/api/accounts/import", json=body).status_code == 201
         key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
         pool = Pool(gateway, sim, admin, key, [account], [1])
         pool.settle()
-        _call(pool, key, input_tokens=50_000, output_tokens=5_000)
+        _call(pool, key)
         [record] = recorded(pool, 1)
         admin.patch("/api/groups/1", json={"metered_monthly_usd": 0.000001})
     with running_gateway(settings) as again:  # a restarted gateway reads the month's spend back
         ledger = again.app.state["metered_spend"]
         assert ledger.group_spent(1) == pytest.approx(record["usage"]["cost_usd"], abs=1e-9)
-        assert ledger.blocked(1, 1, "gpt-5-codex") == ("metered_budget_exhausted", float(_next_month()))
+        assert ledger.blocked(1, 1, "gpt-5") == ("metered_budget_exhausted", float(_next_month()))
 
 
 @pytest.mark.xdist_group("postgres")
