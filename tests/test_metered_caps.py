@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ import pytest
 import sqlalchemy as sa
 from gateway_pool import Pool, recorded, settings_for
 from postgres_server import running_postgres
+from redis_server import REDIS_SERVER, running_redis
+from replicas import cluster
 from sqlalchemy.engine import Engine
 
 from sublane_core import Outcome, SystemClock, create_db_engine, signals
@@ -233,3 +237,47 @@ def _two_writers(engines: list[Engine]) -> None:
     with engines[1].connect() as connection:
         calls = connection.execute(sa.text("SELECT SUM(calls) FROM metered_spend")).scalar_one()
     assert calls == 4 * rounds
+
+
+@pytest.mark.xdist_group("postgres")
+@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+def test_paid_3_two_sublane_replicas_sum_every_metered_call_exactly(sim: Simulator, tmp_path: Path) -> None:
+    """Two ``sublane serve`` processes on one PostgreSQL and Redis serve a metered account's calls at
+    once; each replica's group view shows the sum of every record's cost, as stored once per call."""
+    with (
+        running_postgres() as postgres,
+        running_redis() as redis,
+        cluster(tmp_path, postgres.new_database(), redis.url, sim) as nodes,
+    ):
+        a, b = nodes.start(2)
+        admin = a.admin()
+        account = sim.create_account("openai")
+        body = {"provider": "openai", "name": "key-1", "credentials": account.credentials, "group_ids": [1]}
+        assert admin.post("/api/accounts/import", json=body).status_code == 201
+        key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+        clients = [a.client(key), b.client(key)]
+        time.sleep(1.0)  # the account reached both replicas (SCALE-2: within 1 s)
+
+        def call(index: int) -> int:
+            return clients[index % 2].post("/v1/responses", json=METERED_BODY).status_code
+
+        with ThreadPoolExecutor(6) as pool:
+            assert list(pool.map(call, range(12))) == [200] * 12
+        deadline = time.monotonic() + 10
+        while True:  # each replica's history writer stores its records just after the answers
+            with nodes.database() as connection:
+                records = connection.execute(
+                    sa.text("SELECT COUNT(*), SUM(cost_usd) FROM request_records WHERE provider = 'openai'")
+                ).one()
+                stored = connection.execute(sa.text("SELECT SUM(calls), SUM(usd) FROM metered_spend")).one()
+            if records[0] == 12 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert records[0] == 12 and records[1] > 0
+        assert stored[0] == 12 and float(stored[1]) == pytest.approx(float(records[1]), abs=1e-9)
+        admin_b = b.admin()
+        for viewer in (admin, admin_b):
+            [group] = [g for g in viewer.get("/api/groups").json()["items"] if g["id"] == 1]
+            assert group["metered_spent_usd"] == pytest.approx(float(records[1]), abs=1e-9)
+        for client in [*clients, admin, admin_b]:
+            client.close()
