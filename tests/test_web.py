@@ -1406,6 +1406,8 @@ def test_paid_3_group_and_member_forms_set_the_metered_caps(
     limits.get_by_role("button", name="Save limits").click()
     expect(page.get_by_role("status")).to_contain_text("Limits of bob saved")
     assert pool.admin.get(f"/api/users/{bob['id']}/limits").json()["metered_monthly_usd"] == 25.5
+    own = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/usage")
+    expect(own.locator("dd[data-metered]")).to_have_text("$0.00 of $25.50")  # the member's own view
 
     page.goto("/groups")
     page.get_by_role("button", name="Edit default").click()
