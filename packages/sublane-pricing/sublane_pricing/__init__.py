@@ -11,7 +11,7 @@ a caller is over a spend cap (PAID-3).
 from sublane_pricing._book import MAX_PRICE, PRICE_FIELDS, RELOAD_S, InvalidPrice, PriceBook
 from sublane_pricing._builtin import GenaiPrices, PriceSource, model_names
 from sublane_pricing._prices import CallTokens, ModelPrices, call_cost
-from sublane_pricing._spend import REFRESH_S, SpendLedger, month_bounds
+from sublane_pricing._spend import REFRESH_S, SpendLedger, month_bounds, spend_refusal
 
 __version__ = "0.1.0"
 
@@ -30,4 +30,5 @@ __all__ = [
     "SpendLedger",
     "REFRESH_S",
     "month_bounds",
+    "spend_refusal",
 ]

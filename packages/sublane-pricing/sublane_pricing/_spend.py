@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from sublane_core import NO_GROUP, ROLE_ADMIN, Clock, signals
+from sublane_core import NO_GROUP, ROLE_ADMIN, Clock, SubLaneError, signals
 from sublane_pricing._book import PriceBook
 
 _log = logging.getLogger("sublane.pricing")
@@ -45,6 +45,9 @@ _log = logging.getLogger("sublane.pricing")
 REFRESH_S: Final = 1.0
 BUDGET_EXHAUSTED: Final = "metered_budget_exhausted"
 UNPRICED: Final = "unpriced_model"
+#: ``Retry-After`` of a refusal at a cap is at most a day (as TEAM-4's): the reset may be weeks away.
+RETRY_AFTER_CAP_S: Final = 86_400.0
+RESET_HEADER: Final = "X-Metered-Budget-Reset"
 #: Outcomes of a call that reached an upstream and was answered: its cost is owed even without usage.
 _SERVED: Final = frozenset({"success", "incomplete"})
 
@@ -68,6 +71,25 @@ def month_bounds(moment: float) -> tuple[int, int]:
     first = dt.datetime(day.year, day.month, 1, tzinfo=dt.UTC)
     following = dt.datetime(day.year + day.month // 12, day.month % 12 + 1, 1, tzinfo=dt.UTC)
     return int(first.timestamp()), int(following.timestamp())
+
+
+def spend_refusal(reason: str, reset_at: float | None, now: float, model: str) -> SubLaneError:
+    """The client's answer when nothing but metered accounts could serve and :meth:`SpendLedger.blocked`
+    said ``reason``: 429 ``metered_budget_exhausted`` with the reset (``Retry-After``, at most a day,
+    and ``X-Metered-Budget-Reset`` in Unix seconds), or 400 ``unpriced_model``."""
+    if reason == UNPRICED or reset_at is None:
+        return SubLaneError(
+            UNPRICED,
+            f"The model {model[:128]} has no price, so no metered account serves it until an admin "
+            "prices it (PUT /api/prices/{model}).",
+        )
+    reset = dt.datetime.fromtimestamp(reset_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return SubLaneError(
+        BUDGET_EXHAUSTED,
+        f"This month's spending cap on metered (API-key) accounts is reached; it resets at {reset}.",
+        retry_after=max(1.0, min(RETRY_AFTER_CAP_S, reset_at - now)),
+        headers={RESET_HEADER: str(int(reset_at))},
+    )
 
 
 @dataclass(frozen=True, slots=True)

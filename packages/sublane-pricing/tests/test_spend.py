@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sublane_core import FakeClock, Outcome, create_db_engine, signals, upgrade_database
-from sublane_pricing import GenaiPrices, PriceBook, SpendLedger, month_bounds
+from sublane_pricing import GenaiPrices, PriceBook, SpendLedger, month_bounds, spend_refusal
 
 METERED = "meter"  # a provider name the tests declare metered
 NOV_30_LATE = dt.datetime(2026, 11, 30, 23, 59, 30, tzinfo=dt.UTC).timestamp()
@@ -235,3 +235,17 @@ def test_paid_3_the_writers_own_read_is_used_and_a_rolled_back_batch_is_not(engi
     ledger.rolled_back()
     ledger.committed()
     assert ledger.group_spent(1) == 1.0
+
+
+def test_paid_3_refusals_carry_the_reset_or_name_the_unpriced_model() -> None:
+    now = DEC_1 + 60
+    capped = spend_refusal("metered_budget_exhausted", JAN_1, now, "gpt-5.5")
+    assert (capped.code, capped.status) == ("metered_budget_exhausted", 429)
+    assert capped.retry_after == 86_400.0  # at most a day, though the reset is weeks away
+    assert capped.headers == {"x-metered-budget-reset": str(int(JAN_1))}
+    assert "2027-01-01 00:00 UTC" in capped.message
+    soon = spend_refusal("metered_budget_exhausted", JAN_1, JAN_1 - 30, "gpt-5.5")
+    assert soon.retry_after == 30
+    unpriced = spend_refusal("unpriced_model", None, now, "house-model")
+    assert (unpriced.code, unpriced.status, unpriced.retry_after) == ("unpriced_model", 400, None)
+    assert "house-model" in unpriced.message
