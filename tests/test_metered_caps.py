@@ -281,3 +281,20 @@ def test_paid_3_two_sublane_replicas_sum_every_metered_call_exactly(sim: Simulat
             assert group["metered_spent_usd"] == pytest.approx(float(records[1]), abs=1e-9)
         for client in [*clients, admin, admin_b]:
             client.close()
+
+
+def test_paid_3_metered_spend_is_counted_with_records_and_summaries_off(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(provider="openai", history_enabled=False, usage_enabled=False)
+    _bob, key = pool.member_key("bob")
+    _call(pool, key)
+    assert [finished.provider for finished in pool.finished] == ["openai"]
+    ledger = pool.gateway.app.state["metered_spend"]
+    deadline = time.monotonic() + 10
+    while ledger.group_spent(1) == 0.0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ledger.group_spent(1) > 0
+    assert pool.admin.get("/api/requests").json()["items"] == []  # no record was written
+    history = pool.gateway.app.state["history"]
+    assert history.dropped == 0 and history.backlog == 0

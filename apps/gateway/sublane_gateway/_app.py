@@ -28,7 +28,7 @@ from sublane_gateway._file_modes import secure_data_files
 from sublane_gateway._health import router as health_router
 from sublane_gateway._key_check import verify_credentials_key
 from sublane_gateway._login_throttle import LoginThrottle
-from sublane_gateway._metered_spend import any_metered_provider, spend_ledger
+from sublane_gateway._metered_spend import any_metered_provider, metered_only, spend_ledger
 from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._model_routes import ModelRoutes
@@ -157,11 +157,12 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     if runtime.coordination is not None:  # SCALE-3: a call's record is written before its slot goes back
         runtime.coordination.slots.before_release = recorder.written
     # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
-    stop_recording = (
-        signals.request_finished.connect(recorder.record, sender=runtime)
-        if settings.history_enabled or usage is not None or metered
-        else lambda: None
-    )
+    if settings.history_enabled or usage is not None:
+        stop_recording = signals.request_finished.connect(recorder.record, sender=runtime)
+    elif metered:  # PAID-3: the metered spend is still added (by the writer) with recording off
+        stop_recording = signals.request_finished.connect(metered_only(recorder.record), sender=runtime)
+    else:
+        stop_recording = lambda: None  # noqa: E731
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)

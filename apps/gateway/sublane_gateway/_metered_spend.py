@@ -7,9 +7,11 @@ that knows ``sublane-core`` only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.engine import Engine
 
-from sublane_core import Billing, Clock
+from sublane_core import Billing, Clock, signals
 from sublane_pricing import PriceBook, SpendLedger
 from sublane_providers import provider_billing, provider_plugins
 
@@ -28,3 +30,17 @@ def any_metered_provider() -> bool:
 def spend_ledger(engine: Engine, clock: Clock, prices: PriceBook) -> SpendLedger:
     """The app's ledger: metered calls' cost per UTC month, group and member, and the caps."""
     return SpendLedger(engine, clock, prices, metered_provider)
+
+
+def metered_only(
+    record: Callable[[signals.RequestFinished], None],
+) -> Callable[[signals.RequestFinished], None]:
+    """``record`` for metered attempts only: with request records and usage summaries both off, the
+    history writer still adds metered spend, and subscription calls cost nothing more than this test."""
+
+    def receive(payload: signals.RequestFinished) -> None:
+        provider = payload.provider
+        if provider is not None and metered_provider(provider):
+            record(payload)
+
+    return receive
