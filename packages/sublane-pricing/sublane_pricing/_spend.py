@@ -171,9 +171,11 @@ class SpendLedger:
         self._spend = MonthSpend(month_bounds(clock.time())[0])
         self._caps = Caps()
         self._lock = threading.Lock()
-        #: Bumped whenever the sums are replaced: a refresh read before the writer's newer snapshot
-        #: was applied is dropped instead of replacing it with older sums.
-        self._generation = 0
+        #: Each read of the database takes a ticket when it begins (the writer's: when it commits);
+        #: a read is applied only over an older one, so older sums or caps never replace newer ones.
+        self._tickets = 0
+        self._spend_ticket = 0
+        self._caps_ticket = 0
         self._staged: MonthSpend | None = None  # read in the writer's open transaction
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -223,8 +225,8 @@ class SpendLedger:
         staged, self._staged = self._staged, None
         if staged is not None:
             with self._lock:
-                self._spend = staged
-                self._generation += 1
+                self._tickets += 1  # as of the commit: a read begun before it did not see these rows
+                self._spend, self._spend_ticket = staged, self._tickets
 
     def rolled_back(self) -> None:
         """The writer's transaction failed: what it read is forgotten."""
@@ -234,16 +236,18 @@ class SpendLedger:
 
     def refresh(self) -> None:
         """Read this month's sums and every cap from the database now (blocking)."""
-        generation = self._generation
+        with self._lock:
+            self._tickets += 1
+            ticket = self._tickets
         month = month_bounds(self._clock.time())[0]
         with self._engine.connect() as connection:
             spend = _read_month(connection, month)
             caps = _read_caps(connection)
         with self._lock:
-            self._caps = caps
-            if self._generation == generation:
-                self._spend = spend
-                self._generation += 1
+            if ticket > self._caps_ticket:  # else a read begun later is already applied
+                self._caps, self._caps_ticket = caps, ticket
+            if ticket > self._spend_ticket:
+                self._spend, self._spend_ticket = spend, ticket
 
     def start(self) -> None:
         """Read the sums and caps (blocking), then keep them fresh from a background thread."""

@@ -249,3 +249,31 @@ def test_paid_3_refusals_carry_the_reset_or_name_the_unpriced_model() -> None:
     unpriced = spend_refusal("unpriced_model", None, now, "house-model")
     assert (unpriced.code, unpriced.status, unpriced.retry_after) == ("unpriced_model", 400, None)
     assert "house-model" in unpriced.message
+
+
+def test_paid_3_a_read_begun_before_a_write_is_committed_never_replaces_it(engine: Engine) -> None:
+    """A background refresh that read the sums before this replica's next batch was committed, and
+    finishes after it, is dropped: the writer's newer sums stay what selection reads."""
+    clock = FakeClock(wall=DEC_1 + 60)
+    ledger = _ledger(engine, clock)
+    _write(engine, ledger, [(_attempt(DEC_1 + 1), 0.5)])
+    read_sums, go_on = threading.Event(), threading.Event()
+
+    def hold(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        # the refresh's second query (the caps): its sums are read already, as they were then
+        if threading.current_thread().name == "stale-refresh" and "resource_groups" in statement:
+            read_sums.set()
+            go_on.wait(10)
+
+    sa.event.listen(engine, "before_cursor_execute", hold)
+    stale = threading.Thread(target=ledger.refresh, name="stale-refresh")
+    stale.start()
+    assert read_sums.wait(10)
+    _write(engine, ledger, [(_attempt(DEC_1 + 2), 0.5)])  # committed while the refresh is under way
+    assert ledger.group_spent(1) == 1.0
+    go_on.set()
+    stale.join(10)
+    sa.event.remove(engine, "before_cursor_execute", hold)
+    assert ledger.group_spent(1) == 1.0  # not the 0.5 the refresh had read
+    ledger.refresh()
+    assert ledger.group_spent(1) == 1.0
