@@ -168,7 +168,8 @@ class SpendLedger:
         self._book = book
         self._is_metered = is_metered
         self._refresh_s = refresh_s
-        self._spend = MonthSpend(month_bounds(clock.time())[0])
+        self._bounds = month_bounds(clock.time())  # the current UTC month, worked out once a month
+        self._spend = MonthSpend(self._bounds[0])
         self._caps = Caps()
         self._lock = threading.Lock()
         #: Each read of the database takes a ticket when it begins (the writer's: when it commits);
@@ -218,7 +219,7 @@ class SpendLedger:
         ]  # fmt: skip
         # Sorted keys: two replicas' transactions lock shared rows in one order (no deadlock).
         connection.execute(_ADD, values)
-        self._staged = _read_month(connection, month_bounds(self._clock.time())[0])
+        self._staged = _read_month(connection, self._month_bounds()[0])
 
     def committed(self) -> None:
         """The writer's transaction is committed: its sums become what :meth:`blocked` reads."""
@@ -239,7 +240,7 @@ class SpendLedger:
         with self._lock:
             self._tickets += 1
             ticket = self._tickets
-        month = month_bounds(self._clock.time())[0]
+        month = self._month_bounds()[0]
         with self._engine.connect() as connection:
             spend = _read_month(connection, month)
             caps = _read_caps(connection)
@@ -284,7 +285,7 @@ class SpendLedger:
         group_cap, member_cap = caps.groups.get(group_id), caps.members.get(user_id)
         if group_cap is None and member_cap is None:
             return None
-        month, reset = month_bounds(self._clock.time())
+        month, reset = self._month_bounds()
         spend = self._spend
         current = spend.month == month  # a new month has begun: nothing spent in it yet
         if group_cap is not None and (spend.groups.get(group_id, 0.0) if current else 0.0) >= group_cap:
@@ -314,8 +315,15 @@ class SpendLedger:
 
     def month(self) -> int:
         """The current UTC month's start (Unix seconds)."""
-        return month_bounds(self._clock.time())[0]
+        return self._month_bounds()[0]
 
     def reset_at(self) -> int:
         """When the current UTC month ends and the sums start again from 0 (Unix seconds)."""
-        return month_bounds(self._clock.time())[1]
+        return self._month_bounds()[1]
+
+    def _month_bounds(self) -> tuple[int, int]:
+        now = self._clock.time()
+        bounds = self._bounds
+        if not bounds[0] <= now < bounds[1]:
+            bounds = self._bounds = month_bounds(now)
+        return bounds
