@@ -42,7 +42,7 @@ _log = logging.getLogger("sublane.pricing")
 
 #: How often the background thread reads the sums and caps again (other replicas' spend, SCALE-2's
 #: "a change made through one replica's API takes effect on every replica within 1 s").
-REFRESH_S: Final = 1.0
+REFRESH_S: Final = 0.5
 BUDGET_EXHAUSTED: Final = "metered_budget_exhausted"
 UNPRICED: Final = "unpriced_model"
 #: ``Retry-After`` of a refusal at a cap is at most a day (as TEAM-4's): the reset may be weeks away.
