@@ -9,7 +9,9 @@ scheduler's eligibility asking ``blocked()`` (PAID-2's hook): its test is where 
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -298,3 +300,52 @@ def test_paid_3_metered_spend_is_counted_with_records_and_summaries_off(
     assert pool.admin.get("/api/requests").json()["items"] == []  # no record was written
     history = pool.gateway.app.state["history"]
     assert history.dropped == 0 and history.backlog == 0
+
+
+@pytest.mark.xdist_group("postgres")
+@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+def test_paid_3_a_cap_and_spend_on_one_replica_block_on_the_other_within_1_s(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """Two gateways on one PostgreSQL and Redis: a cap set through A, and the spend of a call A
+    served, reach B's ``blocked()`` answer (memory only) within a second."""
+    with running_postgres() as postgres, running_redis() as redis:
+        shared = {
+            "database_url": postgres.migrated_database(),
+            "redis_url": redis.url,
+            "redis_namespace": "paid-3",
+            "credentials_key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+        }
+        with (
+            running_gateway(settings_for(sim, tmp_path / "a", **shared)) as a,
+            running_gateway(settings_for(sim, tmp_path / "b", **shared)) as b,
+        ):
+            admin = a.admin()
+            account = sim.create_account("openai")
+            body = {
+                "provider": "openai",
+                "name": "key-1",
+                "credentials": account.credentials,
+                "group_ids": [1],
+            }
+            assert admin.post("/api/accounts/import", json=body).status_code == 201
+            key = admin.post("/api/users/1/keys", json={"name": "k", "group_id": 1}).json()["secret"]
+            bob = a.add_member(admin, "bob")
+            on_b = b.app.state["metered_spend"]
+            assert admin.patch(f"/api/users/{bob['id']}/limits", json={"metered_monthly_usd": 0}).is_success
+            started = time.monotonic()
+            while on_b.blocked(1, bob["id"], "gpt-5") is None:
+                assert time.monotonic() - started < 1.0, "the member's limit did not reach B in 1 s"
+                time.sleep(0.02)
+            assert on_b.blocked(1, 1, "gpt-5") is None  # the admin has no limit, the group no cap
+            assert admin.patch("/api/groups/1", json={"metered_monthly_usd": 0.0000001}).is_success
+            time.sleep(1.0)
+            assert on_b.blocked(1, 1, "gpt-5") is None  # nothing spent yet
+            with httpx.Client(base_url=a.url, headers={"authorization": f"Bearer {key}"}) as client:
+                assert client.post("/v1/responses", json=METERED_BODY).status_code == 200
+            started = time.monotonic()
+            while on_b.blocked(1, 1, "gpt-5") is None:  # A's spend, read by B
+                assert time.monotonic() - started < 1.5, "A's spend did not reach B in time"
+                time.sleep(0.02)
+            assert on_b.blocked(1, 1, "gpt-5") == ("metered_budget_exhausted", float(_next_month()))
+            admin.close()
