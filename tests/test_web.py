@@ -1412,3 +1412,41 @@ def test_paid_2_the_accounts_page_marks_metered_accounts_and_the_details_the_ove
     expect(details.locator(".overflow-reason")).to_have_attribute("data-reason", "all_cooling")
     expect(details.locator(".overflow-reason")).to_have_text("every subscription account cooling")
     _shoot(page, "request-metered")
+# --- PAID-3: metered spend caps in the group and member forms ----------------------------------
+
+
+def test_paid_3_group_and_member_forms_set_the_metered_caps(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    bob, _key = pool.member_key("bob")
+    page = _admin_page(pool, open_context, "/members")
+    page.get_by_role("button", name="Edit bob").click()
+    limits = page.get_by_role("form", name="Limits of bob")
+    expect(limits).to_contain_text("Spent $0.00 of metered use this month")  # read from bob's limits
+    limits.get_by_label("Metered spend per month, US dollars (empty = no limit)").fill("25.5")
+    limits.get_by_role("button", name="Save limits").click()
+    expect(page.get_by_role("status")).to_contain_text("Limits of bob saved")
+    assert pool.admin.get(f"/api/users/{bob['id']}/limits").json()["metered_monthly_usd"] == 25.5
+    own = _sign_in(open_context(pool.gateway.url), "bob", MEMBER_PASSWORD, "/usage")
+    expect(own.locator("dd[data-metered]")).to_have_text("$0.00 of $25.50")  # the member's own view
+
+    page.goto("/groups")
+    page.get_by_role("button", name="Edit default").click()
+    edit = page.get_by_role("form", name="Edit default")
+    expect(edit).to_contain_text("Spent $0.00 of metered use this month")
+    edit.get_by_label("Metered spend cap per month, US dollars (empty = no cap)").fill("100")
+    edit.get_by_role("button", name="Save group").click()
+    expect(page.get_by_role("form", name="Edit default")).to_have_count(0)  # saved: the editor closed
+    [group] = [g for g in pool.admin.get("/api/groups").json()["items"] if g["id"] == 1]
+    assert group["metered_monthly_usd"] == 100
+    page.get_by_role("button", name="Edit default").click()
+    cap = page.get_by_role("form", name="Edit default").get_by_label(
+        "Metered spend cap per month, US dollars (empty = no cap)"
+    )
+    expect(cap).to_have_value("100")
+    cap.fill("")
+    page.get_by_role("form", name="Edit default").get_by_role("button", name="Save group").click()
+    expect(page.get_by_role("form", name="Edit default")).to_have_count(0)
+    [group] = [g for g in pool.admin.get("/api/groups").json()["items"] if g["id"] == 1]
+    assert group["metered_monthly_usd"] is None

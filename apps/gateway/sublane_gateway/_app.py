@@ -28,6 +28,7 @@ from sublane_gateway._file_modes import secure_data_files
 from sublane_gateway._health import router as health_router
 from sublane_gateway._key_check import verify_credentials_key
 from sublane_gateway._login_throttle import LoginThrottle
+from sublane_gateway._metered_spend import any_metered_provider, metered_only, spend_ledger
 from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._model_routes import ModelRoutes
@@ -136,6 +137,14 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     # COST-1/2: the price book; the writer thread prices each record as it writes it.
     prices = PriceBook(engine, state.clock, GenaiPrices())
     app.state.prices = prices
+    # PAID-3: metered calls' cost per UTC month, added by the same writer in the records' transaction;
+    # selection asks it whether a caller's metered use is over a cap (SpendLedger.blocked).
+    metered_spend = spend_ledger(engine, state.clock, prices)
+    app.state.metered_spend = metered_spend
+    metered = any_metered_provider()
+    eligibility = runtime.scheduler.eligibility
+    if metered and eligibility is not None:  # asked only when a metered account would serve a call
+        eligibility.metered_spend = metered_spend
     recorder = HistoryRecorder(
         engine,
         state.clock,
@@ -145,21 +154,26 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
         queue_size=settings.history_queue_max,
         outbox=runtime.outbox,
         costs=RecordPricing(prices),
+        ledger=metered_spend,
     )
     recorder.start()
     if runtime.coordination is not None:  # SCALE-3: a call's record is written before its slot goes back
         runtime.coordination.slots.before_release = recorder.written
     # SUBLANE_HISTORY_ENABLED=false stops recording (to price it in benchmarks); reading still works.
-    stop_recording = (
-        signals.request_finished.connect(recorder.record, sender=runtime)
-        if settings.history_enabled or usage is not None
-        else lambda: None
-    )
+    if settings.history_enabled or usage is not None:
+        stop_recording = signals.request_finished.connect(recorder.record, sender=runtime)
+    elif metered:  # PAID-3: the metered spend is still added (by the writer) with recording off
+        stop_recording = signals.request_finished.connect(metered_only(recorder.record), sender=runtime)
+    else:
+        stop_recording = lambda: None  # noqa: E731
     app.state.history = recorder
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)
     app.state.timing_reader = TimingReader(engine, state.clock)
     await anyio.to_thread.run_sync(prices.warm)  # the price data is read before the first call
+    # The month's spend and the caps (restart-safe: from the database); kept fresh from the other
+    # replicas every REFRESH_S while a metered provider is installed.
+    await anyio.to_thread.run_sync(metered_spend.start if metered else metered_spend.refresh)
     stop_budgets = (
         await _start_budgets(runtime, engine, state.clock, RecordPricing(prices, reload=False))
         if usage is not None
@@ -181,6 +195,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
             stop_budgets()
             stop_counting()
             await anyio.to_thread.run_sync(recorder.close)
+            await anyio.to_thread.run_sync(metered_spend.close)
             engine.dispose()
 
 

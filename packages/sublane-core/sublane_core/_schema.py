@@ -77,6 +77,7 @@ class User(SQLModel, table=True):
     # AUTH-2: the OpenID provider's identity this user signs in as (issuer + subject, unique).
     oidc_issuer: str | None = Field(default=None, max_length=512)
     oidc_subject: str | None = Field(default=None, max_length=255)
+    metered_monthly_usd: float | None = Field(default=None, description="PAID-3 member limit; null = none")
 
 
 class TotpRecoveryCode(SQLModel, table=True):
@@ -115,6 +116,7 @@ class ResourceGroup(SQLModel, table=True):
     overflow_after_s: float = Field(default=5.0, sa_column_kwargs={"server_default": "5"})
     created_at: float
     updated_at: float
+    metered_monthly_usd: float | None = Field(default=None, description="PAID-3: null = no cap")
 
 
 class GroupMember(SQLModel, table=True):
@@ -602,6 +604,22 @@ class TokenBudget(SQLModel, table=True):
     enabled: bool = True
     created_at: float
     updated_at: float
+
+
+class MeteredSpend(SQLModel, table=True):
+    """One UTC month of one member's metered spend in one group (PAID-3): the cost (COST-2) of the
+    attempts served by metered accounts, added to by the history writer in the transaction that
+    stores their records (``usd = usd + :cost``), never recomputed. ``uncosted`` counts the metered
+    attempts whose cost is unknown (an unpriced model, or no usage reported for a served call)."""
+
+    __tablename__ = "metered_spend"
+
+    month: int = Field(primary_key=True, description="Unix seconds of the month's first UTC midnight")
+    group_id: int = Field(primary_key=True, description="NO_GROUP when the attempt had none")
+    user_id: int = Field(primary_key=True)
+    usd: float = 0.0
+    calls: int = 0
+    uncosted: int = 0
 
 
 # -- operations (OPS) -----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from sublane_history._cache_rate import (
     hit_rate,
     weighted_hit_rate,
 )
-from sublane_history._costs import RecordCosts
+from sublane_history._costs import CostLedger, RecordCosts
 from sublane_history._filters import HistoryFilter, InvalidFilter
 from sublane_history._queries import (
     CHOICES_LIMIT,
@@ -85,6 +85,7 @@ __all__ = [
     "weekday",
     # cost (COST-2)
     "RecordCosts",
+    "CostLedger",
     "ACCOUNT_COUNTERS",
     "money",
     # where time goes (OPS-13)

@@ -7,7 +7,10 @@ usage (its cost is unknown, never 0).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
+
+import sqlalchemy as sa
 
 from sublane_core import signals
 
@@ -16,3 +19,26 @@ class RecordCosts(Protocol):
     """The API-equivalent cost of one finished attempt in US dollars, or ``None`` when unpriced."""
 
     def cost_usd(self, payload: signals.RequestFinished) -> float | None: ...
+
+
+class CostLedger(Protocol):
+    """Something that adds the written attempts' costs to tables of its own in the transaction that
+    writes their records (PAID-3's metered spend ledger), so its sums hold exactly the attempts
+    written, once each."""
+
+    def add(
+        self,
+        connection: sa.Connection,
+        payloads: Sequence[signals.RequestFinished],
+        costs: Sequence[float | None],
+    ) -> None:
+        """Add a batch (each attempt's cost, ``None`` where unknown) in the caller's transaction."""
+        ...
+
+    def committed(self) -> None:
+        """The transaction of the last :meth:`add` is committed."""
+        ...
+
+    def rolled_back(self) -> None:
+        """The transaction of the last :meth:`add` failed (nothing it wrote is stored)."""
+        ...

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sublane_core import AlertOutbox, Clock, signals
-from sublane_history._costs import RecordCosts
+from sublane_history._costs import CostLedger, RecordCosts
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._rows import INSERT_RECORDS, record_values
 from sublane_history._usage import UsageWriter
@@ -87,7 +87,8 @@ class HistoryRecorder:
 
     ``records=False`` writes no request records (``SUBLANE_HISTORY_ENABLED=false``); ``usage``
     adds every written attempt to the usage summaries (``None``: no summaries); ``costs`` prices
-    every attempt as it is written (COST-2; ``None``: every cost unknown).
+    every attempt as it is written (COST-2; ``None``: every cost unknown); ``ledger`` adds the
+    costs to its own tables in the same transaction (PAID-3's metered spend).
     """
 
     def __init__(
@@ -102,7 +103,9 @@ class HistoryRecorder:
         usage: UsageWriter | None = None,
         outbox: AlertOutbox | None = None,
         costs: RecordCosts | None = None,
+        ledger: CostLedger | None = None,
     ) -> None:
+        self._ledger = ledger  # PAID-3: the metered spend, added in the records' transaction
         self._costs = costs  # COST-2: each record's cost, asked here in the writer thread
         self._outbox = outbox  # ALERT-2: history.dropped
         self._told_lost = 0  # lost records an alert already told of
@@ -230,11 +233,17 @@ class HistoryRecorder:
                     apply_retention(connection, self.retention, now)
                 if self.usage is not None and payloads:
                     self.usage.add(connection, payloads, now, costs)
+                if self._ledger is not None and payloads:
+                    self._ledger.add(connection, payloads, costs)
                 told = self._tell_losses(connection, now)
         except BaseException:
             if self.usage is not None:
                 self.usage.forget()  # what it remembered of this transaction was rolled back
+            if self._ledger is not None:
+                self._ledger.rolled_back()
             raise
+        if self._ledger is not None:
+            self._ledger.committed()
         if told is not None and self._outbox is not None:
             self._told_lost, self._told_at = told[0], now
             if told[1] is not None:  # an event was written: deliver it now

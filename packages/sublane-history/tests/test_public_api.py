@@ -9,7 +9,7 @@ EXPECTED = [
     "Retention", "apply_retention",
     "UsageWriter", "AttemptUsage", "KEPT_DAYS", "MAX_MODEL_LABELS", "OTHER_MODEL", "usage_cutoff", "utc_day",
     "UsageReader", "COUNTERS", "RANGES", "weekday",
-    "RecordCosts", "ACCOUNT_COUNTERS", "money",
+    "RecordCosts", "CostLedger", "ACCOUNT_COUNTERS", "money",
     "TimingReader", "MAX_TIMED",
     "TokenBudgets", "BudgetRule", "BudgetState", "BudgetPeriod", "MAX_RULES", "MAX_LIMIT", "budget_error",
     "period_bounds", "rule_of",

@@ -4,11 +4,14 @@
 :class:`PriceSource` (:class:`GenaiPrices`, over the ``genai-prices`` library) — and a call's cost
 (:func:`call_cost`). A model without a price is unpriced: its cost is ``None``, never 0. The gateway
 wires the book to the history writer (each record's cost) and to the management API.
+:class:`SpendLedger` sums metered accounts' cost per UTC month, group and member and answers whether
+a caller is over a spend cap (PAID-3).
 """
 
 from sublane_pricing._book import MAX_PRICE, PRICE_FIELDS, RELOAD_S, InvalidPrice, PriceBook
 from sublane_pricing._builtin import GenaiPrices, PriceSource, model_names
 from sublane_pricing._prices import CallTokens, ModelPrices, call_cost
+from sublane_pricing._spend import REFRESH_S, SpendLedger, month_bounds
 
 __version__ = "0.1.0"
 
@@ -24,4 +27,7 @@ __all__ = [
     "ModelPrices",
     "CallTokens",
     "call_cost",
+    "SpendLedger",
+    "REFRESH_S",
+    "month_bounds",
 ]

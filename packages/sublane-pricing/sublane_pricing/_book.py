@@ -148,6 +148,11 @@ class PriceBook:
             9,
         )
 
+    def keep_fresh(self) -> None:
+        """Read the overrides again if they are older than ``reload_s`` (blocking): a background
+        reader's call, so a price set on another replica reaches this one's memory-only answers."""
+        self._fresh()
+
     def warm(self) -> None:
         """Read the overrides and load the built-in price data now (blocking: at start-up), so the
         first priced call pays for neither."""

@@ -8,6 +8,7 @@ EXPECTED = [
     "PriceBook", "InvalidPrice", "PRICE_FIELDS", "MAX_PRICE", "RELOAD_S",
     "PriceSource", "GenaiPrices", "model_names",
     "ModelPrices", "CallTokens", "call_cost",
+    "SpendLedger", "REFRESH_S", "month_bounds",
 ]  # fmt: skip
 
 

@@ -49,10 +49,15 @@ def blocked_reason(reasons: set[str], subscriptions: int, unavailable: int) -> s
     return ALL_BY_REASON[next(iter(reasons))]
 
 
+#: The longest ``Retry-After`` a refusal names, as for token budgets: clients back off, not wait a month.
+RETRY_AFTER_CAP_S = 86_400.0
+
+
 def spend_error(refusal: tuple[str, float | None], model: str, now: float) -> SubLaneError:
     """PAID-3's refusal as the client hears it when nothing else can serve the call: 429
-    ``metered_budget_exhausted`` until the reset (``Retry-After`` and ``X-Metered-Budget-Reset``),
-    or 400 ``unpriced_model``."""
+    ``metered_budget_exhausted`` until the reset — ``Retry-After`` (at most a day) and
+    ``X-Metered-Budget-Reset`` (Unix seconds), as token budgets answer (TEAM-4) — or 400
+    ``unpriced_model``."""
     code, reset_at = refusal
     if code != "metered_budget_exhausted":
         return SubLaneError(
@@ -61,10 +66,10 @@ def spend_error(refusal: tuple[str, float | None], model: str, now: float) -> Su
         )
     if reset_at is None:
         return SubLaneError("metered_budget_exhausted")
-    when = datetime.fromtimestamp(reset_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = datetime.fromtimestamp(reset_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return SubLaneError(
         "metered_budget_exhausted",
         f"This month's spending cap on metered (API-key) accounts is reached; it resets at {when}.",
-        retry_after=max(1.0, reset_at - now),
-        headers={"X-Metered-Budget-Reset": when},
+        retry_after=max(1.0, min(RETRY_AFTER_CAP_S, reset_at - now)),
+        headers={"X-Metered-Budget-Reset": str(int(reset_at))},
     )

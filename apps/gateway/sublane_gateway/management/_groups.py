@@ -22,6 +22,7 @@ from sublane_gateway._sessions import AdminUser, DbSession
 from sublane_gateway._state import gateway_state
 from sublane_gateway.management._audit import audit, changes, replaced
 from sublane_gateway.management._ids import get_or_404, require_existing
+from sublane_gateway.management._metered import caps_changed, group_spend_views
 from sublane_gateway.management._models import GroupAccounts, GroupCreate, GroupMembers, GroupUpdate, PathId
 from sublane_gateway.management._views import group_view
 
@@ -42,11 +43,12 @@ def _accounts(db: Session, group_ids: list[int]) -> dict[int, list[int]]:
     return result
 
 
-def _views(db: Session, groups: list[ResourceGroup]) -> list[dict[str, Any]]:
+def _views(db: Session, groups: list[ResourceGroup], request: Request) -> list[dict[str, Any]]:
     ids = [group.id for group in groups if group.id is not None]
     members, accounts = _members(db, ids), _accounts(db, ids)
+    spend = group_spend_views(request, groups)  # PAID-3
     return [
-        group_view(group, sorted(members[group.id]), sorted(accounts[group.id]))
+        group_view(group, sorted(members[group.id]), sorted(accounts[group.id])) | spend[group.id]
         for group in groups
         if group.id is not None
     ]
@@ -59,20 +61,22 @@ def _settings(group: ResourceGroup) -> dict[str, Any]:
         "model_policy": group.model_policy,
         "metered": group.metered,
         "overflow_after_s": group.overflow_after_s,
+        "metered_monthly_usd": group.metered_monthly_usd,
     }
 
 
 @router.get("/api/groups")
-def list_groups(_admin: AdminUser, db: DbSession) -> dict[str, Any]:
-    """Every group with its member and account IDs."""
-    return {"items": _views(db, list(db.exec(select(ResourceGroup).order_by(col(ResourceGroup.id))).all()))}
+def list_groups(request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """Every group with its member and account IDs (and its metered cap and spend, PAID-3)."""
+    groups = list(db.exec(select(ResourceGroup).order_by(col(ResourceGroup.id))).all())
+    return {"items": _views(db, groups, request)}
 
 
 @router.get("/api/groups/{group_id}")
-def get_group(group_id: PathId, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
-    """One group with its member and account IDs and its metered routing (PAID-2)."""
+def get_group(group_id: PathId, request: Request, _admin: AdminUser, db: DbSession) -> dict[str, Any]:
+    """One group with its member and account IDs, its metered routing (PAID-2), cap and spend (PAID-3)."""
     group: ResourceGroup = get_or_404(db, ResourceGroup, group_id, "group")
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]
 
 
 @router.post("/api/groups", status_code=201)
@@ -95,7 +99,7 @@ def add_group(body: GroupCreate, request: Request, admin: AdminUser, db: DbSessi
     audit(db, request, admin, "group.create", group.id, name=group.name, model_policy=group.model_policy)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group.id))
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]
 
 
 @router.patch("/api/groups/{group_id}")
@@ -121,6 +125,8 @@ def update_group(
             if value is None:
                 raise SubLaneError("invalid_request", f"{name} cannot be null")
             setattr(group, name, value)
+    if "metered_monthly_usd" in fields:  # PAID-3: ``null`` removes the cap
+        group.metered_monthly_usd = body.metered_monthly_usd
     group.updated_at = gateway_state(request).clock.time()
     db.add(group)
     after = _settings(group)
@@ -131,7 +137,9 @@ def update_group(
         db.rollback()
         raise SubLaneError("name_taken", f"A group named {body.name!r} exists.") from None
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.GROUP, id=group_id))
-    return _views(db, [group])[0]
+    if "metered_monthly_usd" in fields:
+        caps_changed(request)
+    return _views(db, [group], request)[0]
 
 
 @router.put("/api/groups/{group_id}/members")
@@ -155,7 +163,7 @@ def set_members(
     db.add(group)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.MEMBERSHIP, id=group_id))
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]
 
 
 @router.put("/api/groups/{group_id}/accounts")
@@ -179,4 +187,4 @@ def set_accounts(
     db.add(group)
     db.commit()
     signals.access_changed.send(signals.AccessChanged(kind=signals.AccessKind.MEMBERSHIP, id=group_id))
-    return _views(db, [group])[0]
+    return _views(db, [group], request)[0]

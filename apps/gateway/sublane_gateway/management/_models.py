@@ -78,6 +78,10 @@ class ModelPolicy(Body):
         return list(dict.fromkeys(value))
 
 
+#: PAID-3: a monthly cap on metered spend, US dollars (0: no metered use at all).
+MeteredUsd = Annotated[float, Field(ge=0, le=1_000_000_000, allow_inf_nan=False)]
+
+
 class GroupCreate(Body):
     name: Name
     model_policy: ModelPolicy | None = None
@@ -93,6 +97,7 @@ class GroupUpdate(Body):
     model_policy: ModelPolicy | None = None
     metered: MeteredRoutingName | None = None  # PAID-2
     overflow_after_s: OverflowAfter | None = None  # PAID-2
+    metered_monthly_usd: MeteredUsd | None = None  # PAID-3: ``null`` removes the cap
 
 
 class GroupMembers(Body):
@@ -230,6 +235,7 @@ class LimitsUpdate(Body):
 
     rpm: Rpm | None = None
     member_concurrency: MemberConcurrency | None = None
+    metered_monthly_usd: MeteredUsd | None = None  # PAID-3: ``null`` removes the limit
 
 
 class OwnPasswordChange(Body):

@@ -5,7 +5,8 @@ and desktop tools that have a key and no web session.
 nothing in the window was priced) in the rolling 5 hours and 7 days ending now (from the request
 records) and in this UTC day and month (from the usage summaries), each with the smallest budget
 limit (TEAM-4, COST-5) of that period that covers every model in the key's group, per unit
-(``null``: none). ``pool``: POOL-1's items of the key's group.
+(``null``: none). ``pool``: POOL-1's items of the key's group. ``metered`` (PAID-3): this UTC
+month's metered spend and caps of the member and of the key's group, and when they reset.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from sublane_core import RequestRecord, SubLaneError, UsageDay, WireProtocol
 from sublane_gateway._proxy import client_address
 from sublane_gateway._state import gateway_state
+from sublane_gateway.management._metered import key_metered_view
 from sublane_gateway.management._pool import group_pool
 from sublane_gateway.pipeline import client_runtime, sublane_error_reply
 from sublane_gateway.routes._replies import to_response
@@ -96,11 +98,13 @@ async def key_usage(request: Request) -> Response:
         for name, (tokens, cost) in sums.items()
     }
     pool = await group_pool(request, principal.user_id, principal.group_id)
+    metered = await anyio.to_thread.run_sync(key_metered_view, request, principal.user_id, principal.group_id)
     return JSONResponse(
         {
             "member": {"id": principal.user_id, "username": principal.username},
             "key": {"id": principal.key_id, "name": principal.key_name, "group_id": principal.group_id},
             "windows": windows,
             "pool": pool,
+            "metered": metered,
         }
     )

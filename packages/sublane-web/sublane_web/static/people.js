@@ -48,6 +48,9 @@ export async function membersView() {
     const concurrency = h("input", {type: "number", name: "member_concurrency", min: 0, max: 1000, required: true,
       value: String(u.member_concurrency)});
     const rpm = h("input", {type: "number", name: "rpm", min: 0, max: 6000, required: true, value: String(u.rpm)});
+    // PAID-3: the member's cap on metered (API-key) spend per UTC month; empty = no limit
+    const meteredCap = h("input", {type: "number", name: "metered_monthly_usd", min: 0, step: "0.01"});
+    const meteredSpent = h("p", {class: "muted", "data-metered-spent": ""});
     const password = h("input", {type: "password", name: "new_password", minlength: 8, maxlength: 128,
       autocomplete: "new-password", required: true});
     const budgets = h("div", {});
@@ -74,9 +77,13 @@ export async function membersView() {
           form({class: "stack", "aria-label": `Limits of ${u.username}`}, [
             field("Concurrent requests (0 = unlimited)", concurrency, "0 to 1,000, running and waiting"),
             field("Requests per minute (0 = unlimited)", rpm, "0 to 6,000 per UTC minute"),
+            field("Metered spend per month, US dollars (empty = no limit)", meteredCap,
+              "API-key accounts only; 0 = none at all"),
+            meteredSpent,
             h("button", {type: "submit"}, "Save limits"),
           ], async () => {
-            await api("PATCH", `/api/users/${u.id}/limits`, {member_concurrency: Number(concurrency.value), rpm: Number(rpm.value)});
+            await api("PATCH", `/api/users/${u.id}/limits`, {member_concurrency: Number(concurrency.value), rpm: Number(rpm.value),
+              metered_monthly_usd: meteredCap.value === "" ? null : Number(meteredCap.value)});
             announce(`Limits of ${u.username} saved.`);
             await reload();
           })),
@@ -91,7 +98,15 @@ export async function membersView() {
           }))),
       h("div", {class: "editor-part"}, h("h3", {}, "Token budgets"), budgets)));
     budgetEditor(u, budgets);
+    meteredLimit(u, meteredCap, meteredSpent);
     editor.querySelector("select").focus();
+  }
+
+  /** PAID-3: the member's metered cap and this month's metered spend, from their limits. */
+  async function meteredLimit(u, input, spent) {
+    const limits = await api("GET", `/api/users/${u.id}/limits`);
+    input.value = limits.metered_monthly_usd ?? "";
+    spent.textContent = meteredSpentText(limits.metered_spent_usd, limits.metered_reset_at);
   }
 
   /** The rules of TEAM-4 as editable rows; Save puts the whole set (at most 64). */
@@ -159,6 +174,12 @@ export async function membersView() {
   render("Members", section("Members", list), editor, section("Add a member", create));
 }
 
+/** PAID-3: "Spent $1.23 of metered use this month (resets 2027-01-01)". */
+function meteredSpentText(spent, resetAt) {
+  const reset = resetAt ? new Date(resetAt * 1000).toISOString().slice(0, 10) : "";
+  return `Spent $${(spent || 0).toFixed(2)} of metered use this month${reset ? ` (resets ${reset})` : ""}`;
+}
+
 function parseModels(text) {
   return text.split(/[\s,]+/).map((m) => m.trim()).filter(Boolean);
 }
@@ -192,10 +213,14 @@ export async function groupsView() {
     const restrict = h("input", {type: "checkbox", name: "restrict", checked: Boolean(g.model_policy)});
     const allow = h("textarea", {name: "allow", rows: 2, spellcheck: "false"},
       g.model_policy ? (g.model_policy.allow || []).join(", ") : "");
+    const meteredCap = h("input", {type: "number", name: "metered_monthly_usd", min: 0, step: "0.01",
+      value: g.metered_monthly_usd ?? ""});  // PAID-3
     editor.replaceChildren(section(`Edit ${g.name}`, form({class: "stack", "aria-label": `Edit ${g.name}`}, [
       field("Name", name),
       h("label", {class: "check"}, restrict, " Only allow these models"),
       field("Allowed models (comma-separated)", allow),
+      field("Metered spend cap per month, US dollars (empty = no cap)", meteredCap,
+        meteredSpentText(g.metered_spent_usd, g.metered_reset_at)),
       checkboxes("Members", "user_ids", users, (u) => u.username, new Set(g.user_ids || [])),
       checkboxes("Accounts", "account_ids", accounts, (a) => `${a.name} (${a.provider})`, new Set(g.account_ids || [])),
       h("div", {class: "row"}, h("button", {type: "submit"}, "Save group"),
@@ -203,6 +228,8 @@ export async function groupsView() {
     ], async (el) => {
       const patch = {model_policy: restrict.checked ? {allow: parseModels(allow.value)} : null};
       if (name.value !== g.name) patch.name = name.value;
+      const cap = meteredCap.value === "" ? null : Number(meteredCap.value);
+      if (cap !== (g.metered_monthly_usd ?? null)) patch.metered_monthly_usd = cap;
       await api("PATCH", `/api/groups/${g.id}`, patch);
       await api("PUT", `/api/groups/${g.id}/members`, {user_ids: checkedIds(el, "user_ids")});
       await api("PUT", `/api/groups/${g.id}/accounts`, {account_ids: checkedIds(el, "account_ids")});

@@ -189,7 +189,12 @@ function limitsFacts(limits) {
   return h("dl", {class: "facts"},
     h("dt", {}, "Requests per minute"), h("dd", {}, limits.rpm ? `${limits.rpm} (fixed UTC minutes)` : "unlimited"),
     h("dt", {}, "Concurrent requests"), h("dd", {}, limits.member_concurrency ? String(limits.member_concurrency) : "unlimited"),
-    h("dt", {}, "Running or waiting now"), h("dd", {}, String(limits.in_use)));
+    h("dt", {}, "Running or waiting now"), h("dd", {}, String(limits.in_use)),
+    // PAID-3: metered (API-key) spend this UTC month, and the member's limit on it
+    h("dt", {}, "Metered spend this month"),
+    h("dd", {"data-metered": ""}, limits.metered_monthly_usd === null || limits.metered_monthly_usd === undefined
+      ? `${formatUsd(limits.metered_spent_usd || 0)} (no limit)`
+      : `${formatUsd(limits.metered_spent_usd || 0)} of ${formatUsd(limits.metered_monthly_usd)}`));
 }
 
 function usageSections(usage, admin) {

@@ -6,7 +6,7 @@ SQLite enforces no ``VARCHAR`` length, and changing a column there means rebuild
 schema declares SQLite's as they were, ``sublane_core._schema.PROVIDER_NAME``).
 
 Revision ID: 0023
-Revises: 0021
+Revises: 0022
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0023"
-down_revision = "0021"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
