@@ -25,8 +25,8 @@ button{margin-top:1rem;padding:.6rem 1.2rem}#msg{margin-top:1rem}</style></head>
 <button type="submit">Create admin</button></form><p id="msg" role="status"></p>
 <p id="terms"><small>Using consumer subscriptions through a shared gateway may be against a
 provider's terms: you, the operator, decide whether to do it. Metered (API-key) accounts are the
-way to stay within them; SubLane does not pool them yet (planned), so until then use the providers'
-API keys directly.</small></p></main>
+way to stay within them: SubLane pools API keys too, alone or as overflow behind the
+subscriptions.</small></p></main>
 <script>
 const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
 document.getElementById("f").addEventListener("submit", async (e) => {

@@ -5,11 +5,11 @@ import {api, h, render, section} from "./lib.js";
 
 export const TERMS_NOTE = "Using consumer subscriptions through a shared " +
   "gateway may be against a provider's terms: you, the operator, decide whether to do it. Metered " +
-  "(API-key) accounts are the way to stay within them; SubLane will pool them once they are supported " +
-  "(planned, SPEC §31). Until then, the providers' own API keys are used directly, without SubLane.";
+  "(API-key) accounts are the way to stay within them: add OpenAI, Anthropic or Gemini API keys or an " +
+  "OpenAI-compatible server as accounts, alone or as overflow behind the subscriptions.";
 
 const HINTS = {
-  account: "Sign in to a subscription account, or import its credentials.",
+  account: "Sign in to a subscription account, import its credentials, or add an API key.",
   key: "Create a SubLane key for yourself (or issue one for a member).",
   connect: "Point a client at SubLane with the key: the Keys page shows the set-up for each client.",
   first_call: "A model call answered through SubLane.",
