@@ -105,6 +105,8 @@ def test_paid_1_compat_import_checks_the_key_and_never_shows_it(
     assert imported.status_code == 201, imported.text
     account_id = imported.json()["id"]
     pool.settle()
+    priced = pool.admin.put(f"/api/prices/{MODEL}", json={"input": 0.2, "output": 0.8})  # PAID-3
+    assert priced.status_code == 200, priced.text
     providers = {item["name"]: item for item in pool.admin.get("/api/providers").json()["items"]}
     assert providers[PROVIDER]["label"] == "OpenAI-compatible server (API key)"  # found by entry point
     shown = pool.admin.get(f"/api/accounts/{account_id}").json()
