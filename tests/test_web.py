@@ -1412,6 +1412,8 @@ def test_paid_2_the_accounts_page_marks_metered_accounts_and_the_details_the_ove
     expect(details.locator(".overflow-reason")).to_have_attribute("data-reason", "all_cooling")
     expect(details.locator(".overflow-reason")).to_have_text("every subscription account cooling")
     _shoot(page, "request-metered")
+
+
 # --- PAID-3: metered spend caps in the group and member forms ----------------------------------
 
 
@@ -1515,7 +1517,7 @@ def test_paid_1_the_add_form_takes_an_api_key_and_keeps_it_nowhere(
     expect(_card(page, "local-vllm")).to_have_attribute("data-billing", "metered")
     [added] = [a for a in pool.admin.get("/api/accounts").json()["items"] if a["name"] == "local-vllm"]
     assert added["provider"] == COMPAT and added["billing"] == "metered"
-    values = page.evaluate("[...document.querySelectorAll('input, textarea')].map((el) => el.value).join(' ')")
+    values = page.evaluate("[...document.querySelectorAll('input, textarea')].map((el) => el.value).join()")
     assert compat.api_key not in values and compat.api_key not in page.content()
 
 
