@@ -1412,6 +1412,8 @@ def test_paid_2_the_accounts_page_marks_metered_accounts_and_the_details_the_ove
     expect(details.locator(".overflow-reason")).to_have_attribute("data-reason", "all_cooling")
     expect(details.locator(".overflow-reason")).to_have_text("every subscription account cooling")
     _shoot(page, "request-metered")
+
+
 # --- PAID-3: metered spend caps in the group and member forms ----------------------------------
 
 
@@ -1450,3 +1452,99 @@ def test_paid_3_group_and_member_forms_set_the_metered_caps(
     expect(page.get_by_role("form", name="Edit default")).to_have_count(0)
     [group] = [g for g in pool.admin.get("/api/groups").json()["items"] if g["id"] == 1]
     assert group["metered_monthly_usd"] is None
+
+
+def test_paid_3_team_usage_shows_each_groups_metered_spend_this_month(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool(accounts=0)
+    pool.add_account("openai", "openai-key")  # the only account: a metered one serves the call
+    assert pool.client().post("/v1/responses", json=BODY).status_code == 200
+    _records(pool, 1)
+    assert pool.admin.patch("/api/groups/1", json={"metered_monthly_usd": 50}).status_code == 200
+    spent = pool.admin.get("/api/groups").json()["items"][0]["metered_spent_usd"]
+    assert spent > 0  # the ledger is written with the records
+    page = _admin_page(pool, open_context, "/admin/usage")
+    row = page.get_by_role("region", name="Metered spend by group").locator("tr[data-group-id='1']")
+    shown = f"${spent:,.4f}" if spent < 1 else f"${spent:,.2f}"  # formatUsd: 4 places below a dollar
+    expect(row.locator("td.spent")).to_have_text(shown)
+    expect(row.locator("td.cap")).to_have_text("$50.00")
+    expect(row.locator("meter")).to_have_attribute("aria-label", f"{shown} of $50.00")
+    _shoot(page, "team-usage-metered")
+
+
+# --- PAID-1/PAID-2 in the web: adding an API key, a group's metered routing ---------------------
+
+COMPAT = "openai-compatible"
+
+
+def test_paid_1_the_add_form_takes_an_api_key_and_keeps_it_nowhere(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    compat = pool.sim.create_account("compat")
+    offered = {item["name"]: item for item in pool.admin.get("/api/providers").json()["items"]}
+    assert offered[COMPAT]["api_key"] == {"default_base_url": None, "base_url_required": True, "models": True}
+    public = offered["openai"]["api_key"]
+    assert public["base_url_required"] is False and public["default_base_url"] and not public["models"]
+    assert offered["codex"]["api_key"] is None
+    page = _admin_page(pool, open_context, "/accounts")
+    page.get_by_role("form", name="Import a credential file").get_by_label("Provider").select_option(
+        label=offered["openai"]["label"]
+    )
+    form = page.get_by_role("form", name="Add an API key")  # the form follows the provider's billing
+    expect(form.get_by_label("Credential file content")).to_be_hidden()
+    expect(form.get_by_label("API key", exact=True)).to_have_attribute("type", "password")
+    base_url = form.get_by_label("Base URL", exact=True)
+    expect(base_url).to_have_attribute("placeholder", public["default_base_url"])
+    expect(base_url).not_to_have_attribute("required", "")
+    expect(form.get_by_label("Models (optional, comma-separated)")).to_be_hidden()
+
+    form.get_by_label("Provider").select_option(label=offered[COMPAT]["label"])
+    expect(base_url).to_have_attribute("required", "")
+    form.get_by_label("Name", exact=True).fill("local-vllm")
+    form.get_by_label("API key", exact=True).fill("sk-not-a-key-0123456789")
+    base_url.fill(pool.sim.compat_base_url)
+    form.get_by_label("Models (optional, comma-separated)").fill("qwen3-coder-30b")
+    _shoot(page, "accounts-add-api-key")
+    form.get_by_role("button", name="Import account").click()
+    expect(form.get_by_role("alert")).to_contain_text("invalid_credentials")  # the key was checked
+    expect(form.get_by_label("API key", exact=True)).to_have_value("")  # and left the page
+    assert pool.admin.get("/api/accounts").json()["items"][-1]["name"] != "local-vllm"
+
+    form.get_by_label("API key", exact=True).fill(compat.api_key)
+    form.get_by_role("button", name="Import account").click()
+    expect(_card(page, "local-vllm")).to_have_attribute("data-billing", "metered")
+    [added] = [a for a in pool.admin.get("/api/accounts").json()["items"] if a["name"] == "local-vllm"]
+    assert added["provider"] == COMPAT and added["billing"] == "metered"
+    values = page.evaluate("[...document.querySelectorAll('input, textarea')].map((el) => el.value).join()")
+    assert compat.api_key not in values and compat.api_key not in page.content()
+
+
+def test_paid_2_the_group_form_sets_the_metered_routing_and_its_overflow_wait(
+    make_pool: Callable[..., Pool], open_context: Any
+) -> None:
+    pool = make_pool()
+    page = _admin_page(pool, open_context, "/groups")
+    page.get_by_role("button", name="Edit default").click()
+    edit = page.get_by_role("form", name="Edit default")
+    expect(edit.get_by_role("radio", name=re.compile("^Overflow"))).to_be_checked()  # the default
+    expect(edit).to_contain_text("API keys are never used for this group.")
+    wait = edit.get_by_label(re.compile("^Overflow after"))
+    expect(wait).to_have_value("5")
+    edit.get_by_role("radio", name=re.compile("^Normal")).check()
+    wait.fill("4000")
+    edit.get_by_role("button", name="Save group").click()
+    expect(edit.get_by_role("alert")).to_contain_text("from 0 to 3600")  # shown in the form, nothing sent
+    group = pool.admin.get("/api/groups/1").json()
+    assert (group["metered"], group["overflow_after_s"]) == ("overflow", 5)
+    wait.fill("12.5")
+    edit.get_by_role("button", name="Save group").click()
+    expect(edit).to_have_count(0)  # saved: the editor closed
+    group = pool.admin.get("/api/groups/1").json()
+    assert (group["metered"], group["overflow_after_s"]) == ("normal", 12.5)
+    expect(page.locator("tr[data-group-id='1'] td.metered-routing")).to_have_text("normal")
+    page.get_by_role("button", name="Edit default").click()
+    expect(edit.get_by_role("radio", name=re.compile("^Normal"))).to_be_checked()
+    expect(wait).to_have_value("12.5")
+    _shoot(page, "group-metered-routing")

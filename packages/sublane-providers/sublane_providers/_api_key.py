@@ -315,6 +315,12 @@ class ApiKeyAdapter(ProviderAdapter):
 
     #: 429 error codes meaning the key's credit (not its rate) is used up.
     exhausted_codes: ClassVar[frozenset[str]] = frozenset()
+    #: Where a key imported without a ``base_url`` is served (the provider's setting, set by the
+    #: adapter); empty: the provider has no public API, so every import must name its server.
+    default_base_url: str = ""
+    #: Whether an import may name the account's ``models`` (a server that lists none); the web's
+    #: add form asks for them only then (``GET /api/providers``: ``api_key.models``).
+    names_models: ClassVar[bool] = False
 
     # -- credentials ------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 ``PUT /api/providers/{provider}/client-version``: the admin's pin of a provider's client version.
 
 The views take the provider choices, their labels, which can be signed in to and which credential
-file an import takes from here, so a provider added to the gateway needs no change to them. Each
+file an import takes from here, so a provider added to the gateway needs no change to them; an
+API-key provider (``billing`` ``metered``) also says what its import asks (``api_key``: the base URL
+a key without one is served at, whether a base URL is required, whether models may be named). Each
 provider with a client identity also shows its client versions (CLIENT-2): the effective one, the
 one built in, the newest seen from a native client in the last 30 days and the pin.
 """
@@ -10,6 +12,7 @@ one built in, the newest seen from a native client in the last 30 days and the p
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Request
 
@@ -18,16 +21,18 @@ from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import ClientVersionBody
 from sublane_gateway.pipeline import client_runtime
-from sublane_providers import SignsIn, parse_version, provider_billing
+from sublane_providers import ProviderAdapter, SignsIn, parse_version, provider_billing
+from sublane_providers.kit import ApiKeyAdapter
 
 router = APIRouter(tags=["accounts"])
 
 
 @router.get("/api/providers")
 def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
-    """``{"items":[{"name","label","billing","credential_file","sign_in","subject_label","client_version"}]}``
-    in the gateway's order; ``client_version`` is ``{"effective","built_in","seen","pinned"}``, or
-    ``null`` for a provider without a client identity."""
+    """``{"items":[{"name","label","billing","credential_file","sign_in","subject_label","api_key",
+    "client_version"}]}`` in the gateway's order; ``client_version`` is ``{"effective","built_in",
+    "seen","pinned"}``, or ``null`` for a provider without a client identity; ``api_key`` (PAID-1)
+    is ``{"default_base_url","base_url_required","models"}`` for an API-key provider, else ``null``."""
     runtime = client_runtime(request)
     versions = runtime.client_versions
     return {
@@ -39,6 +44,7 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
                 "credential_file": adapter.credential_file,
                 "sign_in": isinstance(adapter, SignsIn),
                 "subject_label": adapter.subject_label,
+                "api_key": _api_key_import(adapter),
                 "client_version": (
                     versions.view(name) if versions is not None and name in versions.identities else None
                 ),
@@ -46,6 +52,21 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
             for name, adapter in runtime.adapters.items()
         ]
     }
+
+
+def _api_key_import(adapter: ProviderAdapter) -> dict[str, Any] | None:
+    """PAID-1: what an API-key provider's import takes beyond the key, for the web's add form."""
+    if not isinstance(adapter, ApiKeyAdapter):
+        return None
+    default = _without_user_info(adapter.default_base_url) if adapter.default_base_url else None
+    return {"default_base_url": default, "base_url_required": default is None, "models": adapter.names_models}
+
+
+def _without_user_info(url: str) -> str:
+    """A configured base URL as members may see it: never a user or password (it is a setting)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @router.put("/api/providers/{provider}/client-version")

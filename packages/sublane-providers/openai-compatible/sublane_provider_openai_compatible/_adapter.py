@@ -40,6 +40,7 @@ class CompatibleAdapter(ApiKeyAdapter):
     credential_file = FILE
     protocol = WireProtocol.CHAT_COMPLETIONS
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
+    names_models = True  # a server may list no models: the import names them
 
     def __init__(self, *, http: MetadataHttp, metadata_timeout: float) -> None:
         self._http = http

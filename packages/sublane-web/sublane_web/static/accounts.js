@@ -176,11 +176,61 @@ function checkedIds(formEl, name) {
   return [...formEl.querySelectorAll(`input[name=${name}]:checked`)].map((input) => Number(input.value));
 }
 
+function parseModels(text) {
+  return text.split(/[\s,]+/).map((m) => m.trim()).filter(Boolean);
+}
+
+/**
+ * PAID-1: the fields of an API-key provider's import (its `api_key` item of GET /api/providers):
+ * the key (a password field, emptied as soon as it is sent), the base URL (empty: the provider's
+ * own, shown as the placeholder; required when it has none) and, where the provider takes them,
+ * the models. Returns {element, show(item), credentials()}.
+ */
+function apiKeyFields() {
+  const key = h("input", {type: "password", name: "api_key", autocomplete: "new-password", spellcheck: "false",
+    maxlength: 4096});
+  const baseUrl = h("input", {type: "url", name: "base_url", autocomplete: "off", spellcheck: "false", maxlength: 2048});
+  const models = h("input", {name: "models", autocomplete: "off", spellcheck: "false"});
+  const modelsField = field("Models (optional, comma-separated)", models,
+    "Only needed when the server lists none; when given, they are what the account serves.");
+  const baseField = field("Base URL", baseUrl, " ");
+  const baseHint = baseField.querySelector(".hint");
+  const element = h("fieldset", {class: "plain", hidden: true, disabled: true},
+    field("API key", key, "Sent once to check it and stored sealed; never shown again."), baseField, modelsField);
+  return {
+    element,
+    show(item) {
+      const spec = item && item.billing === "metered" ? item.api_key : null;
+      element.hidden = element.disabled = !spec;
+      key.required = Boolean(spec);
+      if (!spec) return;
+      baseUrl.required = spec.base_url_required;
+      baseUrl.placeholder = spec.default_base_url || "https://llm.example.internal/v1";
+      baseHint.textContent = spec.base_url_required
+        ? "Required: the server's API address, as its SDK takes it (e.g. ending in /v1)."
+        : `Empty: ${spec.default_base_url}. Set it for a proxy or a regional host.`;
+      modelsField.hidden = models.disabled = !spec.models;
+    },
+    /** The credentials to send; the key leaves the page's fields here, whatever the answer. */
+    credentials() {
+      const body = {api_key: key.value.trim()};
+      key.value = "";
+      if (baseUrl.value.trim()) body.base_url = baseUrl.value.trim();
+      const named = models.disabled ? [] : parseModels(models.value);
+      if (named.length) body.models = named;
+      return body;
+    },
+  };
+}
+
 async function addAccount(onAdded) {
-  // The providers this gateway has, with their labels and credential files (GET /api/providers).
+  // The providers this gateway has, with their labels, credential files and, for API-key
+  // providers, what their import asks (GET /api/providers).
   const providers = (await api("GET", "/api/providers")).items;
+  const byName = new Map(providers.map((item) => [item.name, item]));
   const provider = h("select", {name: "provider"}, providers.map((item) => option(item.name, item.label)));
-  const files = providers.filter((item) => item.credential_file).map((item) => item.credential_file);
+  const files = providers.filter((item) => item.credential_file && item.billing !== "metered")
+    .map((item) => item.credential_file);
   const fileHint = files.length > 1
     ? `Paste ${files.slice(0, -1).join(", ")} or ${files[files.length - 1]}.`
     : `Paste ${files[0] || "the provider's credential file"}.`;
@@ -191,29 +241,49 @@ async function addAccount(onAdded) {
   upload.addEventListener("change", async () => {
     if (upload.files.length) credentials.value = await upload.files[0].text();
   });
+  const fileFields = h("fieldset", {class: "plain"},
+    field("Credential file content", credentials, fileHint), field("Or upload the file", upload));
+  const keyFields = apiKeyFields();
+  const title = h("h3", {id: "import-title"}, "Import a credential file");
+  const choose = () => {
+    const item = byName.get(provider.value);
+    const metered = Boolean(item && item.billing === "metered" && item.api_key);
+    title.textContent = metered ? "Add an API key" : "Import a credential file";
+    fileFields.hidden = fileFields.disabled = metered;
+    keyFields.show(item);
+  };
+  provider.addEventListener("change", choose);
   const groups = await groupChoices();
-  const importForm = form({class: "stack", "aria-label": "Import a credential file"}, [
-    h("h3", {}, "Import a credential file"),
+  const importForm = form({class: "stack", "aria-labelledby": "import-title"}, [
+    title,
     field("Provider", provider),
     field("Name", name),
-    field("Credential file content", credentials, fileHint),
-    field("Or upload the file", upload),
+    fileFields,
+    keyFields.element,
     groups,
     h("button", {type: "submit"}, "Import account"),
   ], async (el) => {
     let parsed;
-    try {
-      parsed = JSON.parse(credentials.value);
-    } catch {
-      throw new Error("The credential file is not valid JSON.");
+    if (!keyFields.element.disabled) {
+      parsed = keyFields.credentials();
+    } else {
+      try {
+        parsed = JSON.parse(credentials.value);
+      } catch {
+        throw new Error("The credential file is not valid JSON.");
+      }
     }
     const account = await api("POST", "/api/accounts/import", {
       provider: provider.value, name: name.value, credentials: parsed, group_ids: checkedIds(el, "group_ids"),
     });
+    const chosen = provider.value;
     el.reset();
+    provider.value = chosen;
+    choose();
     announce(`Account ${account.name} added.`);
     await onAdded();
   });
+  choose();
 
   const oauthProvider = h("select", {name: "provider"},
     providers.filter((item) => item.sign_in).map((item) => option(item.name, item.label)));

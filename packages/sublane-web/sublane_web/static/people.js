@@ -180,6 +180,45 @@ function meteredSpentText(spent, resetAt) {
   return `Spent $${(spent || 0).toFixed(2)} of metered use this month${reset ? ` (resets ${reset})` : ""}`;
 }
 
+/** PAID-2: a group's metered routing, each with what it does. */
+const METERED_ROUTING = [
+  ["overflow", "Overflow", "API keys serve only when no subscription account can take the call now, or the call has waited the seconds below."],
+  ["normal", "Normal", "API keys are ordinary members of the rotation, beside the subscriptions."],
+  ["off", "Off", "API keys are never used for this group."],
+];
+const MAX_OVERFLOW_AFTER_S = 3600;
+
+/** PAID-2: the routing choices (radios with their explanation) and the overflow wait field. */
+function meteredRouting(g) {
+  const current = g.metered || "overflow";
+  const after = h("input", {type: "number", name: "overflow_after_s", step: "any", inputmode: "decimal",
+    value: g.overflow_after_s ?? 5});
+  const choices = h("fieldset", {class: "choices metered-routing"},
+    h("legend", {}, "Metered accounts (API keys billed per token)"),
+    METERED_ROUTING.map(([value, label, explanation]) => h("label", {class: "check routing-choice"},
+      h("input", {type: "radio", name: "metered", value, checked: value === current}),
+      h("span", {}, h("strong", {}, label), " — ", h("span", {class: "muted"}, explanation)))),
+    field(`Overflow after, seconds waited (0–${MAX_OVERFLOW_AFTER_S})`, after,
+      "How long a call waits for busy subscription accounts before API keys are offered (Overflow only)."));
+  return {
+    element: choices,
+    /** The changed fields for PATCH /api/groups/{id}; throws (shown in the form) on a bad wait. */
+    patch() {
+      const patch = {};
+      const chosen = choices.querySelector("input[name=metered]:checked").value;
+      if (chosen !== current) patch.metered = chosen;
+      const raw = after.value.trim();
+      const seconds = Number(raw);
+      if (raw === "" || !Number.isFinite(seconds) || seconds < 0 || seconds > MAX_OVERFLOW_AFTER_S) {
+        after.focus();
+        throw new Error(`Overflow after must be a number of seconds from 0 to ${MAX_OVERFLOW_AFTER_S}.`);
+      }
+      if (seconds !== g.overflow_after_s) patch.overflow_after_s = seconds;
+      return patch;
+    },
+  };
+}
+
 function parseModels(text) {
   return text.split(/[\s,]+/).map((m) => m.trim()).filter(Boolean);
 }
@@ -197,13 +236,14 @@ export async function groupsView() {
     ]).then((all) => all.map((x) => x.items));
     list.replaceChildren(h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Groups table"},
       h("table", {},
-        h("thead", {}, h("tr", {}, ["Name", "Allowed models", "Members", "Accounts", ""]
+        h("thead", {}, h("tr", {}, ["Name", "Allowed models", "Members", "Accounts", "API keys", ""]
           .map((label) => h("th", {scope: "col"}, label)))),
         h("tbody", {}, groups.map((g) => h("tr", {"data-group-id": g.id},
           h("td", {}, g.name),
           h("td", {}, g.model_policy ? (g.model_policy.allow || []).join(", ") || "none" : "all"),
           h("td", {}, String((g.user_ids || []).length)),
           h("td", {}, String((g.account_ids || []).length)),
+          h("td", {class: "metered-routing"}, g.metered || "overflow"),  // PAID-2
           h("td", {}, h("button", {type: "button", class: "secondary", "aria-label": `Edit ${g.name}`,
             onclick: () => edit(g)}, "Edit"))))))));
   }
@@ -215,18 +255,20 @@ export async function groupsView() {
       g.model_policy ? (g.model_policy.allow || []).join(", ") : "");
     const meteredCap = h("input", {type: "number", name: "metered_monthly_usd", min: 0, step: "0.01",
       value: g.metered_monthly_usd ?? ""});  // PAID-3
+    const routing = meteredRouting(g);  // PAID-2
     editor.replaceChildren(section(`Edit ${g.name}`, form({class: "stack", "aria-label": `Edit ${g.name}`}, [
       field("Name", name),
       h("label", {class: "check"}, restrict, " Only allow these models"),
       field("Allowed models (comma-separated)", allow),
       field("Metered spend cap per month, US dollars (empty = no cap)", meteredCap,
         meteredSpentText(g.metered_spent_usd, g.metered_reset_at)),
+      routing.element,
       checkboxes("Members", "user_ids", users, (u) => u.username, new Set(g.user_ids || [])),
       checkboxes("Accounts", "account_ids", accounts, (a) => `${a.name} (${a.provider})`, new Set(g.account_ids || [])),
       h("div", {class: "row"}, h("button", {type: "submit"}, "Save group"),
         h("button", {type: "button", class: "secondary", onclick: () => editor.replaceChildren()}, "Cancel")),
     ], async (el) => {
-      const patch = {model_policy: restrict.checked ? {allow: parseModels(allow.value)} : null};
+      const patch = {model_policy: restrict.checked ? {allow: parseModels(allow.value)} : null, ...routing.patch()};
       if (name.value !== g.name) patch.name = name.value;
       const cap = meteredCap.value === "" ? null : Number(meteredCap.value);
       if (cap !== (g.metered_monthly_usd ?? null)) patch.metered_monthly_usd = cap;

@@ -259,6 +259,30 @@ function timingSection(timing) {
             TIMING_PARTS.map(([name]) => h("td", {class: "num"}, cell(parts[name])))))))));
 }
 
+/** PAID-3: each group's metered (API-key) spend this UTC month against its cap (GET /api/groups). */
+function meteredSpendSection(groups) {
+  const resetAt = groups.find((g) => g.metered_reset_at)?.metered_reset_at;
+  const reset = resetAt ? ` Resets ${new Date(resetAt * 1000).toISOString().slice(0, 10)} (UTC).` : "";
+  const heads = ["Group", "Routing", "Spent", "Cap", "", "Uncosted calls"];
+  return section("Metered spend this month",
+    h("p", {class: "muted"}, `What API keys billed per token cost each group this UTC month.${reset}`),
+    h("div", {class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Metered spend by group"},
+      h("table", {class: "usage-table metered-spend"},
+        h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", {scope: "col", class: i > 1 && i !== 4 ? "num" : ""}, label)))),
+        h("tbody", {}, groups.map((g) => {
+          const cap = g.metered_monthly_usd;
+          const capped = cap !== null && cap !== undefined;
+          return h("tr", {"data-group-id": g.id},
+            h("th", {scope: "row"}, g.name),
+            h("td", {}, g.metered || "overflow"),
+            h("td", {class: "num spent"}, formatUsd(g.metered_spent_usd || 0)),
+            h("td", {class: "num cap"}, capped ? formatUsd(cap) : h("span", {class: "muted"}, "no cap")),
+            h("td", {}, capped ? meter(g.metered_spent_usd || 0, cap, "usd") : null,
+              capped && (g.metered_spent_usd || 0) >= cap ? h("strong", {class: "over"}, " cap reached") : null),
+            h("td", {class: "num"}, formatCount(g.metered_uncosted_calls || 0)));
+        })))));
+}
+
 /** Administration → Team usage: everyone's calls, per member, or one member's. */
 export async function teamUsageView() {
   const days = chosenDays();
@@ -266,8 +290,9 @@ export async function teamUsageView() {
   const userId = params.get("user_id") || "";
   const query = new URLSearchParams({days: String(days)});
   if (userId) query.set("user_id", userId);
-  const [usage, users, value] = await Promise.all([
+  const [usage, users, value, groups] = await Promise.all([
     api("GET", `/api/usage?${query}`), api("GET", "/api/users"), api("GET", "/api/usage/value"),
+    api("GET", "/api/groups"),
   ]);
   const member = h("select", {name: "user_id", onchange: () => {
     if (member.value) params.set("user_id", member.value); else params.delete("user_id");
@@ -278,5 +303,5 @@ export async function teamUsageView() {
     h("p", {class: "muted"}, `Model calls of ${who}, per UTC day. Kept 90 days, independent of the request history.`),
     h("div", {class: "inline range-row"}, rangeSwitch(days), field("Member", member)),
     ...usageSections(usage, true), timingSection(usage.timing),
-    valueSection(value));
+    valueSection(value), meteredSpendSection(groups.items));
 }
