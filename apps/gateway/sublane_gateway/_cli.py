@@ -159,7 +159,17 @@ def _ready_schema(settings: Settings) -> None:
             f"needs {head}: run `sublane migrate` first, once, before starting the replicas "
             "(or set SUBLANE_AUTO_MIGRATE=true)"
         )
-    _migrate(settings)
+    _migrate_in_child()
+
+
+def _migrate_in_child() -> None:
+    """``sublane migrate`` in a child process, with this process's environment and folder: the
+    serving process never loads Alembic, nor keeps what a migration allocated (issue #49)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "sublane_gateway._cli", "migrate"], check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"sublane: the schema upgrade failed (exit status {done.returncode})")
 
 
 def _import_sqlite(settings: Settings, path: Path) -> None:
