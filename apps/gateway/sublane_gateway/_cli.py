@@ -163,11 +163,14 @@ def _ready_schema(settings: Settings) -> None:
 
 
 def _migrate_in_child() -> None:
-    """``sublane migrate`` in a child process, with this process's environment and folder: the
-    serving process never loads Alembic, nor keeps what a migration allocated (issue #49)."""
+    """What ``sublane migrate`` does, in a child process with this process's environment and folder
+    (so the same settings): the serving process never loads Alembic, nor keeps what a migration
+    allocated (issue #49). The child imports only the core, not the gateway."""
     import subprocess
 
-    done = subprocess.run([sys.executable, "-m", "sublane_gateway._cli", "migrate"], check=False)
+    from sublane_core._migrations import UPGRADE_IN_CHILD
+
+    done = subprocess.run([sys.executable, "-c", UPGRADE_IN_CHILD], check=False)  # noqa: S603
     if done.returncode != 0:
         raise SystemExit(f"sublane: the schema upgrade failed (exit status {done.returncode})")
 

@@ -89,3 +89,29 @@ def head_revision() -> str:
     if len(heads) != 1:  # pragma: no cover - the package always ships one line of migrations
         raise RuntimeError(f"the migrations have {len(heads)} heads: {sorted(heads)}")
     return heads.pop()
+
+
+def upgrade_configured_database() -> None:
+    """Create or upgrade the database the environment's settings name, saying so on stderr when it
+    changed (``sublane migrate``'s message): what ``sublane serve`` runs in a child process, which
+    loads only the core and Alembic (:data:`UPGRADE_IN_CHILD`)."""
+    import sys
+
+    from sublane_core._db import create_db_engine
+    from sublane_core._settings import Settings
+
+    engine = create_db_engine(Settings().effective_database_url)
+    try:
+        before = current_revision(engine)
+        upgrade_database(engine)
+        after = head_revision()
+    finally:
+        engine.dispose()
+    if before != after:
+        print(f"sublane: database upgraded from {before or 'empty'} to {after}", file=sys.stderr)
+
+
+#: ``python -c`` code of a child process that runs :func:`upgrade_configured_database`.
+UPGRADE_IN_CHILD = (
+    "from sublane_core._migrations import upgrade_configured_database; upgrade_configured_database()"
+)

@@ -655,17 +655,21 @@ def _head(request: UpstreamRequest, target: _Target, proxy: str | None) -> bytes
         parts += (name, ": ", value, "\r\n")
     if "content-length" not in headers:
         parts += ("content-length: ", str(len(request.content)), "\r\n")
+    lines = 1  # the request line's own part ends it
     if "accept-encoding" not in headers:
         parts.append("accept-encoding: identity\r\n")  # relayed byte for byte: never compressed
+        lines += 1
     if absolute and proxy is not None:
         authorization = _proxy_authorization(proxy)
         if authorization:
             parts += ("proxy-authorization: ", authorization, "\r\n")
     parts.append("\r\n")
     head = "".join(parts)
-    # Each part above that ends a line ends with CRLF and no value may add one (header injection).
-    lines = sum(1 for part in parts if part[-1:] == "\n")
-    if head.count("\n") != lines or head.count("\r") != lines:
+    # Every other line is ended by a part that is CRLF alone, and no name or value may add a CR or
+    # LF (header injection): counted in C (a generator over the parts was 3 % of a call's bytecodes).
+    # (a value that is CRLF alone counts as a line end, but then ends the head early: refused too).
+    lines += parts.count("\r\n")
+    if head.count("\n") != lines or head.count("\r") != lines or head.find("\r\n\r\n") != len(head) - 4:
         raise ValueError("a request header holds a line break")
     return head.encode("latin-1")
 
