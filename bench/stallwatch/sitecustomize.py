@@ -10,8 +10,8 @@ started then counts, until ``SIGUSR2`` writes them as JSON to that file and star
   releases the GIL while it steps, so this is an upper bound of the GIL it held);
 * the CPU time of every thread, by name, from the kernel's per-thread clocks.
 
-``STALLWATCH_SWITCH_INTERVAL`` sets ``sys.setswitchinterval`` at start-up (an A/B; ``sublane serve``
-sets its own later, after this file ran, unless that is what is measured). Other processes (the
+``STALLWATCH_SWITCH_INTERVAL`` sets ``sys.setswitchinterval`` at each ``SIGUSR2`` (an A/B: after
+``sublane serve`` set its own at start-up). Other processes (the
 mock, the driver) are left alone. Counts and CPU times do not move with the
 machine's load the way wall-clock latencies do.
 """
@@ -55,6 +55,8 @@ def _install(out: str) -> None:
             state["gc"][info["generation"]].append(time.thread_time() - started.pop(key))
 
     def dump(*_: object) -> None:
+        if os.environ.get("STALLWATCH_SWITCH_INTERVAL"):  # an A/B of the GIL's switch interval
+            sys.setswitchinterval(float(os.environ["STALLWATCH_SWITCH_INTERVAL"]))
         threads = {t.name: _cpu(t) - state["threads"].get(t.name, 0.0) for t in threading.enumerate()}
         report = {
             "seconds": time.monotonic() - state["since"],
@@ -69,8 +71,6 @@ def _install(out: str) -> None:
             json.dump(report, handle)
         reset()
 
-    if os.environ.get("STALLWATCH_SWITCH_INTERVAL"):  # an A/B of the GIL's switch interval
-        sys.setswitchinterval(float(os.environ["STALLWATCH_SWITCH_INTERVAL"]))
     reset()
     gc.callbacks.append(on_gc)
     signal.signal(signal.SIGUSR2, dump)

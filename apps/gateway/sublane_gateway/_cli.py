@@ -195,6 +195,7 @@ def _serve(settings: Settings) -> None:
     from sublane_gateway._app import asgi_app, create_app
     from sublane_gateway._connection_guard import guarded_http
     from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
+    from sublane_gateway._switching import loop_first_switching
 
     configure_logging(settings.log_level, settings.log_format)
     if settings.workers > 1 and settings.redis_url is None:
@@ -235,6 +236,7 @@ def _serve(settings: Settings) -> None:
         return
     freeze_startup_objects()
     rarer_full_collections()
+    loop_first_switching()
     uvicorn.run(
         asgi_app(app),
         http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s),
