@@ -9,7 +9,6 @@ time, and each thread's CPU. The latencies it also prints are wall-clock: on a b
 say more about the machine than about the gateway.
 """
 
-# ruff: noqa: S603  (starts our own processes with fixed arguments)
 from __future__ import annotations
 
 import json
