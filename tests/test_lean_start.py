@@ -26,7 +26,8 @@ from ports import free_port
 SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sublane"
 
 # What only another feature needs: schema upgrades (a child process runs them), OIDC sign-in,
-# TOTP QR codes, PostgreSQL, Redis coordination (SCALE-2), OTLP export (OPS-12).
+# TOTP QR codes, SOCKS egress and upstream WebSockets, PostgreSQL, Redis coordination (SCALE-2),
+# OTLP export (OPS-12).
 NOT_LOADED = (
     "alembic",
     "mako",
@@ -38,6 +39,9 @@ NOT_LOADED = (
     "asyncpg",
     "sqlalchemy.dialects.postgresql",
     "opentelemetry.sdk",
+    "python_socks",
+    "httpx_socks",
+    "websockets.asyncio.client",
     "opentelemetry.exporter",
     "grpc",
     "sublane_gateway.pipeline._coordination",
@@ -46,7 +50,7 @@ NOT_LOADED = (
 
 # Idle resident memory of a started default gateway, with this repository's development
 # environment installed (its tools add modules a deployment lacks: rich, pygments). Measured
-# 117–118 MB after issue #49's changes (132 MB before); the bound leaves room for the machine.
+# 116.8 MB after issue #49's changes (132 MB before); the bound leaves room for the machine.
 IDLE_RSS_MAX_MB = 125
 
 _DUMP_MODULES = """
