@@ -37,6 +37,8 @@ from sublane_gateway.connect import template as connect_template
 from sublane_gateway.connect import templates as connect_templates
 
 SHUTDOWN_GRACE_S = 5
+# The child process of a schema upgrade at ``serve`` (issue #49): the core and Alembic, not the gateway.
+_UPGRADE_IN_CHILD = "from sublane_core import upgrade_configured_database; upgrade_configured_database()"
 
 
 def _settings_epilog() -> str:
@@ -168,9 +170,7 @@ def _migrate_in_child() -> None:
     allocated (issue #49). The child imports only the core, not the gateway."""
     import subprocess
 
-    from sublane_core._migrations import UPGRADE_IN_CHILD
-
-    done = subprocess.run([sys.executable, "-c", UPGRADE_IN_CHILD], check=False)  # noqa: S603
+    done = subprocess.run([sys.executable, "-c", _UPGRADE_IN_CHILD], check=False)  # noqa: S603
     if done.returncode != 0:
         raise SystemExit(f"sublane: the schema upgrade failed (exit status {done.returncode})")
 

@@ -94,7 +94,7 @@ def head_revision() -> str:
 def upgrade_configured_database() -> None:
     """Create or upgrade the database the environment's settings name, saying so on stderr when it
     changed (``sublane migrate``'s message): what ``sublane serve`` runs in a child process, which
-    loads only the core and Alembic (:data:`UPGRADE_IN_CHILD`)."""
+    loads only the core and Alembic."""
     import sys
 
     from sublane_core._db import create_db_engine
@@ -109,9 +109,3 @@ def upgrade_configured_database() -> None:
         engine.dispose()
     if before != after:
         print(f"sublane: database upgraded from {before or 'empty'} to {after}", file=sys.stderr)
-
-
-#: ``python -c`` code of a child process that runs :func:`upgrade_configured_database`.
-UPGRADE_IN_CHILD = (
-    "from sublane_core._migrations import upgrade_configured_database; upgrade_configured_database()"
-)
