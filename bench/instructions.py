@@ -12,6 +12,10 @@ Under valgrind the gateway runs ~50× slower, so time-driven work (the history w
 this script, not with ``bench/cpu.py``'s figures. Repeats agree within about 2 %; ``cpu.py``'s
 sittings differ by up to a third (issue #19, BENCHMARKS.md). ``BENCH_INSTR_OUT`` keeps the callgrind
 file for ``callgrind_annotate``.
+
+``BENCH_INSTR_THREADS=1`` counts each thread apart (callgrind's ``--separate-threads=yes``) and adds
+``loop_instructions_per_request``: the event loop thread's alone, which the history writer's batching
+does not move with the number of calls the machine let through (issue #49).
 """
 
 # ruff: noqa: S603, S607  (starts our own processes and valgrind's tools with fixed arguments)
@@ -29,6 +33,7 @@ from driver import closed_loop
 from run import DRIVER_CORE, Processes, log, responses_body, start_mock_and_gateway
 
 SECONDS = float(os.environ.get("BENCH_INSTR_SECONDS", "20"))
+THREADS = os.environ.get("BENCH_INSTR_THREADS") == "1"
 CONCURRENCY = 4
 
 
@@ -44,8 +49,9 @@ def _total(callgrind_out: Path) -> int:
 
 
 async def main_async(procs: Processes, tmp: Path, out: Path) -> dict[str, Any]:
+    separate = " --separate-threads=yes" if THREADS else ""
     os.environ["BENCH_GATEWAY_PREFIX"] = (
-        f"valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file={out}"
+        f"valgrind --tool=callgrind --instr-atstart=no{separate} --callgrind-out-file={out}"
     )
     gateway_proc, gateway = start_mock_and_gateway(procs, tmp)
     raw = gateway.request(responses_body(stream=False))
@@ -56,8 +62,24 @@ async def main_async(procs: Processes, tmp: Path, out: Path) -> dict[str, Any]:
     result = await closed_loop(gateway, raw, CONCURRENCY, SECONDS)
     _control("-i", "off", pid)
     _control("-d", pid)
-    dumps = sorted(out.parent.glob(out.name + ".*"))
     answered = int(result["requests"] or 0)
+    if THREADS:  # one file per thread of the last dump: <out>.<dump>-<thread>, thread 01 the loop's
+        files = sorted(out.parent.glob(out.name + ".*-*"))
+        last = files[-1].name.rsplit("-", 1)[0]
+        dumps = [path for path in files if path.name.rsplit("-", 1)[0] == last]
+        per_thread = {path.name.rsplit("-", 1)[1]: _total(path) for path in dumps}
+        instructions = sum(per_thread.values())
+        loop = per_thread.get("01", 0)
+        return {
+            "requests": answered,
+            "errors": result["errors"],
+            "instructions": instructions,
+            "instructions_per_request": round(instructions / answered) if answered else None,
+            "loop_instructions_per_request": round(loop / answered) if answered else None,
+            "threads": per_thread,
+            "callgrind_file": str(dumps[0]),
+        }
+    dumps = sorted(out.parent.glob(out.name + ".*"))
     instructions = _total(dumps[-1])
     return {
         "requests": answered,

@@ -37,6 +37,8 @@ from sublane_gateway.connect import template as connect_template
 from sublane_gateway.connect import templates as connect_templates
 
 SHUTDOWN_GRACE_S = 5
+# The child process of a schema upgrade at ``serve`` (issue #49): the core and Alembic, not the gateway.
+_UPGRADE_IN_CHILD = "from sublane_core import upgrade_configured_database; upgrade_configured_database()"
 
 
 def _settings_epilog() -> str:
@@ -159,7 +161,18 @@ def _ready_schema(settings: Settings) -> None:
             f"needs {head}: run `sublane migrate` first, once, before starting the replicas "
             "(or set SUBLANE_AUTO_MIGRATE=true)"
         )
-    _migrate(settings)
+    _migrate_in_child()
+
+
+def _migrate_in_child() -> None:
+    """What ``sublane migrate`` does, in a child process with this process's environment and folder
+    (so the same settings): the serving process never loads Alembic, nor keeps what a migration
+    allocated (issue #49). The child imports only the core, not the gateway."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _UPGRADE_IN_CHILD], check=False)  # noqa: S603
+    if done.returncode != 0:
+        raise SystemExit(f"sublane: the schema upgrade failed (exit status {done.returncode})")
 
 
 def _import_sqlite(settings: Settings, path: Path) -> None:
@@ -182,6 +195,7 @@ def _serve(settings: Settings) -> None:
     from sublane_gateway._app import asgi_app, create_app
     from sublane_gateway._connection_guard import guarded_http
     from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
+    from sublane_gateway._switching import loop_first_switching
 
     configure_logging(settings.log_level, settings.log_format)
     if settings.workers > 1 and settings.redis_url is None:
@@ -222,6 +236,7 @@ def _serve(settings: Settings) -> None:
         return
     freeze_startup_objects()
     rarer_full_collections()
+    loop_first_switching()
     uvicorn.run(
         asgi_app(app),
         http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s),

@@ -7,6 +7,8 @@ random single-use codes, stored as SHA-256 digests and spent by a conditional ``
 carry 50 random bits, so a fast digest is enough; they are not passwords a person chose). The
 secret is sealed with the credential key, like account credentials, and leaves the gateway once:
 in the set-up answer.
+
+``segno`` is imported when a QR code is drawn (a TOTP set-up), not by a default start (issue #49).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import secrets
 from typing import Final
 
 import pyotp
-import segno
 import sqlalchemy as sa
 from sqlmodel import Session, col, delete, select, update
 
@@ -55,6 +56,8 @@ def otpauth_uri(secret: str, username: str) -> str:
 def qr_svg(uri: str) -> str:
     """The URI as an SVG QR code (a standalone document that scales: ``viewBox``, no fixed size),
     drawn here: the secret never goes to a third-party service."""
+    import segno
+
     out = io.BytesIO()
     segno.make(uri, error="m").save(
         out,

@@ -14,6 +14,7 @@ from sublane_gateway._connection_guard import GuardedHttp
 from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
 from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._settings import gateway_settings
+from sublane_gateway._switching import loop_first_switching
 
 _settings = gateway_settings()
 
@@ -31,4 +32,5 @@ def worker_app() -> ModelRoutes:
     app = create_app(_settings, when_started=freeze_startup_objects)
     freeze_startup_objects()
     rarer_full_collections()
+    loop_first_switching()
     return asgi_app(app)

@@ -31,7 +31,13 @@ from sublane_core._logging import (
     current_request_id,
     redact,
 )
-from sublane_core._migrations import current_revision, head_revision, known_revisions, upgrade_database
+from sublane_core._migrations import (
+    current_revision,
+    head_revision,
+    known_revisions,
+    upgrade_configured_database,
+    upgrade_database,
+)
 from sublane_core._outbox import ALERT_EVENTS, AlertOutbox, account_ref, group_ref
 from sublane_core._proxy_url import checked_proxy_url, masked_proxy_url
 from sublane_core._schema import (
@@ -99,6 +105,7 @@ __all__ = [
     "current_revision",
     "head_revision",
     "known_revisions",
+    "upgrade_configured_database",
     "upgrade_database",
     # schema
     "ACCOUNT_WIDE",

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col
 
@@ -139,7 +140,11 @@ class AlertOutbox:
         set. One conditional upsert: on PostgreSQL a second replica's waits for the first's
         transaction and then sees its mark; SQLite has one writer."""
         now = self._clock.time()
-        dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+        dialect: ModuleType = sqlite
+        if connection.dialect.name == "postgresql":  # imported only there (issue #49: idle memory)
+            from sqlalchemy.dialects import postgresql
+
+            dialect = postgresql
         statement = (
             dialect.insert(AlertMark)
             .values(key=key[:255], raised_at=now)

@@ -78,3 +78,22 @@ def test_ops_10_audit_ids_are_autoincrement_so_cursors_never_repeat(tmp_path: Pa
         ).scalar_one()
     assert "AUTOINCREMENT" in ddl.upper()
     engine.dispose()
+
+
+def test_store_1_revisions_read_without_alembic_match_alembics_own(tmp_path: Path) -> None:
+    """Issue #49: the head, the known revisions and the database's revision are read without
+    importing Alembic; they are what Alembic itself says, at every step of the chain."""
+    from alembic.script import ScriptDirectory
+
+    import sublane_core
+
+    scripts = ScriptDirectory(str(Path(sublane_core.__file__).with_name("migrations")))
+    assert head_revision() == scripts.get_current_head()
+    assert known_revisions() == {script.revision for script in scripts.walk_revisions()}
+    engine = create_db_engine(f"sqlite:///{tmp_path}/sublane.db")
+    for script in reversed(list(scripts.walk_revisions())):
+        upgrade_database(engine, script.revision)
+        with engine.connect() as connection:
+            assert current_revision(engine) == MigrationContext.configure(connection).get_current_revision()
+        assert current_revision(engine) == script.revision
+    engine.dispose()

@@ -7,7 +7,7 @@ import sublane_core
 EXPECTED = [
     "Settings", "settings_help",
     "create_db_engine", "is_sqlite",
-    "current_revision", "head_revision", "known_revisions", "upgrade_database",
+    "current_revision", "head_revision", "known_revisions", "upgrade_configured_database", "upgrade_database",
     "ACCOUNT_WIDE", "AFFINITY_SCOPE_AUTO", "AUTH_OK", "AUTH_REAUTH_REQUIRED", "DEFAULT_GROUP_NAME",
     "DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY_RANGE", "ROLE_ADMIN", "ROLE_MEMBER",
     "Account", "AccountCooldown", "Affinity", "ApiKey", "AuditEntry", "GroupAccount", "GroupMember",

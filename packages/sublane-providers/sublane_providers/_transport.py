@@ -25,16 +25,9 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-import websockets
-from httpx_socks import AsyncProxyTransport
-from python_socks import ProxyConnectionError as SocksConnectionError
-from python_socks import ProxyError as SocksProxyError
-from python_socks import ProxyTimeoutError as SocksTimeoutError
-from python_socks import ProxyType
-from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidProxy,
@@ -56,7 +49,18 @@ _log = logging.getLogger("sublane.transport")
 MODEL_CONNECTIONS = 1024
 METADATA_CONNECTIONS = 64
 KEEPALIVE_S = 30.0  # how long an idle upstream connection is kept for the next request
-_SOCKS_ERRORS = (SocksProxyError, SocksConnectionError, SocksTimeoutError)  # python-socks' failures
+
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+
+
+def _socks_errors() -> tuple[type[Exception], ...]:
+    """python-socks' failures (refused, unreachable, timed out). Imported when an ``except`` clause
+    asks, after something failed: python-socks, httpx-socks and websockets' client are loaded only
+    by a SOCKS egress or an upstream WebSocket, never by a default start (issue #49)."""
+    from python_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
+
+    return (ProxyError, ProxyConnectionError, ProxyTimeoutError)
 
 
 def _timeout(settings: Settings) -> httpx.Timeout:
@@ -69,6 +73,9 @@ def _metadata_client(settings: Settings, tls: ssl.SSLContext, proxy: str | None 
     if proxy is not None and proxy.startswith("socks"):
         # httpx-socks (python-socks, as the model pool uses): httpx's own SOCKS path leaves a socket
         # open when the proxy refuses the password (httpcore 1.0.9).
+        from httpx_socks import AsyncProxyTransport
+        from python_socks import ProxyType
+
         address = SocksAddress.of(proxy)
         transport = AsyncProxyTransport(
             proxy_type=ProxyType.SOCKS5,
@@ -169,7 +176,7 @@ class MetadataClients:
                 )
         try:
             return _not_refused_by_proxy(await self.client().request(method, url, **options))
-        except _SOCKS_ERRORS as exc:  # httpx-socks raises python-socks' errors
+        except _socks_errors() as exc:  # httpx-socks raises python-socks' errors
             raise httpx.ProxyError(f"the egress proxy failed: {type(exc).__name__}") from None
 
     async def close_proxy(self, proxy: str) -> None:
@@ -253,14 +260,32 @@ class WebSocket:
             _log.debug("closing an upstream websocket failed: %s", type(exc).__name__)
 
 
+def _websocket_egress_errors() -> tuple[type[Exception], ...]:
+    """What an upstream WebSocket's egress proxy fails with: websockets' proxy errors, python-socks'
+    refusal and timeout (imported when an ``except`` clause asks)."""
+    from python_socks import ProxyError as SocksProxyError
+    from python_socks import ProxyTimeoutError as SocksTimeoutError
+
+    return (
+        InvalidProxy,
+        InvalidProxyMessage,
+        InvalidProxyStatus,
+        ProxyError,
+        SocksProxyError,
+        SocksTimeoutError,
+    )
+
+
 async def connect_websocket(
     url: str, headers: Mapping[str, str], *, open_timeout: float, max_frame_bytes: int
 ) -> WebSocket:
     """Open an upstream WebSocket through the current egress; raises :class:`WebSocketRefused` or
     :class:`UpstreamUnreachable` (:class:`SessionEgressFailed` when the proxy failed)."""
+    from websockets.asyncio.client import connect
+
     egress = current_egress()
     try:
-        connection = await websockets.connect(
+        connection = await connect(
             url,
             additional_headers=dict(headers),
             max_size=max_frame_bytes,
@@ -269,14 +294,7 @@ async def connect_websocket(
             user_agent_header=None,
             proxy=egress if egress is not None else True,  # True: the environment's proxy
         )
-    except (
-        InvalidProxy,
-        InvalidProxyMessage,
-        InvalidProxyStatus,
-        ProxyError,
-        SocksProxyError,
-        SocksTimeoutError,
-    ) as exc:
+    except _websocket_egress_errors() as exc:
         raise SessionEgressFailed(type(exc).__name__) from None
     except TimeoutError:
         raise UpstreamUnreachable("TimeoutError") from None

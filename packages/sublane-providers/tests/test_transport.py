@@ -252,6 +252,25 @@ async def test_the_head_carries_host_length_and_identity_encoding_and_the_reques
     ]
 
 
+async def test_a_header_value_that_is_a_bare_line_end_never_ends_the_head_early(
+    clients: UpstreamClients,
+) -> None:
+    """Issue #49 counts the head's lines in C; a value of CRLF alone (a blank line: the head's end,
+    and the rest smuggled as a body) is refused like any other line break, before a byte is sent."""
+    reached: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.append(await reader.read(65536))
+        await close_quietly(writer)
+
+    server, url = await _serve(handler)
+    async with server:
+        for name, value in (("x-a", "\r\n"), ("\r\n", "1"), ("x-a", "\r\n\r\nGET /x HTTP/1.1")):
+            with pytest.raises(ValueError, match="line break"):
+                await clients.send(UpstreamRequest("POST", f"{url}/v1/x", {name: value}, b"{}"))
+    assert reached == []
+
+
 def _post(url: str, content: bytes = b"{}") -> UpstreamRequest:
     return UpstreamRequest("POST", url, {"content-type": "application/json"}, content)
 

@@ -31,7 +31,7 @@ CLIENT_VERSION_CODE = "client_version_too_old"
 class CallIdentity:
     """The identity decision of one call, over its attempts (each attempt asks :meth:`headers_for`)."""
 
-    __slots__ = ("_call", "_forced", "_headers", "_protocol", "_resent", "_versions", "carried")
+    __slots__ = ("_call", "_claimed", "_forced", "_headers", "_protocol", "_resent", "_versions", "carried")
 
     def __init__(
         self,
@@ -46,6 +46,9 @@ class CallIdentity:
         self._headers = client_headers
         self._forced = False  # after a resend: SubLane's identity whatever the client sent
         self._resent = False
+        # provider → the version the client's headers claim: read once per call, not per question
+        # (three regex reads a call before issue #49)
+        self._claimed: dict[str, str | None] = {}
         #: The client version the last attempt carried (``None``: a provider without an identity).
         self.carried: str | None = None
 
@@ -53,7 +56,12 @@ class CallIdentity:
         """The client's own version when it may pass unchanged on ``adapter``."""
         if self._forced or adapter.protocol is not self._protocol or self._versions is None:
             return None
-        version = self._versions.identities[adapter.name].client_version(self._headers)
+        name = adapter.name
+        claimed = self._claimed
+        if name in claimed:
+            version = claimed[name]
+        else:
+            version = claimed[name] = self._versions.identities[name].client_version(self._headers)
         return version if version is not None and not version_below(version, effective) else None
 
     def would_carry(self, adapter: ProviderAdapter) -> str | None:

@@ -6,7 +6,7 @@ Shared by OPS-6 (which peers are trusted proxies) and AUTH-3 (where a key may be
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Collection
 from functools import lru_cache
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -24,9 +24,12 @@ def networks_of(entries: tuple[str, ...]) -> tuple[Network, ...]:
     return tuple(networks)
 
 
-def in_networks(address: str | None, networks: Iterable[Network]) -> bool:
-    """Whether ``address`` is in one of ``networks`` (an IPv4-mapped IPv6 address counts as its IPv4)."""
-    if not address:
+def in_networks(address: str | None, networks: Collection[Network]) -> bool:
+    """Whether ``address`` is in one of ``networks`` (an IPv4-mapped IPv6 address counts as its IPv4).
+
+    With no networks (no trusted proxies, the default) the address is not parsed (issue #49: two
+    ``ip_address`` parses were most of a call's cost for OPS-6)."""
+    if not address or not networks:
         return False
     try:
         ip = ipaddress.ip_address(address.strip())

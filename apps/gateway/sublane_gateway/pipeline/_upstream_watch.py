@@ -24,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Container, Iterable, Mapping
+from types import ModuleType
 from typing import Any, Final
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col
@@ -313,7 +314,11 @@ def _inserted(connection: Connection, provider: str, kind: str, name: str, seen:
         "provider": provider, "kind": kind, "name": name, "first_seen": seen.first, "last_seen": seen.last,
         "count": seen.count, "example_request_id": seen.request_id, "logged_day": day,
     }  # fmt: skip
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    dialect: ModuleType = sqlite
+    if connection.dialect.name == "postgresql":  # imported only there (issue #49: idle memory)
+        from sqlalchemy.dialects import postgresql
+
+        dialect = postgresql
     statement = dialect.insert(UpstreamChange).values(values).on_conflict_do_nothing()
     return connection.execute(statement.returning(col(UpstreamChange.id))).first() is not None
 
