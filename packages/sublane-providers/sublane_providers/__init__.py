@@ -24,6 +24,7 @@ from sublane_providers._capabilities import (
     ReportsQuotaInStream,
     SignsIn,
     SuggestsAliases,
+    TakesApiKeys,
     WrapsEvents,
 )
 from sublane_providers._credentials import (
@@ -118,6 +119,7 @@ __all__ = [
     "ReportsQuotaInStream",
     "SignsIn",
     "SuggestsAliases",
+    "TakesApiKeys",
     "WrapsEvents",
     "DeclaresVocabulary",
     # what an upstream is known to answer (CLIENT-7)

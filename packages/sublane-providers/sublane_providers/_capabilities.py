@@ -68,6 +68,16 @@ class ChecksCredentials(Protocol):
 
 
 @runtime_checkable
+class TakesApiKeys(Protocol):
+    """Accounts imported from an API key and a base URL (PAID-1), as the web's add form asks them."""
+
+    #: The base URL a key imported without one is served at; empty: every import must name one.
+    default_base_url: str
+    #: Whether an import may name the models (a server that lists none).
+    names_models: bool
+
+
+@runtime_checkable
 class CompletesBundles(Protocol):
     """Credential bundles that may lack something a request needs until a refresh completes them."""
 

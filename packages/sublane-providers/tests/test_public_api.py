@@ -9,7 +9,7 @@ EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
     "AliasesModels", "ChecksCredentials", "CompletesBundles", "CompletesImports", "HasClientIdentity",
     "HasOtherHosts", "OpensSessions",
-    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "WrapsEvents", "DeclaresVocabulary",
+    "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "TakesApiKeys", "WrapsEvents", "DeclaresVocabulary",
     "UpstreamVocabulary", "UNKNOWN_KINDS", "KIND_EVENT", "KIND_ANSWER_FIELD", "KIND_TERMINAL_FIELD",
     "KIND_ERROR", "KIND_MODEL", "KIND_CLIENT_VERSION",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",

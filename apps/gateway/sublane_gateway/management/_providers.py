@@ -21,8 +21,7 @@ from sublane_gateway._sessions import AdminUser, CurrentUser, DbSession
 from sublane_gateway.management._audit import audit
 from sublane_gateway.management._models import ClientVersionBody
 from sublane_gateway.pipeline import client_runtime
-from sublane_providers import ProviderAdapter, SignsIn, parse_version, provider_billing
-from sublane_providers.kit import ApiKeyAdapter
+from sublane_providers import ProviderAdapter, SignsIn, TakesApiKeys, parse_version, provider_billing
 
 router = APIRouter(tags=["accounts"])
 
@@ -56,7 +55,7 @@ def list_providers(request: Request, _user: CurrentUser) -> dict[str, Any]:
 
 def _api_key_import(adapter: ProviderAdapter) -> dict[str, Any] | None:
     """PAID-1: what an API-key provider's import takes beyond the key, for the web's add form."""
-    if not isinstance(adapter, ApiKeyAdapter):
+    if not isinstance(adapter, TakesApiKeys):
         return None
     default = _without_user_info(adapter.default_base_url) if adapter.default_base_url else None
     return {"default_base_url": default, "base_url_required": default is None, "models": adapter.names_models}
