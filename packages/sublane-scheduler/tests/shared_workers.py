@@ -31,6 +31,7 @@ def hold_leases(url: str, namespace: str, rounds: int, limit: int, tasks: int = 
         client = Redis.from_url(url)
         shared = SharedLimits(client, namespace=namespace)
         await asyncio.gather(*(requests(task, shared, client) for task in range(tasks)))
+        await shared.aclose()
         await client.aclose()
 
     asyncio.run(run())
