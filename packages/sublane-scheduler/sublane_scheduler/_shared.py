@@ -127,11 +127,15 @@ return 1
 """
 )
 
-# KEYS: the account's leases, the channel, the model's leases; ARGV: the lease id, the account id.
+# KEYS: the account's leases, the channel, the model's leases, the account's waiters; ARGV: the
+# lease id, the account id. Published only when someone waits for the account (issue #49: a message
+# per call would reach every replica, each spending more on it than on the call's own Redis work).
+# A waiter queues itself before it asks for a slot again, so a release it does not hear of comes
+# before that ask, which then finds the slot free.
 _RELEASE = """
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-if removed == 1 then redis.call('PUBLISH', KEYS[2], ARGV[2]) end
+if removed == 1 and redis.call('ZCARD', KEYS[4]) > 0 then redis.call('PUBLISH', KEYS[2], ARGV[2]) end
 return removed
 """
 
@@ -257,6 +261,14 @@ class SharedLimits:
         waiters = [f"{self.prefix}:waiters:{account_id}" for account_id in account_ids]
         return waiters + [f"{self.prefix}:waiting:{account_id}" for account_id in account_ids]
 
+    def _release_keys(self, account_id: int, model: str) -> list[str]:
+        return [
+            self._lease_key(account_id),
+            self.releases_channel,
+            self._model_key(account_id, model),
+            f"{self.prefix}:waiters:{account_id}",
+        ]
+
     def _model_key(self, account_id: int, model: str) -> str:
         return f"{self.prefix}:model-lease:{account_id}:{model}"
 
@@ -317,8 +329,9 @@ class SharedLimits:
 
     async def release(self, account_id: int, request_id: str, model: str = "") -> bool:
         """Give the slot back: ``True`` the first time, ``False`` later or after it expired."""
-        keys = [self._lease_key(account_id), self.releases_channel, self._model_key(account_id, model)]
-        return bool(await self._call(RELEASE, keys, [request_id, account_id]))
+        return bool(
+            await self._call(RELEASE, self._release_keys(account_id, model), [request_id, account_id])
+        )
 
     async def finish(
         self, leases: Sequence[tuple[int, str, str]], tickets: Sequence[tuple[int, str]]
@@ -329,7 +342,7 @@ class SharedLimits:
         calls: list[tuple[Script, Sequence[str], Sequence[Arg]]] = [
             (
                 RELEASE,
-                [self._lease_key(account_id), self.releases_channel, self._model_key(account_id, model)],
+                self._release_keys(account_id, model),
                 [lease_id, account_id],
             )
             for account_id, lease_id, model in leases

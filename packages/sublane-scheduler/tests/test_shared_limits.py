@@ -115,10 +115,46 @@ async def test_scale_2_a_release_on_one_replica_reaches_the_other_within_100_ms(
     try:
         await asyncio.sleep(0.2)  # subscribed
         assert await here.acquire([(5, 1)], "r") == 5
+        await there.enqueue([5], "waiter")  # a request waits for the account on the other replica
         released_at = time.perf_counter()
         assert await here.release(5, "r")
         account_id, at = await asyncio.wait_for(heard.get(), 1)
         assert account_id == 5 and at - released_at < 0.1
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        await here.aclose()
+        await there.aclose()
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_scale_2_a_release_nobody_waits_for_is_not_published(redis_server: RedisServer) -> None:
+    """Issue #49: a release reaches the other replicas only when a request waits for the account
+    (a message per call would cost every replica more than the call's own Redis work)."""
+    namespace = f"n-{uuid.uuid4().hex[:8]}"
+    first, second = Redis.from_url(redis_server.url), Redis.from_url(redis_server.url)
+    here, there = SharedLimits(first, namespace=namespace), SharedLimits(second, namespace=namespace)
+    heard: asyncio.Queue[int] = asyncio.Queue()
+
+    async def listen() -> None:
+        async for account_id in there.released_accounts():
+            await heard.put(account_id)
+
+    listener = asyncio.ensure_future(listen())
+    try:
+        await asyncio.sleep(0.2)  # subscribed
+        for request_id in ("r1", "r2"):
+            assert await here.acquire([(6, 2)], request_id) == 6
+        assert await here.release(6, "r1")
+        await asyncio.sleep(0.1)
+        assert heard.empty()  # nobody waits: nothing published
+        await there.enqueue([6], "waiter")
+        assert await here.release(6, "r2")
+        assert await asyncio.wait_for(heard.get(), 1) == 6
+        assert not await here.release(6, "r2")  # released once: a second release publishes nothing
+        await asyncio.sleep(0.1)
+        assert heard.empty()
     finally:
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
