@@ -101,11 +101,22 @@ def parse(buffer: bytes, at: int) -> tuple[Any, int]:
     raise LinkError(f"unexpected reply type {kind!r} from Redis")
 
 
+class Counts:
+    """What a link sent: commands, and the writes they went in (a write is one round trip)."""
+
+    __slots__ = ("commands", "writes")
+
+    def __init__(self) -> None:
+        self.commands = 0
+        self.writes = 0
+
+
 class _Connection(asyncio.Protocol):
     """One connection: commands written once per loop turn, replies matched in order."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float, counts: Counts) -> None:
         self._loop = loop
+        self._counts = counts
         self._timeout_s = timeout_s
         self._transport: asyncio.Transport | None = None
         self._waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
@@ -136,6 +147,9 @@ class _Connection(asyncio.Protocol):
         outgoing, self._outgoing = self._outgoing, []
         if self._transport is not None and not self.closed and outgoing:
             self._transport.write(b"".join(outgoing))
+            counts = self._counts
+            counts.writes += 1
+            counts.commands += len(outgoing)
 
     def _check(self) -> None:
         """The oldest command unanswered for the timeout: Redis stopped answering."""
@@ -207,6 +221,8 @@ class ScriptLink:
             self._hello.append(command(auth))
         if int(settings.get("db") or 0):
             self._hello.append(command([b"SELECT", int(settings["db"])]))
+        #: Commands sent and the writes that carried them, over every connection so far.
+        self.counts = Counts()
         self._connection: _Connection | None = None
         self._connecting: asyncio.Future[_Connection] | None = None
         self._closed = False
@@ -232,7 +248,7 @@ class ScriptLink:
         loop = asyncio.get_running_loop()
 
         def made() -> _Connection:
-            return _Connection(loop, self._timeout_s)
+            return _Connection(loop, self._timeout_s, self.counts)
 
         connection: _Connection | None = None
 
