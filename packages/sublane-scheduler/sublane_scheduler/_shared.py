@@ -51,9 +51,7 @@ _NOW = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] /
 # rotate, then per candidate its limit and its model limit (0: none). A waiter whose replica stopped
 # renewing it is dropped; an account with an older live waiter than this request is skipped (FIFO,
 # no barging). Rotating starts at the group's shared cursor (AFF-5 across replicas).
-_ACQUIRE = (
-    _NOW
-    + """
+_ACQUIRE_BODY = """
 local ttl = tonumber(ARGV[1])
 local rid = ARGV[2]
 local n = (#KEYS - 1) / 4
@@ -86,7 +84,7 @@ for k = 0, n - 1 do
 end
 return 0
 """
-)
+_ACQUIRE = _NOW + _ACQUIRE_BODY
 
 # KEYS: the arrival counter, then per account its waiters and their expiries; ARGV: TTL, request id.
 _ENQUEUE = (
@@ -157,9 +155,7 @@ return redis.call('ZCARD', KEYS[1])
 """
 )
 
-_ADMIT = (
-    _NOW
-    + """
+_ADMIT_BODY = """
 local ttl = tonumber(ARGV[1])
 local limit = tonumber(ARGV[3])
 local rpm = tonumber(ARGV[4])
@@ -178,6 +174,22 @@ end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl * 2)
 return {1, 0}
+"""
+_ADMIT = _NOW + _ADMIT_BODY
+
+# A member's admission and the request's first slot in one round trip (issue #49): KEYS and ARGV
+# are the admission's (two keys, four arguments), then the acquire's. Refused: ``{verdict, wait,
+# 0}`` and nothing taken; admitted: ``{1, 0, index}`` (0: no slot, the ticket is held all the same).
+_ADMIT_ACQUIRE = (
+    _NOW
+    + "local function admit(KEYS, ARGV)"
+    + _ADMIT_BODY
+    + "end\nlocal function acquire(KEYS, ARGV)"
+    + _ACQUIRE_BODY
+    + """end
+local verdict = admit({KEYS[1], KEYS[2]}, {ARGV[1], ARGV[2], ARGV[3], ARGV[4]})
+if verdict[1] ~= 1 then return {verdict[1], verdict[2], 0} end
+return {1, 0, acquire({unpack(KEYS, 3)}, {unpack(ARGV, 5)})}
 """
 )
 
@@ -212,6 +224,7 @@ LEAVE: Final = Script(_LEAVE)
 PUBLISH: Final = Script(_PUBLISH)
 COUNT: Final = Script(_COUNT)
 ADMIT: Final = Script(_ADMIT)
+ADMIT_ACQUIRE: Final = Script(_ADMIT_ACQUIRE)
 BEGIN_READ: Final = Script(_BEGIN_READ)
 END_READ: Final = Script(_END_READ)
 
@@ -291,17 +304,51 @@ class SharedLimits:
         call, so new selections rotate across replicas as in one process (AFF-5)."""
         if not candidates:
             return None
+        keys, args = self._acquire_call(candidates, request_id, model, model_limits, rotation)
+        index = int(await self._call(ACQUIRE, keys, args))
+        return candidates[index - 1][0] if index else None
+
+    def _acquire_call(
+        self,
+        candidates: Sequence[tuple[int, int]],
+        request_id: str,
+        model: str,
+        model_limits: Sequence[int] | None,
+        rotation: str | None,
+    ) -> tuple[list[str], list[Arg]]:
         accounts = [account_id for account_id, _ in candidates]
         caps = list(model_limits) if model_limits is not None else [0] * len(accounts)
         keys = [self._lease_key(account_id) for account_id in accounts]
         keys += [self._model_key(account_id, model) for account_id in accounts]
         keys += self._wait_keys(accounts)
         keys.append(f"{self.prefix}:rotation:{rotation or ''}")
-        args: list[Any] = [self.ttl_ms, request_id, "1" if rotation else "0"]
+        args: list[Arg] = [self.ttl_ms, request_id, "1" if rotation else "0"]
         for (_, limit), cap in zip(candidates, caps, strict=True):
             args += [limit, cap]
-        index = int(await self._call(ACQUIRE, keys, args))
-        return candidates[index - 1][0] if index else None
+        return keys, args
+
+    async def admit_and_acquire(
+        self,
+        admission: tuple[int, str, int, int],
+        candidates: Sequence[tuple[int, int]],
+        request_id: str,
+        *,
+        model: str = "",
+        model_limits: Sequence[int] | None = None,
+        rotation: str | None = None,
+    ) -> int | None:
+        """:meth:`admit` then :meth:`acquire` in one round trip: ``admission`` is ``(user_id,
+        ticket_id, member_limit, rpm)``. A refusal raises as :meth:`admit` does and takes no slot;
+        once admitted, the ticket is held whether or not a slot was free (``None``)."""
+        assert candidates, "an empty candidate list has nothing to acquire: use admit"
+        user_id, ticket_id, member_limit, rpm = admission
+        keys, args = self._acquire_call(candidates, request_id, model, model_limits, rotation)
+        admit_args: list[Arg] = [self.ttl_ms, ticket_id, member_limit, rpm]
+        verdict, wait_ms, index = await self._call(
+            ADMIT_ACQUIRE, [*self._member_keys(user_id), *keys], [*admit_args, *args]
+        )
+        _raise_refusal(int(verdict), int(wait_ms))
+        return candidates[int(index) - 1][0] if int(index) else None
 
     async def renew(self, account_id: int, request_id: str, model: str = "") -> bool:
         """Move the lease's expiry on; ``False`` when it expired meanwhile (its slot may be taken)."""
@@ -449,10 +496,7 @@ class SharedLimits:
         """Count a model request of ``user_id`` (limits: 0 = unlimited), or refuse with a 429."""
         args: list[Arg] = [self.ttl_ms, ticket_id, member_limit, rpm]
         verdict, wait_ms = await self._call(ADMIT, self._member_keys(user_id), args)
-        if int(verdict) == -1:
-            raise SubLaneError("member_busy", retry_after=1)
-        if int(verdict) == -2:
-            raise SubLaneError("member_rate_limited", retry_after=max(1.0, math.ceil(int(wait_ms) / 1000)))
+        _raise_refusal(int(verdict), int(wait_ms))
 
     async def renew_ticket(self, user_id: int, ticket_id: str) -> bool:
         key = self._member_keys(user_id)[0]
@@ -464,6 +508,14 @@ class SharedLimits:
 
     async def member_in_use(self, user_id: int) -> int:
         return int(await self._call(COUNT, [self._member_keys(user_id)[0]], []))
+
+
+def _raise_refusal(verdict: int, wait_ms: int) -> None:
+    """The admission script's refusals as errors (TEAM-1): ``-1`` busy, ``-2`` rate limited."""
+    if verdict == -1:
+        raise SubLaneError("member_busy", retry_after=1)
+    if verdict == -2:
+        raise SubLaneError("member_rate_limited", retry_after=max(1.0, math.ceil(wait_ms / 1000)))
 
 
 @contextmanager

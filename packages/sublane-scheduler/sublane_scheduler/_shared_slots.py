@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sublane_core import SubLaneError
+from sublane_scheduler._admission import Ticket
 from sublane_scheduler._leases import Lease
 
 if TYPE_CHECKING:  # redis is an optional extra: only a replica with SUBLANE_REDIS_URL loads it
@@ -32,6 +33,22 @@ RECORDS_WAIT_S = 5.0
 #: How long a member at their concurrency limit is looked at again before ``member_busy``: a place
 #: given back on another replica reaches Redis a round trip after that replica's answer.
 MEMBER_GRACE_S = 0.05
+
+
+class Admitting:
+    """A member's admission not yet asked of Redis: it goes with the request's first slot, in the
+    same script call (one round trip per request, issue #49)."""
+
+    __slots__ = ("member_limit", "rpm", "sent", "ticket", "ticket_id", "user_id")
+
+    def __init__(self, ticket: Ticket, user_id: int, ticket_id: str, member_limit: int, rpm: int) -> None:
+        self.ticket = ticket
+        self.user_id = user_id
+        self.ticket_id = ticket_id
+        self.member_limit = member_limit
+        self.rpm = rpm
+        #: Asked of Redis (alone or with a slot): its answer decided, or a cancellation lost it.
+        self.sent = False
 
 
 class SharedSlots:
@@ -75,18 +92,19 @@ class SharedSlots:
             self._ending_leases.append(entry)
             self._schedule()
 
-    async def admit(self, user_id: int, member_limit: int, rpm: int) -> Callable[[], None]:
+    async def admit(
+        self, user_id: int, member_limit: int, rpm: int, ticket_id: str | None = None
+    ) -> Callable[[], None]:
         """Count the member's request across replicas; the callable gives its place back (once)."""
         loop = self._loop = asyncio.get_running_loop()
-        ticket_id = self.new_id()
+        ticket_id = ticket_id or self.new_id()
         give_up_at = loop.time() + MEMBER_GRACE_S
         while True:
             try:
                 await self.limits.admit(user_id, ticket_id, member_limit, rpm)
                 break
             except asyncio.CancelledError:  # counted in Redis, perhaps, with the answer lost
-                if member_limit:
-                    self._spawn(self.limits.finish([], [(user_id, ticket_id)]))
+                self.drop_ticket(user_id, ticket_id, member_limit)
                 raise
             except SubLaneError as error:
                 # The member's previous call may be giving its place back on another replica at
@@ -95,6 +113,11 @@ class SharedSlots:
                 if error.code != "member_busy" or loop.time() >= give_up_at:
                     raise
             await asyncio.sleep(MEMBER_GRACE_S / 5)
+        return self.admitted(user_id, ticket_id, member_limit)
+
+    def admitted(self, user_id: int, ticket_id: str, member_limit: int) -> Callable[[], None]:
+        """Redis counted ``ticket_id``: the callable gives the member's place back (once)."""
+        self._loop = asyncio.get_running_loop()
         if not member_limit:  # only RPM was counted: nothing is held
             return lambda: None
         self._tickets[ticket_id] = user_id
@@ -105,6 +128,19 @@ class SharedSlots:
                 self._schedule()
 
         return leave
+
+    def drop_ticket(self, user_id: int, ticket_id: str, member_limit: int) -> None:
+        """An admission cancelled before Redis answered may have been counted there: its place goes
+        back in the background (leaving a ticket that is not held does nothing)."""
+        if member_limit:
+            self._spawn(self.limits.finish([], [(user_id, ticket_id)]))
+
+    async def admit_pending(self, admitting: Admitting) -> None:
+        """Ask Redis for ``admitting`` alone (no slot to ask for with it)."""
+        admitting.sent = True
+        admitting.ticket.then = await self.admit(
+            admitting.user_id, admitting.member_limit, admitting.rpm, admitting.ticket_id
+        )
 
     def abandon(self, account_ids: Sequence[int], lease_id: str, model: str) -> None:
         """A take cancelled before Redis answered may have been made there all the same: the id goes
