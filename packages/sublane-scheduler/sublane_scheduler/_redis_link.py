@@ -3,7 +3,7 @@ asyncio's public protocol API, every command of one event-loop turn sent in one 
 
 Measured (BENCHMARKS.md, "Issue #49"): one ``EVALSHA`` through redis-py's asyncio client costs
 65–165 µs of the replica's CPU (hiredis, its C parser, and coredis change nothing for the better);
-here 11–57 µs. What makes the difference is what is not done: no connection checked out of a pool
+here 8–57 µs. What makes the difference is what is not done: no connection checked out of a pool
 and back per command, no task or ``wait_for`` around a write, no command object and callback
 table. Replies come back in the order the commands went out (Redis answers one connection in
 order), so each is matched with the oldest waiting future; a caller that stops waiting (a
