@@ -155,3 +155,29 @@ def test_scale_3_a_replica_killed_in_the_middle_of_its_batches_leaks_no_slot(
             await client.aclose()
 
     asyncio.run(survivor())
+
+
+async def test_scale_4_a_redis_that_stops_answering_is_coordination_unavailable_then_comes_back() -> None:
+    """A Redis that hangs (here: stopped with SIGSTOP) fails the commands waiting on it after the
+    client's socket timeout, and the next command after it wakes connects again."""
+    server = RedisServer().start()
+    assert server.process is not None
+    client = Redis.from_url(server.url, socket_timeout=0.5, socket_connect_timeout=0.5)
+    limits = SharedLimits(client, namespace="hang")
+    loop = asyncio.get_running_loop()
+    try:
+        assert await limits.acquire([(1, 5)], "before") == 1
+        os.kill(server.process.pid, signal.SIGSTOP)
+        started = loop.time()
+        answers = await asyncio.gather(
+            *(limits.acquire([(1, 5)], f"during{index}") for index in range(3)), return_exceptions=True
+        )
+        assert all(getattr(answer, "code", None) == "coordination_unavailable" for answer in answers)
+        assert 0.4 <= loop.time() - started < 3
+        os.kill(server.process.pid, signal.SIGCONT)
+        assert await limits.acquire([(1, 5)], "after") == 1  # a new connection, by itself
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+        await limits.aclose()
+        await client.aclose()
+        server.remove()
