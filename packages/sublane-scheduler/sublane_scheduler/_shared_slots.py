@@ -63,6 +63,7 @@ class SharedSlots:
         self._ending_leases: list[tuple[int, str, str]] = []
         self._ending_tickets: list[tuple[int, str]] = []
         self._flush: asyncio.Task[None] | None = None
+        self._leaves: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: The loop the slots were taken on: a release may come from code outside it (a test's
         #: synchronous step, a callback); its round trip runs there all the same.
@@ -125,7 +126,7 @@ class SharedSlots:
         def leave() -> None:
             if self._tickets.pop(ticket_id, None) is not None:
                 self._ending_tickets.append((user_id, ticket_id))
-                self._schedule()
+                self._schedule_leaves()
 
         return leave
 
@@ -156,19 +157,16 @@ class SharedSlots:
         if (self._flush is None or self._flush.done()) and self._loop is not None:
             self._flush = self._loop.create_task(self._send_releases())
 
+    def _schedule_leaves(self) -> None:
+        if (self._leaves is None or self._leaves.done()) and self._loop is not None:
+            self._leaves = self._loop.create_task(self._send_leaves())
+
     async def _send_releases(self) -> None:
         await asyncio.sleep(0)  # what ends in this loop turn goes back together
-        while self._ending_leases or self._ending_tickets:
-            tickets, self._ending_tickets = self._ending_tickets, []
+        while self._ending_leases:
+            leases, self._ending_leases = self._ending_leases, []  # (their records are queued)
             before_release = self.before_release
-            if before_release is None:
-                leases, self._ending_leases = self._ending_leases, []
-                await self._finish(leases, tickets)
-                continue
-            if tickets:  # a member's place goes back at once: their next call must not wait for it
-                await self._finish([], tickets)
-            if self._ending_leases:  # (more may have ended while the tickets went back)
-                leases, self._ending_leases = self._ending_leases, []
+            if before_release is not None:
                 try:
                     async with asyncio.timeout(RECORDS_WAIT_S):
                         await before_release()
@@ -176,7 +174,15 @@ class SharedSlots:
                     _log.warning(
                         "call records not written after %.0f s; giving the slots back anyway", RECORDS_WAIT_S
                     )
-                await self._finish(leases, [])
+            await self._finish(leases, [])
+
+    async def _send_leaves(self) -> None:
+        """A member's place goes back at once, never behind the records a slot waits for: their
+        next call must find it free (the lean link sends it with whatever else this turn sends)."""
+        await asyncio.sleep(0)
+        while self._ending_tickets:
+            tickets, self._ending_tickets = self._ending_tickets, []
+            await self._finish([], tickets)
 
     async def _finish(self, leases: list[tuple[int, str, str]], tickets: list[tuple[int, str]]) -> None:
         try:
@@ -208,10 +214,10 @@ class SharedSlots:
     @property
     def pending(self) -> int:
         """Releases and leaves not yet answered by Redis (and background queue leaves)."""
-        sending = self._flush is not None and not self._flush.done()
-        return len(self._ending_leases) + len(self._ending_tickets) + int(sending) + len(self._tasks)
+        sending = sum(1 for task in (self._flush, self._leaves) if task is not None and not task.done())
+        return len(self._ending_leases) + len(self._ending_tickets) + sending + len(self._tasks)
 
     async def drain(self) -> None:
         """Send what is queued (at shutdown)."""
-        pending = [*self._tasks, *([self._flush] if self._flush is not None else [])]
+        pending = [*self._tasks, *(task for task in (self._flush, self._leaves) if task is not None)]
         await asyncio.gather(*pending, return_exceptions=True)

@@ -4,6 +4,7 @@ first, nothing taken, no routing), and counted when the selection refuses before
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -84,3 +85,33 @@ async def test_scale_2_a_member_refused_before_any_slot_is_counted_and_their_lim
         await workspace.grant(scheduler, group, model="unknown-model", user=6, rpm=1)
     assert still.value.code == "member_rate_limited"
     assert scheduler.admission.in_use == 0
+
+
+async def test_scale_3_a_members_place_goes_back_at_once_while_slots_wait_for_the_records(
+    scheduler: Scheduler, workspace: Workspace
+) -> None:
+    """A slot goes back once its call's record is written (SCALE-3); a member's place at once, not
+    behind that wait (their next call must find it free), also when it ends while another call's
+    slot is waiting for its record."""
+    shared = scheduler.shared
+    assert shared is not None
+    written = asyncio.Event()
+    shared.before_release = written.wait  # the history writer, holding on to the records
+    group = workspace.group()
+    account = workspace.account(group, limit=2)
+    await workspace.change(account)
+    earlier = await workspace.grant(scheduler, group, user=9)
+    member = await workspace.grant(scheduler, group, user=8, member_limit=1)
+    assert await shared.limits.member_in_use(8) == 1
+    earlier.release("completed")  # its slot waits for its record ...
+    await asyncio.sleep(0.05)
+    member.release("completed")  # ... when the member's call ends: their place goes back at once
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 2
+    while await shared.limits.member_in_use(8):
+        assert loop.time() < deadline, "the member's place waited for the records"
+        await asyncio.sleep(0.01)
+    assert await shared.limits.in_flight(account) == 2  # both slots still wait (SCALE-3)
+    written.set()
+    await shared.drain()
+    assert await shared.limits.in_flight(account) == 0
