@@ -10,6 +10,12 @@ call) three ways:
   Redis, the usage of a member with budgets published;
 - **workers**: the same with ``SUBLANE_WORKERS=2``, both processes on both cores.
 
+``BENCH_SCALE_VARIANTS`` picks some of them (comma-separated); **redis-member** is **redis** with a
+member concurrency limit too large to refuse (the member's ticket taken and given back in Redis as
+well, issue #49). ``BENCH_SCALE_BEFORE``, a folder holding another checkout's code (``git archive``),
+adds **redis-before** and **redis-member-before**: the same with that code first on ``PYTHONPATH``,
+alternated with the rest in one sitting.
+
 For each: closed-loop non-streaming Responses calls (``BENCH_SCALE_CONCURRENCY``, default 8, for
 ``BENCH_SCALE_SECONDS``, default 10, rounds alternating), the p50 and p99, requests per second,
 the gateway's CPU per request (every process of it) and the calls made to Redis per request
@@ -29,9 +35,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvloop
 from driver import closed_loop
 from run import (
+    ADMIN,
     DRIVER_CORE,
     GATEWAY_CORE,
     Processes,
@@ -53,6 +61,26 @@ SECONDS = float(os.environ.get("BENCH_SCALE_SECONDS", "10"))
 ROUNDS = int(os.environ.get("BENCH_SCALE_ROUNDS", "2"))
 CONCURRENCY = int(os.environ.get("BENCH_SCALE_CONCURRENCY", "8"))
 ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = os.environ.get("BENCH_SCALE_VARIANTS", "embedded,redis,workers").split(",")
+BEFORE = os.environ.get("BENCH_SCALE_BEFORE", "")
+
+
+def before_path() -> str:
+    """``PYTHONPATH`` that puts the ``BENCH_SCALE_BEFORE`` checkout's packages first."""
+    root = Path(BEFORE)
+    folders = [root / "apps" / "gateway", *sorted((root / "packages").glob("sublane-*"))]
+    folders += sorted((root / "packages" / "sublane-providers").glob("*/"))
+    return os.pathsep.join(str(folder) for folder in folders)
+
+
+def set_member_concurrency(url: str, limit: int) -> None:
+    """PATCH the bench member's ``member_concurrency`` (the member ``seed_gateway`` made)."""
+    with httpx.Client(base_url=url, timeout=30) as admin:
+        admin.post("/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]}).raise_for_status()
+        users = admin.get("/api/users").raise_for_status().json()
+        rows = users["items"] if isinstance(users, dict) else users
+        user = next(row for row in rows if row["username"] == "bench")
+        admin.patch(f"/api/users/{user['id']}", json={"member_concurrency": limit}).raise_for_status()
 
 
 def tree_cpu(pid: int) -> float:
@@ -148,11 +176,17 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
     redis = RedisServer().start()  # unpinned: on a busy core its replies would wait for a time slice
     assert redis.process is not None
     redis_pid = redis.process.pid
-    variants: dict[str, tuple[dict[str, str], str, int | None]] = {
+    every: dict[str, tuple[dict[str, str], str, int | None]] = {
         "embedded": ({}, GATEWAY_CORE, None),
         "redis": ({"SUBLANE_REDIS_URL": redis.url}, GATEWAY_CORE, redis.port),
+        "redis-member": ({"SUBLANE_REDIS_URL": redis.url}, GATEWAY_CORE, redis.port),
         "workers": ({"SUBLANE_REDIS_URL": redis.url, "SUBLANE_WORKERS": "2"}, "0,1", redis.port),
     }
+    variants = {label: every[label] for label in VARIANTS}
+    if BEFORE:
+        for label in [label for label in variants if label.startswith("redis")]:
+            env, cores, port = variants[label]
+            variants[f"{label}-before"] = (env | {"PYTHONPATH": before_path()}, cores, port)
     out: dict[str, Any] = {"seconds": SECONDS, "concurrency": CONCURRENCY, "load_before": os.getloadavg()}
     try:
         for round_ in range(ROUNDS):
@@ -169,6 +203,8 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
                 )
                 key, _ = seed_gateway(url, mint_codex_credentials()["credentials"])
                 set_account_concurrency(url, 1, 1000)  # room for every call: admission, not waiting
+                if label.startswith("redis-member"):
+                    set_member_concurrency(url, 1000)
                 time.sleep(1.5)  # the limit reached every worker
                 port = int(url.rsplit(":", 1)[1])
                 gateway = Target(

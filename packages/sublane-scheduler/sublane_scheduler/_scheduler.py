@@ -36,7 +36,7 @@ from sublane_scheduler._overflow import (
     spend_error,
 )
 from sublane_scheduler._rotation import RoundRobin
-from sublane_scheduler._shared_slots import SharedSlots
+from sublane_scheduler._shared_slots import Admitting, SharedSlots
 from sublane_scheduler._waiting import Reconsider, Waiter, WaitRoom, wait_for_lease
 
 
@@ -155,6 +155,8 @@ class Scheduler:
         else:
             leases.on_give_back(shared.given_back)
             shared.on_released = self.offer  # once Redis has the slot back
+        #: Members' admissions to send with their request's first slot, by ``id(request)``.
+        self._admitting: dict[int, Admitting] = {}
 
     # -- slots ------------------------------------------------------------------------------------
 
@@ -271,18 +273,45 @@ class Scheduler:
         shared = self.shared
         if shared is None:
             ticket = self.admission.enter(request.user_id, request.member_limit, request.rpm)
-        else:  # workspace capacity per replica; the member's limits across replicas (SCALE-2)
-            ticket = self.admission.enter(request.user_id, 0, 0)
-            if request.member_limit or request.rpm:
-                try:
-                    ticket.then = await shared.admit(request.user_id, request.member_limit, request.rpm)
-                except BaseException:
-                    ticket.close()
-                    raise
+            try:
+                return await self._select(request, _without_tried(request, eligible), ticket)
+            except BaseException:
+                ticket.close()
+                raise
+        # Workspace capacity per replica; the member's limits across replicas (SCALE-2), asked of
+        # Redis with the request's first slot (issue #49).
+        ticket = self.admission.enter(request.user_id, 0, 0)
+        if not (request.member_limit or request.rpm):
+            try:
+                return await self._select(request, _without_tried(request, eligible), ticket)
+            except BaseException:
+                ticket.close()
+                raise
+        admitting = Admitting(ticket, request.user_id, shared.new_id(), request.member_limit, request.rpm)
+        self._admitting[id(request)] = admitting
         try:
             return await self._select(request, _without_tried(request, eligible), ticket)
+        except SubLaneError as error:
+            if not admitting.sent:  # refused before any slot was asked for
+                await self._admit_before_refusing(shared, admitting)
+            elif error.code in ("member_busy", "member_rate_limited"):
+                error.routing = None  # refused at the door, as in one process (no routing)
+            ticket.close()
+            raise
         except BaseException:
             ticket.close()
+            raise
+        finally:
+            self._admitting.pop(id(request), None)
+
+    async def _admit_before_refusing(self, shared: SharedSlots, admitting: Admitting) -> None:
+        """A request refused before it asked for a slot is counted against the member's limits all
+        the same, and their refusal comes first, as in one process (the admission precedes the
+        selection there)."""
+        try:
+            await shared.admit_pending(admitting)
+        except SubLaneError:
+            admitting.ticket.close()
             raise
 
     async def _select(self, request: RouteRequest, eligible: Eligible, ticket: Ticket) -> Grant:
@@ -581,20 +610,48 @@ class Scheduler:
                 plan.append((account.id, room[0]))
                 model_caps.append(room[1])
         lease_id = lease_id or shared.new_id()
+        rotation = str(request.group_id) if rotate else None
+        admitting = self._admitting.pop(id(request), None) if self._admitting else None
+        if admitting is not None and not plan:  # nothing to ask a slot of: the admission alone
+            await shared.admit_pending(admitting)
+        elif admitting is not None:
+            admitting.sent = True
+            admission = (admitting.user_id, admitting.ticket_id, admitting.member_limit, admitting.rpm)
+            try:
+                taken = await shared.limits.admit_and_acquire(
+                    admission, plan, lease_id, model=model, model_limits=model_caps, rotation=rotation
+                )
+            except asyncio.CancelledError:
+                shared.abandon([account_id for account_id, _ in plan], lease_id, model)
+                shared.drop_ticket(admitting.user_id, admitting.ticket_id, admitting.member_limit)
+                raise
+            except SubLaneError as error:
+                if error.code != "member_busy":
+                    raise
+                # The member's place may be going back on another replica this moment: the
+                # admission alone, with its grace, then the slot as usual.
+                await shared.admit_pending(admitting)
+            else:
+                admitting.ticket.then = shared.admitted(
+                    admitting.user_id, admitting.ticket_id, admitting.member_limit
+                )
+                return self._held(shared, taken, lease_id, request)
         try:
             taken = await shared.limits.acquire(
-                plan,
-                lease_id,
-                model=model,
-                model_limits=model_caps,
-                rotation=str(request.group_id) if rotate else None,
+                plan, lease_id, model=model, model_limits=model_caps, rotation=rotation
             )
         except asyncio.CancelledError:
             shared.abandon([account_id for account_id, _ in plan], lease_id, model)
             raise
+        return self._held(shared, taken, lease_id, request)
+
+    def _held(
+        self, shared: SharedSlots, taken: int | None, lease_id: str, request: RouteRequest
+    ) -> Lease | None:
+        """The local mirror of the slot Redis gave (``taken``: its account), or ``None``."""
         if taken is None:
             return None
-        lease = self.leases.try_acquire(taken, _NO_LOCAL_LIMIT, request.request_id, model)
+        lease = self.leases.try_acquire(taken, _NO_LOCAL_LIMIT, request.request_id, request.model)
         assert lease is not None
         shared.held(lease, lease_id)
         return lease

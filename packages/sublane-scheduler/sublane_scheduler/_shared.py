@@ -38,6 +38,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from sublane_core import SubLaneError
+from sublane_scheduler._redis_link import Arg, LinkError, Script, ScriptLink
 
 #: How long a lease or ticket lives without renewal (``SUBLANE_LEASE_TTL``).
 LEASE_TTL_S: Final = 30.0
@@ -50,9 +51,7 @@ _NOW = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] /
 # rotate, then per candidate its limit and its model limit (0: none). A waiter whose replica stopped
 # renewing it is dropped; an account with an older live waiter than this request is skipped (FIFO,
 # no barging). Rotating starts at the group's shared cursor (AFF-5 across replicas).
-_ACQUIRE = (
-    _NOW
-    + """
+_ACQUIRE_BODY = """
 local ttl = tonumber(ARGV[1])
 local rid = ARGV[2]
 local n = (#KEYS - 1) / 4
@@ -85,7 +84,7 @@ for k = 0, n - 1 do
 end
 return 0
 """
-)
+_ACQUIRE = _NOW + _ACQUIRE_BODY
 
 # KEYS: the arrival counter, then per account its waiters and their expiries; ARGV: TTL, request id.
 _ENQUEUE = (
@@ -126,11 +125,15 @@ return 1
 """
 )
 
-# KEYS: the account's leases, the channel, the model's leases; ARGV: the lease id, the account id.
+# KEYS: the account's leases, the channel, the model's leases, the account's waiters; ARGV: the
+# lease id, the account id. Published only when someone waits for the account (issue #49: a message
+# per call would reach every replica, each spending more on it than on the call's own Redis work).
+# A waiter queues itself before it asks for a slot again, so a release it does not hear of comes
+# before that ask, which then finds the slot free.
 _RELEASE = """
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-if removed == 1 then redis.call('PUBLISH', KEYS[2], ARGV[2]) end
+if removed == 1 and redis.call('ZCARD', KEYS[4]) > 0 then redis.call('PUBLISH', KEYS[2], ARGV[2]) end
 return removed
 """
 
@@ -152,9 +155,7 @@ return redis.call('ZCARD', KEYS[1])
 """
 )
 
-_ADMIT = (
-    _NOW
-    + """
+_ADMIT_BODY = """
 local ttl = tonumber(ARGV[1])
 local limit = tonumber(ARGV[3])
 local rpm = tonumber(ARGV[4])
@@ -173,6 +174,22 @@ end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl * 2)
 return {1, 0}
+"""
+_ADMIT = _NOW + _ADMIT_BODY
+
+# A member's admission and the request's first slot in one round trip (issue #49): KEYS and ARGV
+# are the admission's (two keys, four arguments), then the acquire's. Refused: ``{verdict, wait,
+# 0}`` and nothing taken; admitted: ``{1, 0, index}`` (0: no slot, the ticket is held all the same).
+_ADMIT_ACQUIRE = (
+    _NOW
+    + "local function admit(KEYS, ARGV)"
+    + _ADMIT_BODY
+    + "end\nlocal function acquire(KEYS, ARGV)"
+    + _ACQUIRE_BODY
+    + """end
+local verdict = admit({KEYS[1], KEYS[2]}, {ARGV[1], ARGV[2], ARGV[3], ARGV[4]})
+if verdict[1] ~= 1 then return {verdict[1], verdict[2], 0} end
+return {1, 0, acquire({unpack(KEYS, 3)}, {unpack(ARGV, 5)})}
 """
 )
 
@@ -198,6 +215,20 @@ return redis.call('ZREM', KEYS[2], ARGV[1])
 """
 
 
+ACQUIRE: Final = Script(_ACQUIRE)
+ENQUEUE: Final = Script(_ENQUEUE)
+LEAVE_QUEUE: Final = Script(_LEAVE_QUEUE)
+RENEW: Final = Script(_RENEW)
+RELEASE: Final = Script(_RELEASE)
+LEAVE: Final = Script(_LEAVE)
+PUBLISH: Final = Script(_PUBLISH)
+COUNT: Final = Script(_COUNT)
+ADMIT: Final = Script(_ADMIT)
+ADMIT_ACQUIRE: Final = Script(_ADMIT_ACQUIRE)
+BEGIN_READ: Final = Script(_BEGIN_READ)
+END_READ: Final = Script(_END_READ)
+
+
 def unavailable() -> SubLaneError:
     """SCALE-4: the shared limits cannot be read; nothing is admitted without them."""
     return SubLaneError("coordination_unavailable", retry_after=RETRY_AFTER_S)
@@ -207,32 +238,34 @@ class SharedLimits:
     """Account leases and member admission of one workspace, in Redis (one per replica)."""
 
     def __init__(self, redis: Redis, *, namespace: str = "sublane", ttl_s: float = LEASE_TTL_S) -> None:
-        self.redis = redis
+        self.redis = redis  # pub/sub only: every script and command goes over the lean link
+        self.link = ScriptLink(redis)
         self.prefix = f"{{{namespace}}}"  # one hash tag: every key of a workspace on one cluster slot
         self.ttl_ms = max(1, round(ttl_s * 1000))
         self.releases_channel = f"{self.prefix}:released"
-        self._acquire = redis.register_script(_ACQUIRE)
-        self._renew = redis.register_script(_RENEW)
-        self._release = redis.register_script(_RELEASE)
-        self._count = redis.register_script(_COUNT)
-        self._leave = redis.register_script(_LEAVE)
-        self._enqueue = redis.register_script(_ENQUEUE)
-        self._leave_queue = redis.register_script(_LEAVE_QUEUE)
-        self._admit = redis.register_script(_ADMIT)
-        self._publish = redis.register_script(_PUBLISH)
-        self._begin_read = redis.register_script(_BEGIN_READ)
-        self._end_read = redis.register_script(_END_READ)
         self.events_channel = f"{self.prefix}:events"
         self._version_key = f"{self.prefix}:version"
+
+    async def aclose(self) -> None:
+        """Close the lean link (the redis-py client is its owner's to close)."""
+        await self.link.aclose()
 
     def _lease_key(self, account_id: int) -> str:
         return f"{self.prefix}:lease:{account_id}"
 
-    async def _call(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    async def _call(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         try:
-            with cancellation_kept():
-                return await script(keys=list(keys), args=list(args))
-        except RedisError:
+            return await self.link.run(script, keys, args)
+        except LinkError:
+            raise unavailable() from None
+
+    async def _call_all(self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Arg]]]) -> list[Any]:
+        """Several scripts in one write and one round trip (a pipeline, not a transaction)."""
+        if not calls:
+            return []
+        try:
+            return await self.link.run_all(calls)
+        except LinkError:
             raise unavailable() from None
 
     # -- account leases ----------------------------------------------------------------------------
@@ -240,6 +273,14 @@ class SharedLimits:
     def _wait_keys(self, account_ids: Sequence[int]) -> list[str]:
         waiters = [f"{self.prefix}:waiters:{account_id}" for account_id in account_ids]
         return waiters + [f"{self.prefix}:waiting:{account_id}" for account_id in account_ids]
+
+    def _release_keys(self, account_id: int, model: str) -> list[str]:
+        return [
+            self._lease_key(account_id),
+            self.releases_channel,
+            self._model_key(account_id, model),
+            f"{self.prefix}:waiters:{account_id}",
+        ]
 
     def _model_key(self, account_id: int, model: str) -> str:
         return f"{self.prefix}:model-lease:{account_id}:{model}"
@@ -263,48 +304,81 @@ class SharedLimits:
         call, so new selections rotate across replicas as in one process (AFF-5)."""
         if not candidates:
             return None
+        keys, args = self._acquire_call(candidates, request_id, model, model_limits, rotation)
+        index = int(await self._call(ACQUIRE, keys, args))
+        return candidates[index - 1][0] if index else None
+
+    def _acquire_call(
+        self,
+        candidates: Sequence[tuple[int, int]],
+        request_id: str,
+        model: str,
+        model_limits: Sequence[int] | None,
+        rotation: str | None,
+    ) -> tuple[list[str], list[Arg]]:
         accounts = [account_id for account_id, _ in candidates]
         caps = list(model_limits) if model_limits is not None else [0] * len(accounts)
         keys = [self._lease_key(account_id) for account_id in accounts]
         keys += [self._model_key(account_id, model) for account_id in accounts]
         keys += self._wait_keys(accounts)
         keys.append(f"{self.prefix}:rotation:{rotation or ''}")
-        args: list[Any] = [self.ttl_ms, request_id, "1" if rotation else "0"]
+        args: list[Arg] = [self.ttl_ms, request_id, "1" if rotation else "0"]
         for (_, limit), cap in zip(candidates, caps, strict=True):
             args += [limit, cap]
-        index = int(await self._call(self._acquire, keys, args))
-        return candidates[index - 1][0] if index else None
+        return keys, args
+
+    async def admit_and_acquire(
+        self,
+        admission: tuple[int, str, int, int],
+        candidates: Sequence[tuple[int, int]],
+        request_id: str,
+        *,
+        model: str = "",
+        model_limits: Sequence[int] | None = None,
+        rotation: str | None = None,
+    ) -> int | None:
+        """:meth:`admit` then :meth:`acquire` in one round trip: ``admission`` is ``(user_id,
+        ticket_id, member_limit, rpm)``. A refusal raises as :meth:`admit` does and takes no slot;
+        once admitted, the ticket is held whether or not a slot was free (``None``)."""
+        assert candidates, "an empty candidate list has nothing to acquire: use admit"
+        user_id, ticket_id, member_limit, rpm = admission
+        keys, args = self._acquire_call(candidates, request_id, model, model_limits, rotation)
+        admit_args: list[Arg] = [self.ttl_ms, ticket_id, member_limit, rpm]
+        verdict, wait_ms, index = await self._call(
+            ADMIT_ACQUIRE, [*self._member_keys(user_id), *keys], [*admit_args, *args]
+        )
+        _raise_refusal(int(verdict), int(wait_ms))
+        return candidates[int(index) - 1][0] if int(index) else None
 
     async def renew(self, account_id: int, request_id: str, model: str = "") -> bool:
         """Move the lease's expiry on; ``False`` when it expired meanwhile (its slot may be taken)."""
         keys = [self._lease_key(account_id), self._model_key(account_id, model)]
-        return bool(await self._call(self._renew, keys, [self.ttl_ms, request_id]))
+        return bool(await self._call(RENEW, keys, [self.ttl_ms, request_id]))
 
     async def renew_many(
         self, leases: Sequence[tuple[int, str, str]], tickets: Sequence[tuple[int, str]]
     ) -> None:
         """Renew ``(account_id, lease_id, model)`` leases and ``(user_id, ticket_id)`` tickets in one
         round trip (a replica renews everything it holds every TTL/3)."""
-        if not leases and not tickets:
-            return
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for account_id, lease_id, model in leases:
-                    keys = [self._lease_key(account_id), self._model_key(account_id, model)]
-                    await self._renew(keys=keys, args=[self.ttl_ms, lease_id], client=pipe)
-                for user_id, ticket_id in tickets:
-                    await self._renew(
-                        keys=self._member_keys(user_id)[:1], args=[self.ttl_ms, ticket_id], client=pipe
-                    )
-                with cancellation_kept():
-                    await pipe.execute()
-        except RedisError:
-            raise unavailable() from None
+        calls: list[tuple[Script, Sequence[str], Sequence[Arg]]] = [
+            (
+                RENEW,
+                [self._lease_key(account_id), self._model_key(account_id, model)],
+                [self.ttl_ms, lease_id],
+            )
+            for account_id, lease_id, model in leases
+        ]
+        calls += [
+            (RENEW, self._member_keys(user_id)[:1], [self.ttl_ms, ticket_id])
+            for user_id, ticket_id in tickets
+        ]
+        await self._call_all(calls)
 
     async def release(self, account_id: int, request_id: str, model: str = "") -> bool:
         """Give the slot back: ``True`` the first time, ``False`` later or after it expired."""
-        keys = [self._lease_key(account_id), self.releases_channel, self._model_key(account_id, model)]
-        return bool(await self._call(self._release, keys, [request_id, account_id]))
+        return bool(
+            await self._call(RELEASE, self._release_keys(account_id, model), [request_id, account_id])
+        )
 
     async def finish(
         self, leases: Sequence[tuple[int, str, str]], tickets: Sequence[tuple[int, str]]
@@ -312,35 +386,24 @@ class SharedLimits:
         """Release ``(account_id, lease_id, model)`` leases and leave ``(user_id, ticket_id)``
         member tickets in one round trip (what ends together — a call's slot and its ticket — is
         given back together)."""
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for account_id, lease_id, model in leases:
-                    keys = [
-                        self._lease_key(account_id),
-                        self.releases_channel,
-                        self._model_key(account_id, model),
-                    ]
-                    await self._release(keys=keys, args=[lease_id, account_id], client=pipe)
-                for user_id, ticket_id in tickets:
-                    await self._leave(keys=self._member_keys(user_id)[:1], args=[ticket_id], client=pipe)
-                with cancellation_kept():
-                    await pipe.execute()
-        except RedisError:
-            raise unavailable() from None
+        calls: list[tuple[Script, Sequence[str], Sequence[Arg]]] = [
+            (
+                RELEASE,
+                self._release_keys(account_id, model),
+                [lease_id, account_id],
+            )
+            for account_id, lease_id, model in leases
+        ]
+        calls += [(LEAVE, self._member_keys(user_id)[:1], [ticket_id]) for user_id, ticket_id in tickets]
+        await self._call_all(calls)
 
     async def counts(self, account_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """Live leases and live waiters of each account, over every replica, in one round trip."""
-        if not account_ids:
-            return {}
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for account_id in account_ids:
-                    await self._count(keys=[self._lease_key(account_id)], args=[], client=pipe)
-                    await self._count(keys=[f"{self.prefix}:waiting:{account_id}"], args=[], client=pipe)
-                with cancellation_kept():
-                    answers = await pipe.execute()
-        except RedisError:
-            raise unavailable() from None
+        calls: list[tuple[Script, Sequence[str], Sequence[Arg]]] = []
+        for account_id in account_ids:
+            calls.append((COUNT, [self._lease_key(account_id)], []))
+            calls.append((COUNT, [f"{self.prefix}:waiting:{account_id}"], []))
+        answers = await self._call_all(calls)
         return {
             account_id: (int(answers[2 * index]), int(answers[2 * index + 1]))
             for index, account_id in enumerate(account_ids)
@@ -348,7 +411,7 @@ class SharedLimits:
 
     async def in_flight(self, account_id: int) -> int:
         """Live leases of the account, across replicas."""
-        return int(await self._call(self._count, [self._lease_key(account_id)], []))
+        return int(await self._call(COUNT, [self._lease_key(account_id)], []))
 
     # -- waiting (WAIT-3 across replicas) ------------------------------------------------------------
 
@@ -357,15 +420,15 @@ class SharedLimits:
         numbered across replicas). The replica renews it while it waits (:meth:`renew_waiting`); a
         waiter not renewed for a TTL is dropped (its replica died)."""
         keys = [f"{self.prefix}:arrivals", *self._wait_keys(account_ids)]
-        return int(await self._call(self._enqueue, keys, [self.ttl_ms, request_id]))
+        return int(await self._call(ENQUEUE, keys, [self.ttl_ms, request_id]))
 
     async def renew_waiting(self, account_ids: Sequence[int], request_id: str) -> None:
         keys = [f"{self.prefix}:arrivals", *self._wait_keys(account_ids)]
-        await self._call(self._enqueue, keys, [self.ttl_ms, request_id])  # NX: the place is kept
+        await self._call(ENQUEUE, keys, [self.ttl_ms, request_id])  # NX: the place is kept
 
     async def leave_queue(self, account_ids: Sequence[int], request_id: str) -> None:
         """The waiter gave up (timeout, cancellation): out of every queue."""
-        await self._call(self._leave_queue, self._wait_keys(account_ids), [request_id])
+        await self._call(LEAVE_QUEUE, self._wait_keys(account_ids), [request_id])
 
     async def released_accounts(self) -> AsyncIterator[int]:
         """The accounts whose slots are released, on any replica, as they are (pub/sub)."""
@@ -394,22 +457,20 @@ class SharedLimits:
     async def publish(self, event: str) -> int:
         """Tell every replica (itself included) ``event``; the version it made."""
         keys = [self._version_key, self.events_channel]
-        return int(await self._call(self._publish, keys, [event]))
+        return int(await self._call(PUBLISH, keys, [event]))
 
     async def version(self) -> int:
         """The version of the last event published (a replica compares it with the last it heard)."""
         try:
-            with cancellation_kept():
-                value = await self.redis.get(self._version_key)
-        except RedisError:
+            value = await self.link.execute(b"GET", self._version_key)
+        except LinkError:
             raise unavailable() from None
         return int(value or 0)
 
     async def ping(self) -> bool:
         try:
-            with cancellation_kept():
-                return bool(await self.redis.ping())
-        except RedisError:
+            return bool(await self.link.execute(b"PING") == b"PONG")
+        except LinkError:
             return False
 
     # -- quota reads (QUOTA-1 across replicas) -------------------------------------------------------
@@ -420,11 +481,11 @@ class SharedLimits:
     async def begin_quota_read(self, account_id: int, read_id: str, *, most: int, life_s: float) -> int:
         """May this replica read the account's quota now? 1 yes; 0 another replica reads it now
         (its observation will be heard); -1 ``most`` reads run already over the replicas."""
-        args = [read_id, max(1, round(life_s * 1000)), most]
-        return int(await self._call(self._begin_read, self._read_keys(account_id), args))
+        args: list[Arg] = [read_id, max(1, round(life_s * 1000)), most]
+        return int(await self._call(BEGIN_READ, self._read_keys(account_id), args))
 
     async def end_quota_read(self, account_id: int, read_id: str) -> None:
-        await self._call(self._end_read, self._read_keys(account_id), [read_id])
+        await self._call(END_READ, self._read_keys(account_id), [read_id])
 
     # -- member admission --------------------------------------------------------------------------
 
@@ -433,23 +494,28 @@ class SharedLimits:
 
     async def admit(self, user_id: int, ticket_id: str, member_limit: int, rpm: int) -> None:
         """Count a model request of ``user_id`` (limits: 0 = unlimited), or refuse with a 429."""
-        args = [self.ttl_ms, ticket_id, member_limit, rpm]
-        verdict, wait_ms = await self._call(self._admit, self._member_keys(user_id), args)
-        if int(verdict) == -1:
-            raise SubLaneError("member_busy", retry_after=1)
-        if int(verdict) == -2:
-            raise SubLaneError("member_rate_limited", retry_after=max(1.0, math.ceil(int(wait_ms) / 1000)))
+        args: list[Arg] = [self.ttl_ms, ticket_id, member_limit, rpm]
+        verdict, wait_ms = await self._call(ADMIT, self._member_keys(user_id), args)
+        _raise_refusal(int(verdict), int(wait_ms))
 
     async def renew_ticket(self, user_id: int, ticket_id: str) -> bool:
         key = self._member_keys(user_id)[0]
-        return bool(await self._call(self._renew, [key], [self.ttl_ms, ticket_id]))
+        return bool(await self._call(RENEW, [key], [self.ttl_ms, ticket_id]))
 
     async def leave(self, user_id: int, ticket_id: str) -> bool:
         """The request ended: its place in the member's concurrency is given back (once)."""
-        return bool(await self._call(self._leave, [self._member_keys(user_id)[0]], [ticket_id]))
+        return bool(await self._call(LEAVE, [self._member_keys(user_id)[0]], [ticket_id]))
 
     async def member_in_use(self, user_id: int) -> int:
-        return int(await self._call(self._count, [self._member_keys(user_id)[0]], []))
+        return int(await self._call(COUNT, [self._member_keys(user_id)[0]], []))
+
+
+def _raise_refusal(verdict: int, wait_ms: int) -> None:
+    """The admission script's refusals as errors (TEAM-1): ``-1`` busy, ``-2`` rate limited."""
+    if verdict == -1:
+        raise SubLaneError("member_busy", retry_after=1)
+    if verdict == -2:
+        raise SubLaneError("member_rate_limited", retry_after=max(1.0, math.ceil(wait_ms / 1000)))
 
 
 @contextmanager
@@ -507,6 +573,11 @@ return 0
 """
 
 
+LOCK: Final = Script(_LOCK)
+STILL_HELD: Final = Script(_STILL_HELD)
+UNLOCK: Final = Script(_UNLOCK)
+
+
 class Fence:
     """A held refresh lock and its fencing token."""
 
@@ -519,7 +590,7 @@ class Fence:
     async def valid(self) -> bool:
         """Still held (and kept for another lock life): the refresh token may be spent now."""
         locks = self._locks
-        return bool(await locks.limits._call(locks.still_held, [self._key], [self._holder, locks.life_ms]))
+        return bool(await locks.limits._call(STILL_HELD, [self._key], [self._holder, locks.life_ms]))
 
 
 class RefreshLocks:
@@ -532,10 +603,6 @@ class RefreshLocks:
         self.limits = limits
         self.life_ms = max(1, round(life_s * 1000))
         self.poll_s = poll_s
-        redis = limits.redis
-        self._lock = redis.register_script(_LOCK)
-        self.still_held = redis.register_script(_STILL_HELD)
-        self._unlock = redis.register_script(_UNLOCK)
         self._holders = itertools.count(1)
         self._replica = secrets.token_hex(6)
 
@@ -547,10 +614,10 @@ class RefreshLocks:
         keys = [key, f"{self.limits.prefix}:refresh-fence:{account_id}"]
         while True:
             try:
-                token = int(await self.limits._call(self._lock, keys, [holder, self.life_ms]))
+                token = int(await self.limits._call(LOCK, keys, [holder, self.life_ms]))
             except asyncio.CancelledError:  # taken in Redis, perhaps, with the answer lost: let it go
                 with contextlib.suppress(SubLaneError):
-                    await self.limits._call(self._unlock, [key], [holder])
+                    await self.limits._call(UNLOCK, [key], [holder])
                 raise
             if token:
                 break
@@ -559,4 +626,4 @@ class RefreshLocks:
             yield Fence(self, key, holder, token)
         finally:
             with contextlib.suppress(SubLaneError):  # out of reach: the lock ends with its life
-                await self.limits._call(self._unlock, [key], [holder])
+                await self.limits._call(UNLOCK, [key], [holder])

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sublane_core import SubLaneError
+from sublane_scheduler._admission import Ticket
 from sublane_scheduler._leases import Lease
 
 if TYPE_CHECKING:  # redis is an optional extra: only a replica with SUBLANE_REDIS_URL loads it
@@ -34,6 +35,22 @@ RECORDS_WAIT_S = 5.0
 MEMBER_GRACE_S = 0.05
 
 
+class Admitting:
+    """A member's admission not yet asked of Redis: it goes with the request's first slot, in the
+    same script call (one round trip per request, issue #49)."""
+
+    __slots__ = ("member_limit", "rpm", "sent", "ticket", "ticket_id", "user_id")
+
+    def __init__(self, ticket: Ticket, user_id: int, ticket_id: str, member_limit: int, rpm: int) -> None:
+        self.ticket = ticket
+        self.user_id = user_id
+        self.ticket_id = ticket_id
+        self.member_limit = member_limit
+        self.rpm = rpm
+        #: Asked of Redis (alone or with a slot): its answer decided, or a cancellation lost it.
+        self.sent = False
+
+
 class SharedSlots:
     """Leases and member tickets this replica holds in Redis."""
 
@@ -46,6 +63,7 @@ class SharedSlots:
         self._ending_leases: list[tuple[int, str, str]] = []
         self._ending_tickets: list[tuple[int, str]] = []
         self._flush: asyncio.Task[None] | None = None
+        self._leaves: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: The loop the slots were taken on: a release may come from code outside it (a test's
         #: synchronous step, a callback); its round trip runs there all the same.
@@ -75,18 +93,19 @@ class SharedSlots:
             self._ending_leases.append(entry)
             self._schedule()
 
-    async def admit(self, user_id: int, member_limit: int, rpm: int) -> Callable[[], None]:
+    async def admit(
+        self, user_id: int, member_limit: int, rpm: int, ticket_id: str | None = None
+    ) -> Callable[[], None]:
         """Count the member's request across replicas; the callable gives its place back (once)."""
         loop = self._loop = asyncio.get_running_loop()
-        ticket_id = self.new_id()
+        ticket_id = ticket_id or self.new_id()
         give_up_at = loop.time() + MEMBER_GRACE_S
         while True:
             try:
                 await self.limits.admit(user_id, ticket_id, member_limit, rpm)
                 break
             except asyncio.CancelledError:  # counted in Redis, perhaps, with the answer lost
-                if member_limit:
-                    self._spawn(self.limits.finish([], [(user_id, ticket_id)]))
+                self.drop_ticket(user_id, ticket_id, member_limit)
                 raise
             except SubLaneError as error:
                 # The member's previous call may be giving its place back on another replica at
@@ -95,6 +114,11 @@ class SharedSlots:
                 if error.code != "member_busy" or loop.time() >= give_up_at:
                     raise
             await asyncio.sleep(MEMBER_GRACE_S / 5)
+        return self.admitted(user_id, ticket_id, member_limit)
+
+    def admitted(self, user_id: int, ticket_id: str, member_limit: int) -> Callable[[], None]:
+        """Redis counted ``ticket_id``: the callable gives the member's place back (once)."""
+        self._loop = asyncio.get_running_loop()
         if not member_limit:  # only RPM was counted: nothing is held
             return lambda: None
         self._tickets[ticket_id] = user_id
@@ -102,9 +126,22 @@ class SharedSlots:
         def leave() -> None:
             if self._tickets.pop(ticket_id, None) is not None:
                 self._ending_tickets.append((user_id, ticket_id))
-                self._schedule()
+                self._schedule_leaves()
 
         return leave
+
+    def drop_ticket(self, user_id: int, ticket_id: str, member_limit: int) -> None:
+        """An admission cancelled before Redis answered may have been counted there: its place goes
+        back in the background (leaving a ticket that is not held does nothing)."""
+        if member_limit:
+            self._spawn(self.limits.finish([], [(user_id, ticket_id)]))
+
+    async def admit_pending(self, admitting: Admitting) -> None:
+        """Ask Redis for ``admitting`` alone (no slot to ask for with it)."""
+        admitting.sent = True
+        admitting.ticket.then = await self.admit(
+            admitting.user_id, admitting.member_limit, admitting.rpm, admitting.ticket_id
+        )
 
     def abandon(self, account_ids: Sequence[int], lease_id: str, model: str) -> None:
         """A take cancelled before Redis answered may have been made there all the same: the id goes
@@ -120,19 +157,16 @@ class SharedSlots:
         if (self._flush is None or self._flush.done()) and self._loop is not None:
             self._flush = self._loop.create_task(self._send_releases())
 
+    def _schedule_leaves(self) -> None:
+        if (self._leaves is None or self._leaves.done()) and self._loop is not None:
+            self._leaves = self._loop.create_task(self._send_leaves())
+
     async def _send_releases(self) -> None:
         await asyncio.sleep(0)  # what ends in this loop turn goes back together
-        while self._ending_leases or self._ending_tickets:
-            tickets, self._ending_tickets = self._ending_tickets, []
+        while self._ending_leases:
+            leases, self._ending_leases = self._ending_leases, []  # (their records are queued)
             before_release = self.before_release
-            if before_release is None:
-                leases, self._ending_leases = self._ending_leases, []
-                await self._finish(leases, tickets)
-                continue
-            if tickets:  # a member's place goes back at once: their next call must not wait for it
-                await self._finish([], tickets)
-            if self._ending_leases:  # (more may have ended while the tickets went back)
-                leases, self._ending_leases = self._ending_leases, []
+            if before_release is not None:
                 try:
                     async with asyncio.timeout(RECORDS_WAIT_S):
                         await before_release()
@@ -140,7 +174,15 @@ class SharedSlots:
                     _log.warning(
                         "call records not written after %.0f s; giving the slots back anyway", RECORDS_WAIT_S
                     )
-                await self._finish(leases, [])
+            await self._finish(leases, [])
+
+    async def _send_leaves(self) -> None:
+        """A member's place goes back at once, never behind the records a slot waits for: their
+        next call must find it free (the lean link sends it with whatever else this turn sends)."""
+        await asyncio.sleep(0)
+        while self._ending_tickets:
+            tickets, self._ending_tickets = self._ending_tickets, []
+            await self._finish([], tickets)
 
     async def _finish(self, leases: list[tuple[int, str, str]], tickets: list[tuple[int, str]]) -> None:
         try:
@@ -172,10 +214,10 @@ class SharedSlots:
     @property
     def pending(self) -> int:
         """Releases and leaves not yet answered by Redis (and background queue leaves)."""
-        sending = self._flush is not None and not self._flush.done()
-        return len(self._ending_leases) + len(self._ending_tickets) + int(sending) + len(self._tasks)
+        sending = sum(1 for task in (self._flush, self._leaves) if task is not None and not task.done())
+        return len(self._ending_leases) + len(self._ending_tickets) + sending + len(self._tasks)
 
     async def drain(self) -> None:
         """Send what is queued (at shutdown)."""
-        pending = [*self._tasks, *([self._flush] if self._flush is not None else [])]
+        pending = [*self._tasks, *(task for task in (self._flush, self._leaves) if task is not None)]
         await asyncio.gather(*pending, return_exceptions=True)

@@ -31,6 +31,7 @@ def hold_leases(url: str, namespace: str, rounds: int, limit: int, tasks: int = 
         client = Redis.from_url(url)
         shared = SharedLimits(client, namespace=namespace)
         await asyncio.gather(*(requests(task, shared, client) for task in range(tasks)))
+        await shared.aclose()
         await client.aclose()
 
     asyncio.run(run())
@@ -42,5 +43,25 @@ def take_and_wait(url: str, namespace: str, ready: multiprocessing.synchronize.E
         assert await SharedLimits(client, namespace=namespace, ttl_s=0.5).acquire([(3, 1)], "dying") == 3
         ready.set()
         await asyncio.sleep(60)  # killed before this ends
+
+    asyncio.run(run())
+
+
+def cycle_in_batches(url: str, namespace: str, ready: multiprocessing.synchronize.Event) -> None:
+    """A busy replica: eight requests take account 9's eight slots in one write, then give them back
+    in one pipelined batch, over and over, until it is killed (mid-batch, as likely as not)."""
+
+    async def run() -> None:
+        client = Redis.from_url(url)
+        shared = SharedLimits(client, namespace=namespace, ttl_s=0.5)
+        cycle = 0
+        while True:
+            cycle += 1
+            ids = [f"{os.getpid()}-{cycle}-{index}" for index in range(8)]
+            taken = await asyncio.gather(*(shared.acquire([(9, 8)], lease_id) for lease_id in ids))
+            held = [lease_id for lease_id, account in zip(ids, taken, strict=True) if account == 9]
+            await shared.finish([(9, lease_id, "") for lease_id in held], [])
+            if cycle == 20:
+                ready.set()
 
     asyncio.run(run())

@@ -126,6 +126,8 @@ async def _nothing_left(model: SchedulerModel, schedulers: list[Scheduler]) -> N
     limits = schedulers[0].shared.limits  # type: ignore[union-attr]
     for account in model.accounts:  # no slot left behind in Redis either
         assert await limits.in_flight(account) == 0
+    for scheduler in schedulers:
+        await scheduler.shared.limits.aclose()  # type: ignore[union-attr]
     await limits.redis.aclose()
 
 

@@ -67,6 +67,7 @@ async def test_scale_4_a_task_cancelled_during_a_redis_command_stops(redis: Redi
                     task.cancel()
                     await asyncio.sleep(0.01)
         assert task.cancelled()
+    await limits.aclose()
 
 
 async def test_scale_3_requests_cancelled_while_taking_a_slot_leave_nothing_behind(
@@ -96,6 +97,7 @@ async def test_scale_3_requests_cancelled_while_taking_a_slot_leave_nothing_behi
     # Nothing left in Redis now, not after the TTL (30 s): no slot and no member place.
     assert await scheduler.shared.limits.in_flight(account) == 0
     assert await scheduler.shared.limits.member_in_use(user) == 0
+    await scheduler.shared.limits.aclose()
 
 
 async def test_scale_2_a_refresh_lock_taken_by_a_cancelled_waiter_is_let_go(redis: Redis) -> None:
@@ -114,3 +116,4 @@ async def test_scale_2_a_refresh_lock_taken_by_a_cancelled_waiter_is_let_go(redi
         async with asyncio.timeout(1):
             async with locks.hold(1):
                 pass
+    await locks.limits.aclose()

@@ -40,7 +40,9 @@ def redis_server() -> Iterator[RedisServer]:
 @pytest.fixture
 async def limits(redis_server: RedisServer) -> AsyncIterator[SharedLimits]:
     client = Redis.from_url(redis_server.url, socket_timeout=2, socket_connect_timeout=2)
-    yield SharedLimits(client, namespace=f"t-{uuid.uuid4().hex[:8]}")
+    limits = SharedLimits(client, namespace=f"t-{uuid.uuid4().hex[:8]}")
+    yield limits
+    await limits.aclose()
     await client.aclose()
 
 
@@ -93,6 +95,7 @@ async def test_scale_3_a_killed_replicas_lease_expires_after_the_ttl(redis_serve
         await asyncio.sleep(0.6)
         assert await survivor.acquire([(3, 1)], "next") == 3  # expired: the slot is free again
     finally:
+        await survivor.aclose()
         await client.aclose()
 
 
@@ -112,6 +115,7 @@ async def test_scale_2_a_release_on_one_replica_reaches_the_other_within_100_ms(
     try:
         await asyncio.sleep(0.2)  # subscribed
         assert await here.acquire([(5, 1)], "r") == 5
+        await there.enqueue([5], "waiter")  # a request waits for the account on the other replica
         released_at = time.perf_counter()
         assert await here.release(5, "r")
         account_id, at = await asyncio.wait_for(heard.get(), 1)
@@ -119,6 +123,43 @@ async def test_scale_2_a_release_on_one_replica_reaches_the_other_within_100_ms(
     finally:
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
+        await here.aclose()
+        await there.aclose()
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_scale_2_a_release_nobody_waits_for_is_not_published(redis_server: RedisServer) -> None:
+    """Issue #49: a release reaches the other replicas only when a request waits for the account
+    (a message per call would cost every replica more than the call's own Redis work)."""
+    namespace = f"n-{uuid.uuid4().hex[:8]}"
+    first, second = Redis.from_url(redis_server.url), Redis.from_url(redis_server.url)
+    here, there = SharedLimits(first, namespace=namespace), SharedLimits(second, namespace=namespace)
+    heard: asyncio.Queue[int] = asyncio.Queue()
+
+    async def listen() -> None:
+        async for account_id in there.released_accounts():
+            await heard.put(account_id)
+
+    listener = asyncio.ensure_future(listen())
+    try:
+        await asyncio.sleep(0.2)  # subscribed
+        for request_id in ("r1", "r2"):
+            assert await here.acquire([(6, 2)], request_id) == 6
+        assert await here.release(6, "r1")
+        await asyncio.sleep(0.1)
+        assert heard.empty()  # nobody waits: nothing published
+        await there.enqueue([6], "waiter")
+        assert await here.release(6, "r2")
+        assert await asyncio.wait_for(heard.get(), 1) == 6
+        assert not await here.release(6, "r2")  # released once: a second release publishes nothing
+        await asyncio.sleep(0.1)
+        assert heard.empty()
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        await here.aclose()
+        await there.aclose()
         await first.aclose()
         await second.aclose()
 
@@ -150,6 +191,8 @@ async def test_scale_2_waiters_are_served_first_come_first_served_across_replica
         assert await a.release(4, "w3")
         assert await a.acquire(one, "newcomer") == 4  # the queue is empty
     finally:
+        await a.aclose()
+        await b.aclose()
         await first.aclose()
         await second.aclose()
 
@@ -176,6 +219,8 @@ async def test_scale_2_member_concurrency_and_rpm_are_counted_across_replicas(
         assert limited.value.code == "member_rate_limited"
         assert limited.value.retry_after is not None and 1 <= limited.value.retry_after <= 60
     finally:
+        await a.aclose()
+        await b.aclose()
         await first.aclose()
         await second.aclose()
 
@@ -196,6 +241,7 @@ async def test_scale_4_an_unreachable_redis_is_coordination_unavailable_until_it
         server.start()
         assert await shared.acquire([(1, 1)], "after") == 1  # by itself: a new connection, an empty Redis
     finally:
+        await shared.aclose()
         await client.aclose()
         server.remove()
 
@@ -260,6 +306,7 @@ class LeasesOnBothBackends(RuleBasedStateMachine):
             assert self.run(self.shared.release(lease.account_id, request_id))  # type: ignore[attr-defined]
         for account in self.limits:
             assert self.run(self.shared.in_flight(account)) == 0  # nothing leaks
+        self.run(self.shared.aclose())
         self.run(self.client.aclose())
         self.loop.close()
 
@@ -303,6 +350,8 @@ async def test_scale_2_one_refresh_per_account_at_a_time_across_replicas_with_gr
     seven = [token for account, token in tokens if account == 7]
     assert seven == list(range(1, 13))  # every later holder has a larger fence
     assert [token for account, token in tokens if account == 8] == [1]  # another account: its own lock
+    for replica in replicas:
+        await replica.limits.aclose()
     for client in clients:
         await client.aclose()
 
@@ -318,4 +367,5 @@ async def test_scale_2_a_refresh_lock_that_outlived_its_life_is_no_longer_valid(
             assert next_holder.token > stalled.token  # a larger fence: its write wins (SCALE-2)
             assert not await stalled.valid()  # the stalled one must not spend the refresh token
             assert await next_holder.valid()
+    await locks.limits.aclose()
     await client.aclose()

@@ -307,4 +307,5 @@ class Coordination:
         await self.slots.drain()
         if self._sender is not None:
             await asyncio.gather(self._sender, return_exceptions=True)
+        await self.limits.aclose()
         await self.redis.aclose()
