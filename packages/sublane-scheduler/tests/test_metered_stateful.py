@@ -336,6 +336,7 @@ class SharedMeteredModel(MeteredModel):
         async def drained() -> None:
             await shared.drain()
             assert await shared.limits.in_flight(self.metered) == 0
+            await shared.limits.aclose()
             await self.redis.aclose()
 
         self.loop.run_until_complete(drained())
@@ -395,4 +396,6 @@ async def test_paid_2_the_overflow_wait_wakes_at_overflow_after_s_with_shared_sl
         assert await scheduler.shared.limits.in_flight(subscription) == 0
         assert await scheduler.shared.limits.in_flight(metered) == 0
     finally:
+        if scheduler.shared is not None:
+            await scheduler.shared.limits.aclose()
         await redis.aclose()
