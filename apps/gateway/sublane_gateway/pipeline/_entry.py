@@ -146,7 +146,8 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     # Providers whose translation refused drop out; the others stay candidates for the scheduler,
     # which gives the answer for a model none lists (404, or the bound account's own error).
     refused = {upstream_shape(runtime.adapters[name]) for name in listing} - bodies.keys()
-    providers = tuple(name for name in providers if upstream_shape(runtime.adapters[name]) not in refused)
+    if refused:  # rare: most calls translate for every listing provider, and skip this walk
+        providers = tuple(name for name in providers if upstream_shape(runtime.adapters[name]) not in refused)
     identity = CallIdentity(runtime.client_versions, call, protocol, spec.headers)
     floored = _floored(runtime, identity, listing, model)
     if floored:  # CLIENT-3: a catalogue floor above what the call would carry: refused before any call

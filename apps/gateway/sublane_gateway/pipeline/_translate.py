@@ -101,4 +101,6 @@ async def providers_listing(
                 retry_after=runtime.catalog.retry_after_s,
             )
         )
+    if len(listed) == 1:  # the usual case: one provider lists it, and no order to keep
+        return tuple(listed)
     return tuple(name for name in providers if name in listed)
