@@ -94,6 +94,10 @@ def _base_url(value: Any, default: str | None) -> str:
         raise CredentialFormatError("credentials: 'base_url' may not carry a user or password")
     if parts.query or parts.fragment:
         raise CredentialFormatError("credentials: 'base_url' may not carry a query or fragment")
+    try:
+        httpx.URL(value.strip())  # what the calls will be sent to must be a URL httpx can send to
+    except httpx.InvalidURL:
+        raise CredentialFormatError("credentials: 'base_url' is not a valid URL") from None
     return value.strip().rstrip("/")
 
 
@@ -340,7 +344,7 @@ class ApiKeyAdapter(ProviderAdapter):
             if status in (401, 403):
                 raise CredentialsRefused(f"The provider refused the API key (HTTP {status}).") from None
             raise CredentialsRefused(f"The provider's model list answered HTTP {status}.") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise CredentialsRefused(f"The provider could not be reached ({type(exc).__name__}).") from None
         except ValueError as exc:
             raise CredentialsRefused(f"The provider's model list could not be read: {exc}") from None

@@ -1,0 +1,538 @@
+"""Metered accounts (PAID-1, PAID-4) against an upstream that is *not* SubLane's simulator: a small
+independent server written here from the public API documentation (OpenAI's Responses API
+reference and Anthropic's Messages API reference, their streamed examples), refusing a request
+field the API does not document as its SDK types it (``openai.types.responses.ResponseCreateParams``,
+``anthropic.types.MessageCreateParams``), as the real APIs answer 400 to unknown parameters.
+
+Each test runs one real gateway against that server and a real client end to end."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from anthropic.types import message_create_params
+from gateway_pool import Pool
+from openai.types.responses import response_create_params
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sublane_gateway.testing import serve_in_thread
+
+OPENAI_KEY = "sk-proj-RealShapeKey0123456789abcdefABCDEF"
+ANTHROPIC_KEY = "sk-ant-api03-RealShapeKey0123456789abcdefABCDEF-xyzAA"
+
+OPENAI_FIELDS = frozenset(response_create_params.ResponseCreateParamsBase.__annotations__) | {"stream"}
+ANTHROPIC_FIELDS = frozenset(message_create_params.MessageCreateParamsBase.__annotations__) | {
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+}
+
+
+@dataclass
+class FakeApi:
+    """What the fake upstream saw: each request's path, headers and JSON body."""
+
+    url: str = ""
+    seen: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
+
+    def bodies(self, path: str) -> list[Any]:
+        return [body for seen_path, _headers, body in self.seen if seen_path == path]
+
+
+def _sse(events: list[tuple[str, dict[str, Any]]]) -> AsyncIterator[bytes]:
+    async def frames() -> AsyncIterator[bytes]:
+        for name, data in events:
+            yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    return frames()
+
+
+# -- OpenAI, as https://platform.openai.com/docs/api-reference/responses shows it --------------------
+
+OPENAI_MODELS = {
+    "object": "list",
+    "data": [
+        {"id": "gpt-4.1", "object": "model", "created": 1744316542, "owned_by": "system"},
+        {"id": "gpt-5", "object": "model", "created": 1754425777, "owned_by": "system"},
+    ],
+}
+
+
+def _openai_response(model: str, text: str, status: str) -> dict[str, Any]:
+    message = {
+        "type": "message",
+        "id": "msg_67ccd3acc8d48190a77525dc6de64b4104becb25c7b3bf27",
+        "status": status,
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}] if text else [],
+    }
+    return {
+        "id": "resp_67ccd3a9da748190baa7f1570fe91ac604becb25c7b3bf27",
+        "object": "response",
+        "created_at": 1741476777,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": model,
+        "output": [message] if status == "completed" else [],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": {
+            "input_tokens": 328,
+            "input_tokens_details": {"cached_tokens": 128},
+            "output_tokens": 52,
+            "output_tokens_details": {"reasoning_tokens": 12},
+            "total_tokens": 380,
+        }
+        if status == "completed"
+        else None,
+        "user": None,
+        "metadata": {},
+    }
+
+
+def _openai_stream(model: str, text: str) -> list[tuple[str, dict[str, Any]]]:
+    created = _openai_response(model, "", "in_progress")
+    item = {
+        "id": "msg_67ccd3acc8d48190a77525dc6de64b4104becb25c7b3bf27",
+        "type": "message",
+        "status": "in_progress",
+        "role": "assistant",
+        "content": [],
+    }
+    part = {"type": "output_text", "text": "", "annotations": []}
+    done_part = {**part, "text": text}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"type": "response.created", "response": created}),
+        ("response.in_progress", {"type": "response.in_progress", "response": created}),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+        ),
+        (
+            "response.content_part.added",
+            {
+                "type": "response.content_part.added",
+                "item_id": item["id"],
+                "output_index": 0,
+                "content_index": 0,
+                "part": part,
+            },
+        ),
+    ]
+    for word in text.split(" "):
+        delta = word if not events[-1][0].endswith("delta") else " " + word
+        events.append(
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": delta,
+                },
+            )
+        )
+    events += [
+        (
+            "response.output_text.done",
+            {
+                "type": "response.output_text.done",
+                "item_id": item["id"],
+                "output_index": 0,
+                "content_index": 0,
+                "text": text,
+            },
+        ),
+        (
+            "response.content_part.done",
+            {
+                "type": "response.content_part.done",
+                "item_id": item["id"],
+                "output_index": 0,
+                "content_index": 0,
+                "part": done_part,
+            },
+        ),
+        (
+            "response.output_item.done",
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {**item, "status": "completed", "content": [done_part]},
+            },
+        ),
+        (
+            "response.completed",
+            {"type": "response.completed", "response": _openai_response(model, text, "completed")},
+        ),
+    ]
+    return [(name, {**data, "sequence_number": index}) for index, (name, data) in enumerate(events)]
+
+
+def _openai_error(
+    status: int, message: str, kind: str, code: str | None, param: str | None = None
+) -> Response:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": param, "code": code}}, status_code=status
+    )
+
+
+def openai_app(api: FakeApi, text: str) -> Starlette:
+    def refused(request: Request) -> Response | None:
+        if request.headers.get("authorization") != f"Bearer {OPENAI_KEY}":
+            shown = request.headers.get("authorization", "")[7:]
+            return _openai_error(
+                401,
+                f"Incorrect API key provided: {shown[:8]}{'*' * 20}{shown[-4:]}. You can find your key at "
+                "https://platform.openai.com/account/api-keys.",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+        return None
+
+    async def models(request: Request) -> Response:
+        api.seen.append((request.url.path, dict(request.headers), None))
+        return refused(request) or JSONResponse(OPENAI_MODELS)
+
+    async def responses(request: Request) -> Response:
+        body = await request.json()
+        api.seen.append((request.url.path, dict(request.headers), body))
+        if (answer := refused(request)) is not None:
+            return answer
+        for name in body:
+            if name not in OPENAI_FIELDS:
+                return _openai_error(
+                    400, f"Unknown parameter: '{name}'.", "invalid_request_error", "unknown_parameter", name
+                )
+        if body.get("model") not in {model["id"] for model in OPENAI_MODELS["data"]}:
+            return _openai_error(
+                404,
+                f"The model `{body.get('model')}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            )
+        headers = {
+            "x-ratelimit-limit-requests": "500",
+            "x-ratelimit-remaining-requests": "499",
+            "x-ratelimit-reset-requests": "120ms",
+            "x-ratelimit-limit-tokens": "30000",
+            "x-ratelimit-remaining-tokens": "29600",
+            "x-ratelimit-reset-tokens": "800ms",
+            "x-request-id": "req_0123456789abcdef",
+        }
+        if body.get("stream"):
+            return StreamingResponse(
+                _sse(_openai_stream(body["model"], text)), media_type="text/event-stream", headers=headers
+            )
+        return JSONResponse(_openai_response(body["model"], text, "completed"), headers=headers)
+
+    return Starlette(
+        routes=[Route("/v1/models", models), Route("/v1/responses", responses, methods=["POST"])]
+    )
+
+
+# -- Anthropic, as https://docs.anthropic.com/en/api/messages and .../messages-streaming show it ---
+
+ANTHROPIC_MODELS = {
+    "data": [
+        {
+            "type": "model",
+            "id": "claude-sonnet-4-6",
+            "display_name": "Claude Sonnet 4.6",
+            "created_at": "2025-09-29T00:00:00Z",
+        }
+    ],
+    "has_more": False,
+    "first_id": "claude-sonnet-4-6",
+    "last_id": "claude-sonnet-4-6",
+}
+
+ANTHROPIC_USAGE = {
+    "input_tokens": 25,
+    "cache_creation_input_tokens": 100,
+    "cache_read_input_tokens": 300,
+    "output_tokens": 15,
+}
+
+
+def _anthropic_stream(model: str, text: str) -> list[tuple[str, dict[str, Any]]]:
+    message = {
+        "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": model,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**ANTHROPIC_USAGE, "output_tokens": 1},
+    }
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": message}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, word in enumerate(text.split(" ")):
+        events.append(
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": word if index == 0 else " " + word},
+                },
+            )
+        )
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 15},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return events
+
+
+def _anthropic_error(status: int, kind: str, message: str) -> Response:
+    return JSONResponse(
+        {
+            "type": "error",
+            "error": {"type": kind, "message": message},
+            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+        },
+        status_code=status,
+    )
+
+
+def anthropic_app(api: FakeApi, text: str) -> Starlette:
+    def refused(request: Request) -> Response | None:
+        if request.headers.get("x-api-key") != ANTHROPIC_KEY:
+            return _anthropic_error(401, "authentication_error", "invalid x-api-key")
+        if not request.headers.get("anthropic-version"):
+            return _anthropic_error(400, "invalid_request_error", "anthropic-version: header is required")
+        return None
+
+    async def models(request: Request) -> Response:
+        api.seen.append((request.url.path, dict(request.headers), None))
+        return refused(request) or JSONResponse(ANTHROPIC_MODELS)
+
+    async def messages(request: Request) -> Response:
+        body = await request.json()
+        api.seen.append((request.url.path, dict(request.headers), body))
+        if (answer := refused(request)) is not None:
+            return answer
+        for name in body:
+            if name not in ANTHROPIC_FIELDS:
+                return _anthropic_error(
+                    400, "invalid_request_error", f"{name}: Extra inputs are not permitted"
+                )
+        if "max_tokens" not in body:
+            return _anthropic_error(400, "invalid_request_error", "max_tokens: Field required")
+        model = body["model"]
+        if model not in ("claude-sonnet-4-6",):
+            return _anthropic_error(404, "not_found_error", f"model: {model}")
+        headers = {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "49",
+            "anthropic-ratelimit-requests-reset": "2026-12-04T23:59:00Z",
+            "request-id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+        }
+        if body.get("stream"):
+            return StreamingResponse(
+                _sse(_anthropic_stream(model, text)), media_type="text/event-stream", headers=headers
+            )
+        return JSONResponse(
+            {
+                "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": ANTHROPIC_USAGE,
+            },
+            headers=headers,
+        )
+
+    return Starlette(routes=[Route("/v1/models", models), Route("/v1/messages", messages, methods=["POST"])])
+
+
+@contextmanager
+def fake_api(build: Callable[[FakeApi, str], Starlette], text: str) -> Iterator[FakeApi]:
+    api = FakeApi()
+    with serve_in_thread(build(api, text)) as url:
+        api.url = url
+        yield api
+
+
+def _import(pool: Pool, provider: str, credentials: dict[str, Any]) -> Any:
+    body = {"provider": provider, "name": f"{provider}-real", "credentials": credentials, "group_ids": [1]}
+    return pool.admin.post("/api/accounts/import", json=body)
+
+
+ANSWER = "Hi there from the real shape"
+
+
+def test_paid_1_openai_key_serves_clients_against_a_documented_openai_api(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with fake_api(openai_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="openai")
+        wrong = _import(
+            pool, "openai", {"api_key": "sk-proj-WrongKey987654321zzzz", "base_url": api.url + "/v1"}
+        )
+        assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "invalid_credentials"
+        imported = _import(pool, "openai", {"api_key": OPENAI_KEY, "base_url": api.url + "/v1/"})
+        assert imported.status_code == 201, imported.text
+        pool.settle()
+        client = openai.OpenAI(base_url=pool.gateway.url + "/v1", api_key=pool.key, max_retries=0, timeout=30)
+        with client:
+            streamed = client.responses.create(model="gpt-4.1", input="say hi", stream=True)
+            events = [event.type for event in streamed]
+            whole = client.responses.create(model="gpt-4.1", input="say hi")
+            chat = client.chat.completions.create(
+                model="gpt-4.1", messages=[{"role": "user", "content": "say hi"}], max_tokens=64
+            )
+            chat_stream = client.chat.completions.create(
+                model="gpt-4.1", messages=[{"role": "user", "content": "say hi"}], stream=True
+            )
+            chat_text = "".join(
+                chunk.choices[0].delta.content or "" for chunk in chat_stream if chunk.choices
+            )
+        with (
+            anthropic.Anthropic(
+                base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
+            ) as claude,
+            claude.messages.stream(
+                model="gpt-4.1", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
+            ) as stream,
+        ):
+            messages_text = "".join(stream.text_stream)
+        assert messages_text == ANSWER
+        assert events[0] == "response.created" and events[-1] == "response.completed"
+        assert whole.output_text == ANSWER
+        assert chat.choices[0].message.content == ANSWER and chat_text == ANSWER
+        assert chat.usage is not None and chat.usage.prompt_tokens == 328
+        for body in api.bodies("/v1/responses"):
+            assert set(body) <= OPENAI_FIELDS and body["model"] == "gpt-4.1"
+        records = [record for record in pool.finished if record.account_id == imported.json()["id"]]
+        assert len(records) == 5 and all(r.input_tokens == 328 and r.cached_tokens == 128 for r in records)
+        texts = [pool.admin.get(path).text for path in ("/api/accounts", "/api/requests", "/api/audit")]
+        for text in [*texts, caplog.text]:
+            assert OPENAI_KEY not in text and OPENAI_KEY[8:30] not in text
+
+
+def test_paid_1_anthropic_key_serves_clients_against_a_documented_anthropic_api(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with fake_api(anthropic_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="anthropic")
+        imported = _import(pool, "anthropic", {"api_key": ANTHROPIC_KEY, "base_url": api.url})
+        assert imported.status_code == 201, imported.text
+        pool.settle()
+        with anthropic.Anthropic(
+            base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
+        ) as client:
+            with client.messages.stream(
+                model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
+            ) as stream:
+                text = "".join(stream.text_stream)
+            whole = client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
+            )
+        chat = openai.OpenAI(base_url=pool.gateway.url + "/v1", api_key=pool.key, max_retries=0, timeout=30)
+        with chat:
+            answered = chat.chat.completions.create(
+                model="claude-sonnet-4-6", messages=[{"role": "user", "content": "say hi"}]
+            )
+            streamed = chat.chat.completions.create(
+                model="claude-sonnet-4-6", messages=[{"role": "user", "content": "say hi"}], stream=True
+            )
+            chat_text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
+            responses_stream = chat.responses.create(model="claude-sonnet-4-6", input="say hi", stream=True)
+            response_events = [event.type for event in responses_stream]
+        assert response_events[-1] == "response.completed"
+        assert text == ANSWER and whole.content[0].type == "text" and whole.content[0].text == ANSWER
+        assert answered.choices[0].message.content == ANSWER and chat_text == ANSWER
+        for body in api.bodies("/v1/messages"):
+            assert set(body) <= ANTHROPIC_FIELDS
+        records = [record for record in pool.finished if record.account_id == imported.json()["id"]]
+        assert len(records) == 5
+        assert all(
+            r.input_tokens == 425 and r.cached_tokens == 300 and r.cache_write_tokens == 100 for r in records
+        )
+        texts = [pool.admin.get(path).text for path in ("/api/accounts", "/api/requests", "/api/audit")]
+        for logged in [*texts, caplog.text]:
+            assert ANTHROPIC_KEY not in logged
+
+
+WEIRD_CREDENTIALS: list[tuple[str, Any]] = [
+    ("openai", ["sk-proj-not-an-object"]),
+    ("anthropic", ["sk-ant-not-an-object"]),
+    ("gemini", "AIza-a-string"),
+    ("openai-compatible", 42),
+    ("openai", {"api_key": "sk-" + "k" * 100_000}),
+    ("openai", {"api_key": 1234567890}),
+    ("openai", {"api_key": "sk-ключ-не-ascii-123"}),
+    ("openai", {"api_key": "sk-abc\x00def\x7f"}),
+    ("anthropic", {"api_key": "sk-ant-api03-x", "base_url": "http://a b.example/v1"}),
+    ("anthropic", {"api_key": "sk-ant-api03-x", "base_url": "http://[::1/"}),
+    ("anthropic", {"api_key": "sk-ant-api03-x", "base_url": "http://127.0.0.1:99999"}),
+    ("openai", {"api_key": "sk-x", "base_url": "http://exa\u00a0mple.com/v1"}),
+    ("openai", {"api_key": "sk-x", "base_url": ["http://127.0.0.1/v1"]}),
+    ("openai-compatible", {"api_key": "k", "base_url": "http://127.0.0.1:9/v1", "models": [1, 2]}),
+    ("openai-compatible", {"api_key": "k", "base_url": "http://127.0.0.1:9/v1", "models": "qwen"}),
+    ("openai-compatible", {"api_key": "k", "base_url": "http://127.0.0.1:9/v1", "models": [{"id": "q"}]}),
+    ("openai-compatible", {"api_key": "k", "base_url": "http://127.0.0.1:9/v1", "models": ["x" * 300]}),
+    ("openai-compatible", {"api_key": "k", "models": ["qwen"]}),
+]
+
+
+CLEAR_CODES = ("invalid_credentials", "invalid_credentials_file", "invalid_request")
+
+
+def test_paid_1_weird_metered_credentials_are_refused_with_a_clear_400(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool(accounts=0, provider="openai", openai_base_url="http://127.0.0.1:9/v1")
+    wrong = []
+    for provider, credentials in WEIRD_CREDENTIALS:
+        answer = _import(pool, provider, credentials)
+        if answer.status_code != 400 or answer.json()["error"]["code"] not in CLEAR_CODES:
+            wrong.append((provider, str(credentials)[:80], answer.status_code, answer.text[:300]))
+    assert wrong == []
+    assert pool.admin.get("/api/accounts").json()["items"] == []
