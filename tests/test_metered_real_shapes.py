@@ -228,6 +228,16 @@ def openai_app(api: FakeApi, text: str) -> Starlette:
                 return _openai_error(
                     400, f"Unknown parameter: '{name}'.", "invalid_request_error", "unknown_parameter", name
                 )
+        cap = body.get("max_output_tokens")
+        if isinstance(cap, int) and cap < 16:
+            return _openai_error(
+                400,
+                "Invalid 'max_output_tokens': integer below minimum value. "
+                f"Expected a value >= 16, but got {cap} instead.",
+                "invalid_request_error",
+                "integer_below_min_value",
+                "max_output_tokens",
+            )
         if body.get("model") not in {model["id"] for model in OPENAI_MODELS["data"]}:
             return _openai_error(
                 404,
@@ -424,7 +434,7 @@ def test_paid_1_openai_key_serves_clients_against_a_documented_openai_api(
             events = [event.type for event in streamed]
             whole = client.responses.create(model="gpt-4.1", input="say hi")
             chat = client.chat.completions.create(
-                model="gpt-4.1", messages=[{"role": "user", "content": "say hi"}], max_tokens=64
+                model="gpt-4.1", messages=[{"role": "user", "content": "say hi"}], max_tokens=1
             )
             chat_stream = client.chat.completions.create(
                 model="gpt-4.1", messages=[{"role": "user", "content": "say hi"}], stream=True
@@ -437,7 +447,7 @@ def test_paid_1_openai_key_serves_clients_against_a_documented_openai_api(
                 base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
             ) as claude,
             claude.messages.stream(
-                model="gpt-4.1", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
+                model="gpt-4.1", max_tokens=8, messages=[{"role": "user", "content": "say hi"}]
             ) as stream,
         ):
             messages_text = "".join(stream.text_stream)
