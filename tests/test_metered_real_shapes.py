@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import openai
 import pytest
 from anthropic.types import message_create_params
 from gateway_pool import Pool
+from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -546,3 +548,163 @@ def test_paid_1_weird_metered_credentials_are_refused_with_a_clear_400(
             wrong.append((provider, str(credentials)[:80], answer.status_code, answer.text[:300]))
     assert wrong == []
     assert pool.admin.get("/api/accounts").json()["items"] == []
+
+
+# -- an OpenAI-compatible server, as OpenAI's Chat Completions reference shows a streamed answer ---
+
+CHAT_FIELDS = frozenset(completion_create_params.CompletionCreateParamsBase.__annotations__) | {"stream"}
+COMPAT_KEY = "local-server-token-0123456789"
+CHAT_USAGE = {
+    "prompt_tokens": 19,
+    "completion_tokens": 10,
+    "total_tokens": 29,
+    "prompt_tokens_details": {"cached_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0},
+}
+
+
+def _chat_chunks(model: str, text: str, usage: bool) -> AsyncIterator[bytes]:
+    base = {"id": "chatcmpl-123", "object": "chat.completion.chunk", "created": 1694268190, "model": model}
+    chunks: list[dict[str, Any]] = [
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+        }
+    ]
+    for index, word in enumerate(text.split(" ")):
+        content = word if index == 0 else " " + word
+        chunks.append(
+            {**base, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+        )
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if usage:
+        chunks.append({**base, "choices": [], "usage": CHAT_USAGE})
+
+    async def frames() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    return frames()
+
+
+def compat_app(api: FakeApi, text: str) -> Starlette:
+    """A self-hosted server: no model list (404), a bearer key, Chat Completions only."""
+
+    async def completions(request: Request) -> Response:
+        body = await request.json()
+        api.seen.append((request.url.path, dict(request.headers), body))
+        if request.headers.get("authorization") != f"Bearer {COMPAT_KEY}":
+            return _openai_error(401, "Invalid API key", "authentication_error", None)
+        if body.get("model") == "echo-model":  # a server whose error text repeats the key it was given
+            return _openai_error(
+                400,
+                f"model echo-model is not enabled for token {COMPAT_KEY}",
+                "invalid_request_error",
+                COMPAT_KEY,
+            )
+        for name in body:
+            if name not in CHAT_FIELDS:
+                return _openai_error(
+                    400, f"Unrecognized request argument supplied: {name}", "invalid_request_error", None
+                )
+        usage = isinstance(body.get("stream_options"), dict) and body["stream_options"].get("include_usage")
+        if body.get("stream"):
+            return StreamingResponse(
+                _chat_chunks(body["model"], text, bool(usage)), media_type="text/event-stream"
+            )
+        return JSONResponse(
+            {
+                "id": "chatcmpl-123",
+                "object": "chat.completion",
+                "created": 1677652288,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "logprobs": None,
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": CHAT_USAGE,
+            }
+        )
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def test_paid_1_openai_compatible_key_serves_clients_against_a_documented_chat_server(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with fake_api(compat_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="openai")
+        credentials = {"api_key": COMPAT_KEY, "base_url": api.url + "/v1", "models": ["gpt-4o-mini"]}
+        imported = _import(pool, "openai-compatible", credentials)
+        assert imported.status_code == 201, imported.text
+        pool.settle()
+        client = openai.OpenAI(base_url=pool.gateway.url + "/v1", api_key=pool.key, max_retries=0, timeout=30)
+        with client:
+            chat = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "say hi"}]
+            )
+            streamed = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "say hi"}], stream=True
+            )
+            chat_text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
+            response = client.responses.create(model="gpt-4o-mini", input="say hi", max_output_tokens=64)
+        with anthropic.Anthropic(
+            base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
+        ) as claude:
+            message = claude.messages.create(
+                model="gpt-4o-mini", max_tokens=64, messages=[{"role": "user", "content": "say hi"}]
+            )
+        assert chat.choices[0].message.content == ANSWER and chat_text == ANSWER
+        assert response.output_text == ANSWER
+        assert message.content[0].type == "text" and message.content[0].text == ANSWER
+        for body in api.bodies("/v1/chat/completions"):
+            assert set(body) <= CHAT_FIELDS
+        records = [record for record in pool.finished if record.account_id == imported.json()["id"]]
+        assert len(records) == 4 and all(r.input_tokens == 19 and r.output_tokens == 10 for r in records)
+        texts = [pool.admin.get(path).text for path in ("/api/accounts", "/api/requests", "/api/audit")]
+        for logged in [*texts, caplog.text]:
+            assert COMPAT_KEY not in logged
+
+
+def test_paid_1_a_key_an_upstream_error_echoes_never_reaches_client_records_or_watch(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A self-hosted server's key has no recognisable shape: when its error answer repeats the key
+    (in the message or as the code), the client, the records, the upstream-change watch (CLIENT-7)
+    and the logs see it masked."""
+    caplog.set_level(logging.DEBUG)
+    with fake_api(compat_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="openai")
+        credentials = {"api_key": COMPAT_KEY, "base_url": api.url + "/v1", "models": ["echo-model"]}
+        assert _import(pool, "openai-compatible", credentials).status_code == 201
+        pool.settle()
+        # echo-model has no built-in price: price it so the metered account may serve it (PAID-3)
+        price = {"input": 1, "cached_input": 0.1, "cache_write_5m": 1, "cache_write_1h": 1, "output": 2}
+        assert pool.admin.put("/api/prices/echo-model", json=price).status_code < 300
+        time.sleep(0.2)
+        with pool.client() as client:
+            answers = [
+                client.post(
+                    "/v1/chat/completions",
+                    json={"model": "echo-model", "messages": [{"role": "user", "content": "hi"}], **extra},
+                )
+                for extra in ({}, {"stream": True})
+            ]
+        assert [answer.status_code for answer in answers] == [400, 400]
+        time.sleep(1.0)  # the upstream-change watch writes every half second
+        seen = [
+            *(answer.text for answer in answers),
+            pool.admin.get("/api/requests").text,
+            pool.admin.get("/api/upstream-changes").text,
+            pool.gateway.client().get("/metrics").text,
+            repr(pool.finished),
+            caplog.text,
+        ]
+        for text in seen:
+            assert COMPAT_KEY not in text
