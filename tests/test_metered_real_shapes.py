@@ -48,6 +48,8 @@ class FakeApi:
 
     url: str = ""
     seen: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
+    #: Answers to give before serving, first first: ``(status, body, headers)``.
+    refusals: list[tuple[int, dict[str, Any], dict[str, str]]] = field(default_factory=list)
 
     def bodies(self, path: str) -> list[Any]:
         return [body for seen_path, _headers, body in self.seen if seen_path == path]
@@ -225,6 +227,9 @@ def openai_app(api: FakeApi, text: str) -> Starlette:
         api.seen.append((request.url.path, dict(request.headers), body))
         if (answer := refused(request)) is not None:
             return answer
+        if api.refusals:
+            status, payload, refusal_headers = api.refusals.pop(0)
+            return JSONResponse(payload, status_code=status, headers=refusal_headers)
         for name in body:
             if name not in OPENAI_FIELDS:
                 return _openai_error(
@@ -708,3 +713,60 @@ def test_paid_1_a_key_an_upstream_error_echoes_never_reaches_client_records_or_w
         ]
         for text in seen:
             assert COMPAT_KEY not in text
+
+
+def test_paid_4_openai_key_cools_on_a_documented_429_and_is_unauthorized_on_a_401(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    """OpenAI's 429 as its rate-limit guide shows it (no ``retry-after``; the reached window's
+    ``x-ratelimit-reset-*``), then its 401 ``invalid_api_key`` naming part of the key."""
+    caplog.set_level(logging.DEBUG)
+    with fake_api(openai_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="openai", failover_attempts=0)
+        imported = _import(pool, "openai", {"api_key": OPENAI_KEY, "base_url": api.url + "/v1"})
+        assert imported.status_code == 201, imported.text
+        account_id = imported.json()["id"]
+        pool.settle()
+        limited = {
+            "error": {
+                "message": "Rate limit reached for gpt-4.1 in organization org-abc123 on requests per min "
+                "(RPM): Limit 500, Used 500, Requested 1. Please try again in 20s.",
+                "type": "requests",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        }
+        headers = {
+            "x-ratelimit-limit-requests": "500",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "20s",
+            "x-ratelimit-limit-tokens": "30000",
+            "x-ratelimit-remaining-tokens": "29000",
+            "x-ratelimit-reset-tokens": "2s",
+        }
+        shown = OPENAI_KEY[:8] + "*" * 20 + OPENAI_KEY[-4:]
+        unauthorized = {
+            "error": {
+                "message": f"Incorrect API key provided: {shown}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            }
+        }
+        api.refusals = [(429, limited, headers), (401, unauthorized, {})]
+        body = {"model": "gpt-4.1", "input": "hi"}
+        with pool.client() as client:
+            before = time.time()
+            refused = client.post("/v1/responses", json=body)
+            assert refused.status_code == 429, refused.text
+            state = {item["id"]: item for item in pool.admin.get("/api/accounts/runtime").json()["accounts"]}
+            assert state[account_id]["state"] == "cooling"
+            assert before + 15 <= state[account_id]["cooldown_until"] <= time.time() + 25
+            pool.gateway.clock.advance(30)
+            refused = client.post("/v1/responses", json=body)
+            assert refused.status_code == 503, refused.text
+        account = pool.admin.get(f"/api/accounts/{account_id}").json()
+        assert (account["auth_state"], account["auth_error"]) == ("reauth_required", "unauthorized")
+        for text in (refused.text, caplog.text, pool.admin.get("/api/requests").text):
+            assert shown not in text and OPENAI_KEY not in text
