@@ -242,7 +242,7 @@ def api_error_fields(body: bytes) -> tuple[str | None, str | None]:
     for field in ("code", "status", "type"):
         value = error.get(field)
         if isinstance(value, str) and value and len(value) <= 64:
-            code = value
+            code = safe_message(value)  # a code is relayed and watched (CLIENT-7) like the message
             break
     message = error.get("message")
     return code, safe_message(message) if isinstance(message, str) else None

@@ -35,6 +35,7 @@ from sublane_providers import (
 from sublane_providers.kit import (
     ApiKeyAdapter,
     JsonStreamObserver,
+    api_error_fields,
     classify_api_failure,
     parse_api_key_credentials,
     parse_duration,
@@ -71,6 +72,7 @@ def test_paid_1_api_key_credentials_take_a_key_and_a_base_url() -> None:
         {"api_key": "sk-1234567", "base_url": "https://user:pw@host/v1"},
         {"api_key": "sk-1234567", "base_url": "https://host/v1?x=1"},
         {"api_key": "sk-1234567", "base_url": 5},
+        {"api_key": "sk-1234567", "base_url": "http://exa\u00a0mple.com/v1"},  # httpx cannot send there
     ],
 )
 def test_paid_1_unusable_api_key_credentials_are_refused(credentials: dict[str, Any]) -> None:
@@ -173,6 +175,8 @@ def test_paid_1_error_texts_lose_anything_shaped_like_a_key() -> None:
     text = safe_message("bad key AIzaSyA-1234567890abcdef and Bearer sk-ant-api03-XYZ123456 here")
     assert "AIza" not in text and "sk-ant" not in text and text.endswith("here")
     assert safe_message("Incorrect API key provided: sk-proj-ab****yz9.") == "Incorrect API key provided: ***"
+    code, message = api_error_fields(b'{"error": {"code": "sk-live-0123456789abcdef", "message": "no"}}')
+    assert code == "***" and message == "no"  # a code is relayed and watched too
 
 
 class _Listing(ApiKeyAdapter):
