@@ -770,3 +770,126 @@ def test_paid_4_openai_key_cools_on_a_documented_429_and_is_unauthorized_on_a_40
         assert (account["auth_state"], account["auth_error"]) == ("reauth_required", "unauthorized")
         for text in (refused.text, caplog.text, pool.admin.get("/api/requests").text):
             assert shown not in text and OPENAI_KEY not in text
+
+
+# -- Gemini, as https://ai.google.dev/api/generate-content shows it (its SSE frames end "\r\n\r\n") --
+
+GEMINI_KEY = "AIzaSyRealShapeKey0123456789abcdefABCD"
+GEMINI_USAGE = {
+    "promptTokenCount": 1200,
+    "cachedContentTokenCount": 1024,
+    "candidatesTokenCount": 9,
+    "thoughtsTokenCount": 20,
+    "totalTokenCount": 1229,
+    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1200}],
+}
+
+
+def _gemini_chunk(text: str, finish: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+    chunk: dict[str, Any] = {
+        "candidates": [candidate],
+        "usageMetadata": {"promptTokenCount": 1200, "totalTokenCount": 1200},
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "mBfXaKHOLPKKz7IPlIOvgA4",
+    }
+    if finish:
+        candidate["finishReason"] = "STOP"
+        chunk["usageMetadata"] = GEMINI_USAGE
+    return chunk
+
+
+def gemini_app(api: FakeApi, text: str) -> Starlette:
+    def refused(request: Request) -> Response | None:
+        if request.headers.get("x-goog-api-key") == GEMINI_KEY:
+            return None
+        error = {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                    "metadata": {"service": "generativelanguage.googleapis.com"},
+                }
+            ],
+        }
+        return JSONResponse({"error": error}, status_code=400)
+
+    async def models(request: Request) -> Response:
+        api.seen.append((request.url.path, dict(request.headers), None))
+        model = {
+            "name": "models/gemini-2.5-flash",
+            "version": "001",
+            "displayName": "Gemini 2.5 Flash",
+            "inputTokenLimit": 1048576,
+            "outputTokenLimit": 65536,
+            "supportedGenerationMethods": ["generateContent", "countTokens", "createCachedContent"],
+        }
+        embedding = {"name": "models/gemini-embedding-001", "supportedGenerationMethods": ["embedContent"]}
+        return refused(request) or JSONResponse({"models": [model, embedding]})
+
+    async def generate(request: Request) -> Response:
+        body = await request.json()
+        api.seen.append((request.url.path + "?" + request.url.query, dict(request.headers), body))
+        if (answer := refused(request)) is not None:
+            return answer
+        name, _, method = request.path_params["call"].partition(":")
+        if name != "gemini-2.5-flash":
+            error = {"code": 404, "message": f"models/{name} is not found", "status": "NOT_FOUND"}
+            return JSONResponse({"error": error}, status_code=404)
+        if method == "streamGenerateContent":
+            words = text.split(" ")
+            pieces = [word if index == 0 else " " + word for index, word in enumerate(words)]
+
+            async def frames() -> AsyncIterator[bytes]:
+                for index, piece in enumerate(pieces):
+                    chunk = _gemini_chunk(piece, index == len(pieces) - 1)
+                    yield f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+
+            return StreamingResponse(frames(), media_type="text/event-stream")
+        return JSONResponse(_gemini_chunk(text, True))
+
+    return Starlette(
+        routes=[
+            Route("/v1beta/models", models),
+            Route("/v1beta/models/{call:path}", generate, methods=["POST"]),
+        ]
+    )
+
+
+def test_paid_1_gemini_key_serves_clients_against_a_documented_gemini_api(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    from google import genai
+    from google.genai import types
+
+    caplog.set_level(logging.DEBUG)
+    with fake_api(gemini_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="openai")
+        wrong = _import(pool, "gemini", {"api_key": "AIzaSyWrongWrongWrong000", "base_url": api.url})
+        assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "invalid_credentials"
+        imported = _import(pool, "gemini", {"api_key": GEMINI_KEY, "base_url": api.url + "/"})
+        assert imported.status_code == 201, imported.text
+        pool.settle()
+        client = genai.Client(api_key=pool.key, http_options=types.HttpOptions(base_url=pool.gateway.url))
+        answer = client.models.generate_content(model="gemini-2.5-flash", contents="say hi")
+        chunks = list(client.models.generate_content_stream(model="gemini-2.5-flash", contents="say hi"))
+        with openai.OpenAI(base_url=pool.gateway.url + "/v1", api_key=pool.key, max_retries=0) as chat:
+            streamed = chat.chat.completions.create(
+                model="gemini-2.5-flash", messages=[{"role": "user", "content": "say hi"}], stream=True
+            )
+            chat_text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
+        assert answer.text == ANSWER
+        assert "".join(chunk.text or "" for chunk in chunks) == ANSWER
+        assert chunks[-1].candidates and chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
+        assert chat_text == ANSWER
+        records = [record for record in pool.finished if record.account_id == imported.json()["id"]]
+        assert [record.outcome for record in records] == ["success"] * 3
+        assert all(r.input_tokens == 1200 and r.cached_tokens == 1024 for r in records)
+        assert all(r.output_tokens == 29 for r in records)  # thoughts are output (COST-1)
+        texts = [pool.admin.get(path).text for path in ("/api/accounts", "/api/requests", "/api/audit")]
+        for logged in [*texts, caplog.text]:
+            assert GEMINI_KEY not in logged
