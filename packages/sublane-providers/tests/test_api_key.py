@@ -25,9 +25,11 @@ from sublane_core import (
 from sublane_providers import (
     ChecksCredentials,
     CredentialFormatError,
+    Credentials,
     CredentialsRefused,
     CredentialVault,
     FailureKind,
+    RefreshedCredentials,
     RefreshFailed,
     StreamState,
     UpstreamRequest,
@@ -263,3 +265,20 @@ def test_paid_1_an_api_key_is_handed_out_as_it_is(tmp_path: Path) -> None:
         stored = db.get(Account, account_id)
         assert stored is not None and stored.auth_state == AUTH_OK
     engine.dispose()
+
+
+def test_paid_1_credentials_and_requests_never_show_the_key_in_their_repr() -> None:
+    """A bundle or an upstream request in an exception's message, an assertion or a log line never
+    carries the key (nor an egress proxy's password)."""
+    key = "sk-proj-NeverInARepr0123456789"
+    imported = parse_api_key_credentials(
+        "openai", {"api_key": key}, default_base_url="https://api.openai.com/v1"
+    )
+    request = UpstreamRequest(
+        "POST", "https://api.openai.com/v1/responses", {"authorization": f"Bearer {key}"}, b"{}"
+    )
+    handed = Credentials(1, imported.bundle, 1, "http://user:proxy-pass-123@proxy:3128")
+    refreshed = RefreshedCredentials(dict(imported.bundle), None)
+    for shown in (repr(imported), repr(request), repr(handed), repr(refreshed), str(request)):
+        assert key not in shown and "proxy-pass-123" not in shown
+    assert request.headers["authorization"] == f"Bearer {key}" and handed.bundle["api_key"] == key
