@@ -19,7 +19,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from anthropic.types import message_create_params
+from anthropic.types import message_count_tokens_params, message_create_params
 from gateway_pool import Pool
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
@@ -40,6 +40,8 @@ ANTHROPIC_FIELDS = frozenset(message_create_params.MessageCreateParamsBase.__ann
     "top_p",
     "top_k",
 }
+
+COUNT_FIELDS = frozenset(message_count_tokens_params.MessageCountTokensParams.__annotations__)
 
 
 @dataclass
@@ -403,7 +405,25 @@ def anthropic_app(api: FakeApi, text: str) -> Starlette:
             headers=headers,
         )
 
-    return Starlette(routes=[Route("/v1/models", models), Route("/v1/messages", messages, methods=["POST"])])
+    async def count_tokens(request: Request) -> Response:
+        body = await request.json()
+        api.seen.append((request.url.path, dict(request.headers), body))
+        if (answer := refused(request)) is not None:
+            return answer
+        for name in body:
+            if name not in COUNT_FIELDS:
+                return _anthropic_error(
+                    400, "invalid_request_error", f"{name}: Extra inputs are not permitted"
+                )
+        return JSONResponse({"input_tokens": 2095})
+
+    return Starlette(
+        routes=[
+            Route("/v1/models", models),
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+        ]
+    )
 
 
 @contextmanager
@@ -503,11 +523,27 @@ def test_paid_1_anthropic_key_serves_clients_against_a_documented_anthropic_api(
             responses_stream = chat.responses.create(model="claude-sonnet-4-6", input="say hi", stream=True)
             response_events = [event.type for event in responses_stream]
         assert response_events[-1] == "response.completed"
+        with anthropic.Anthropic(
+            base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
+        ) as client:
+            counted = client.messages.count_tokens(
+                model="claude-sonnet-4-6", messages=[{"role": "user", "content": "say hi"}]
+            )
+        assert counted.input_tokens == 2095
+        from google import genai
+        from google.genai import types
+
+        gemini = genai.Client(api_key=pool.key, http_options=types.HttpOptions(base_url=pool.gateway.url))
+        assert gemini.models.count_tokens(model="claude-sonnet-4-6", contents="say hi").total_tokens == 2095
         assert text == ANSWER and whole.content[0].type == "text" and whole.content[0].text == ANSWER
         assert answered.choices[0].message.content == ANSWER and chat_text == ANSWER
         for body in api.bodies("/v1/messages"):
             assert set(body) <= ANTHROPIC_FIELDS
-        records = [record for record in pool.finished if record.account_id == imported.json()["id"]]
+        records = [
+            record
+            for record in pool.finished
+            if record.account_id == imported.json()["id"] and record.operation != "count_tokens"
+        ]
         assert len(records) == 5
         assert all(
             r.input_tokens == 425 and r.cached_tokens == 300 and r.cache_write_tokens == 100 for r in records
