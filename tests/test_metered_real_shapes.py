@@ -804,6 +804,14 @@ def test_paid_4_openai_key_cools_on_a_documented_429_and_is_unauthorized_on_a_40
             assert refused.status_code == 503, refused.text
         account = pool.admin.get(f"/api/accounts/{account_id}").json()
         assert (account["auth_state"], account["auth_error"]) == ("reauth_required", "unauthorized")
+        # an admin gives a new key, and only the key: the account stays on its own server
+        renewed = pool.admin.post(
+            f"/api/accounts/{account_id}/credentials", json={"credentials": {"api_key": OPENAI_KEY}}
+        )
+        assert renewed.status_code == 200, renewed.text
+        with pool.client() as client:
+            assert client.post("/v1/responses", json=body).status_code == 200
+        assert pool.admin.get(f"/api/accounts/{account_id}").json()["auth_state"] == "ok"
         for text in (refused.text, caplog.text, pool.admin.get("/api/requests").text):
             assert shown not in text and OPENAI_KEY not in text
 

@@ -42,6 +42,8 @@ API_KEY_PLAN = "api_key"
 MAX_LISTED_MODELS = 1000
 MAX_MODEL_ID_CHARS = 256
 MAX_ERROR_MESSAGE_CHARS = 500
+#: What a renewal that names only a new key keeps of the stored bundle.
+KEPT_ON_RENEWAL = ("base_url", "models")
 
 # Anything shaped like an API key or a bearer token in an upstream's error text (OpenAI's 401 names
 # part of the key it refused): never relayed.
@@ -351,6 +353,16 @@ class ApiKeyAdapter(ProviderAdapter):
         if not models:
             raise CredentialsRefused("The key lists no model.")
         return imported
+
+    def renewal_credentials(self, stored: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """A new key given alone keeps the account's own ``base_url`` and named ``models`` (the
+        :class:`~sublane_providers.RenewsCredentials` capability): an admin replacing a refused key
+        must not move the account to the provider's public API or lose its catalogue."""
+        renewal = dict(given)
+        for field in KEPT_ON_RENEWAL:
+            if renewal.get(field) in (None, "") and stored.get(field) is not None:
+                renewal[field] = stored[field]
+        return renewal
 
     @abstractmethod
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:

@@ -31,6 +31,7 @@ from sublane_providers import (
     FailureKind,
     RefreshedCredentials,
     RefreshFailed,
+    RenewsCredentials,
     StreamState,
     UpstreamRequest,
 )
@@ -282,3 +283,17 @@ def test_paid_1_credentials_and_requests_never_show_the_key_in_their_repr() -> N
     for shown in (repr(imported), repr(request), repr(handed), repr(refreshed), str(request)):
         assert key not in shown and "proxy-pass-123" not in shown
     assert request.headers["authorization"] == f"Bearer {key}" and handed.bundle["api_key"] == key
+
+
+def test_paid_4_a_new_key_given_alone_keeps_the_accounts_server_and_models() -> None:
+    adapter = _Listing(["m"])
+    assert isinstance(adapter, RenewsCredentials)
+    stored = {"api_key": "old-key-123", "base_url": "http://10.0.0.5:8000/v1", "models": ["qwen"]}
+    assert adapter.renewal_credentials(stored, {"api_key": "new-key-456"}) == {
+        "api_key": "new-key-456",
+        "base_url": "http://10.0.0.5:8000/v1",
+        "models": ["qwen"],
+    }
+    moved = adapter.renewal_credentials(stored, {"api_key": "new-key-456", "base_url": "http://h/v1"})
+    assert moved["base_url"] == "http://h/v1"
+    assert adapter.renewal_credentials({"api_key": "old-key-123"}, {"api_key": "k"}) == {"api_key": "k"}
