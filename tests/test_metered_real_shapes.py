@@ -371,6 +371,9 @@ def anthropic_app(api: FakeApi, text: str) -> Starlette:
         api.seen.append((request.url.path, dict(request.headers), body))
         if (answer := refused(request)) is not None:
             return answer
+        if api.refusals:
+            status, payload, refusal_headers = api.refusals.pop(0)
+            return JSONResponse(payload, status_code=status, headers=refusal_headers)
         for name in body:
             if name not in ANTHROPIC_FIELDS:
                 return _anthropic_error(
@@ -796,6 +799,7 @@ def test_paid_4_openai_key_cools_on_a_documented_429_and_is_unauthorized_on_a_40
             before = time.time()
             refused = client.post("/v1/responses", json=body)
             assert refused.status_code == 429, refused.text
+            assert 15 <= int(refused.headers["retry-after"]) <= 21  # the window's reset, for the client
             state = {item["id"]: item for item in pool.admin.get("/api/accounts/runtime").json()["accounts"]}
             assert state[account_id]["state"] == "cooling"
             assert before + 15 <= state[account_id]["cooldown_until"] <= time.time() + 25
@@ -937,3 +941,40 @@ def test_paid_1_gemini_key_serves_clients_against_a_documented_gemini_api(
         texts = [pool.admin.get(path).text for path in ("/api/accounts", "/api/requests", "/api/audit")]
         for logged in [*texts, caplog.text]:
             assert GEMINI_KEY not in logged
+
+
+def test_paid_4_anthropic_key_without_credit_is_spent_and_the_client_is_not_told_its_request_is_wrong(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """Anthropic answers a key with no credit left with a 400 ``invalid_request_error``: SubLane
+    takes it as the key's quota used up (QUOTA-7), not as the client's fault."""
+    with fake_api(anthropic_app, ANSWER) as api:
+        pool = make_pool(accounts=0, provider="anthropic", failover_attempts=0)
+        imported = _import(pool, "anthropic", {"api_key": ANTHROPIC_KEY, "base_url": api.url})
+        assert imported.status_code == 201, imported.text
+        account_id = imported.json()["id"]
+        pool.settle()
+        no_credit = {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "Your credit balance is too low to access the Anthropic API. "
+                "Please go to Plans & Billing to upgrade or purchase credits.",
+            },
+            "request_id": "req_011CbrFTcXhtiMzr3s6EocF7",
+        }
+        api.refusals = [(400, no_credit, {})]
+        body = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 32,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+        with pool.client() as client:
+            refused = client.post("/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"})
+        # SubLane's refusal for a spent account (403 quota_exhausted), not the client's own 400
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["code"] == "quota_exhausted"
+        record = next(r for r in pool.finished if r.account_id == account_id)
+        assert record.error_code == "credit_balance_too_low"
+        state = {item["id"]: item for item in pool.admin.get("/api/accounts/runtime").json()["accounts"]}
+        assert state[account_id]["state"] == "quota_exhausted"  # new calls go to other accounts
