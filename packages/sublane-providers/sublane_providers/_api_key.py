@@ -265,7 +265,8 @@ def classify_api_failure(
 ) -> UpstreamFailure:
     """What an API-key upstream's error answer means (PAID-4): 401 → ``unauthorized`` (no refresh
     exists), 403 → forbidden, 429 → a rate limit cooling the account for its ``retry-after`` (or
-    ``exhausted_codes``, such as OpenAI's ``insufficient_quota``: the key's credit is used up),
+    ``exhausted_codes``, such as OpenAI's ``insufficient_quota``, and any 402 Payment Required:
+    the key's credit is used up),
     408/5xx/529 → transient, any other 4xx → the request's own fault, relayed."""
     code, message = api_error_fields(body)
     code = code or f"http_{status}"
@@ -277,9 +278,9 @@ def classify_api_failure(
         return UpstreamFailure(
             FailureKind.FORBIDDEN, status, code, message or "The provider refused this key's request."
         )
-    if status == 429:
+    if status == 429 or status == 402:
         retry_after = api_retry_after(headers, now)
-        if code in exhausted_codes:
+        if code in exhausted_codes or status == 402:  # 402 Payment Required: the key's credit
             return UpstreamFailure(
                 FailureKind.QUOTA_EXHAUSTED,
                 status,

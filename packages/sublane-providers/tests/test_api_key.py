@@ -162,6 +162,14 @@ def test_paid_4_a_429_cools_for_its_retry_after() -> None:
     assert credit.kind is FailureKind.QUOTA_EXHAUSTED
 
 
+def test_paid_4_a_402_payment_required_is_the_keys_credit_used_up() -> None:
+    """OpenAI-compatible servers with prepaid credit (DeepSeek's "Insufficient Balance", OpenRouter's
+    "Insufficient credits") answer 402: the key is spent, not the request wrong."""
+    body = b'{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null}}'
+    spent = classify_api_failure(402, {}, body, NOW)
+    assert spent.kind is FailureKind.QUOTA_EXHAUSTED and spent.message == "Insufficient Balance"
+
+
 def test_paid_4_other_answers_are_transient_or_the_requests_own_fault() -> None:
     assert classify_api_failure(529, {}, b"", NOW).kind is FailureKind.TRANSIENT
     assert classify_api_failure(503, {}, b"", NOW).retryable
