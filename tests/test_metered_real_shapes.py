@@ -444,6 +444,43 @@ def _import(pool: Pool, provider: str, credentials: dict[str, Any]) -> Any:
 
 ANSWER = "Hi there from the real shape"
 
+#: A Responses body as the Codex CLI writes one (its fields, not its sizes), to translate.
+CODEX_LIKE = {
+    "instructions": "You are a coding agent.",
+    "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "say hi"}]}],
+    "tools": [
+        {
+            "type": "function",
+            "name": "shell",
+            "description": "Run a command.",
+            "strict": False,
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        }
+    ],
+    "tool_choice": "auto",
+    "parallel_tool_calls": True,
+    "reasoning": {"effort": "high", "summary": "auto"},
+    "store": False,
+    "stream": True,
+    "include": ["reasoning.encrypted_content"],
+    "prompt_cache_key": "01a2283c-fe10-78d1-9925-517e047c31b5",
+    "text": {"verbosity": "medium"},
+    "safety_identifier": "member-1",
+    "service_tier": "auto",
+    "metadata": {"session": "s-1"},
+    "max_output_tokens": 4000,
+}
+
+
+def _codex_like(pool: Pool, model: str) -> list[str]:
+    """A Codex-shaped Responses request through the hub; the event names answered."""
+    with (
+        pool.client() as client,
+        client.stream("POST", "/v1/responses", json={**CODEX_LIKE, "model": model}) as answer,
+    ):
+        assert answer.status_code == 200, answer.read()
+        return [line[7:] for line in answer.iter_lines() if line.startswith("event: ")]
+
 
 def test_paid_1_openai_key_serves_clients_against_a_documented_openai_api(
     make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
@@ -526,6 +563,7 @@ def test_paid_1_anthropic_key_serves_clients_against_a_documented_anthropic_api(
             responses_stream = chat.responses.create(model="claude-sonnet-4-6", input="say hi", stream=True)
             response_events = [event.type for event in responses_stream]
         assert response_events[-1] == "response.completed"
+        assert _codex_like(pool, "claude-sonnet-4-6")[-1] == "response.completed"
         with anthropic.Anthropic(
             base_url=pool.gateway.url, api_key=pool.key, max_retries=0, timeout=30
         ) as client:
@@ -547,7 +585,7 @@ def test_paid_1_anthropic_key_serves_clients_against_a_documented_anthropic_api(
             for record in pool.finished
             if record.account_id == imported.json()["id"] and record.operation != "count_tokens"
         ]
-        assert len(records) == 5
+        assert len(records) == 6
         assert all(
             r.input_tokens == 425 and r.cached_tokens == 300 and r.cache_write_tokens == 100 for r in records
         )
@@ -707,10 +745,11 @@ def test_paid_1_openai_compatible_key_serves_clients_against_a_documented_chat_s
         assert chat.choices[0].message.content == ANSWER and chat_text == ANSWER
         assert response.output_text == ANSWER
         assert message.content[0].type == "text" and message.content[0].text == ANSWER
+        assert _codex_like(pool, "gpt-4o-mini")[-1] == "response.completed"
         for body in api.bodies("/v1/chat/completions"):
             assert set(body) <= CHAT_FIELDS
         records = [record for record in pool.finished if record.account_id == imported.json()["id"]]
-        assert len(records) == 4 and all(r.input_tokens == 19 and r.output_tokens == 10 for r in records)
+        assert len(records) == 5 and all(r.input_tokens == 19 and r.output_tokens == 10 for r in records)
         texts = [pool.admin.get(path).text for path in ("/api/accounts", "/api/requests", "/api/audit")]
         for logged in [*texts, caplog.text]:
             assert COMPAT_KEY not in logged
