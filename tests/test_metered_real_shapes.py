@@ -67,7 +67,7 @@ def _sse(events: list[tuple[str, dict[str, Any]]]) -> AsyncIterator[bytes]:
 
 # -- OpenAI, as https://platform.openai.com/docs/api-reference/responses shows it --------------------
 
-OPENAI_MODELS = {
+OPENAI_MODELS: dict[str, Any] = {
     "object": "list",
     "data": [
         {"id": "gpt-4.1", "object": "model", "created": 1744316542, "owned_by": "system"},
@@ -299,7 +299,7 @@ ANTHROPIC_USAGE = {
 
 
 def _anthropic_stream(model: str, text: str) -> list[tuple[str, dict[str, Any]]]:
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY",
         "type": "message",
         "role": "assistant",
