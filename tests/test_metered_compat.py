@@ -112,6 +112,8 @@ def test_paid_1_compat_import_checks_the_key_and_never_shows_it(
     shown = pool.admin.get(f"/api/accounts/{account_id}").json()
     assert shown["provider"] == PROVIDER and shown["billing"] == "metered"
     assert shown["identity"]["plan"] == "api_key"
+    # PAID-3: a metered model without a price is not served
+    assert pool.admin.put(f"/api/prices/{MODEL}", json={"input": 0.2, "output": 0.8}).status_code == 200
     client = _openai(pool)
     assert MODEL in {model.id for model in client.models.list().data}
     answer = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])

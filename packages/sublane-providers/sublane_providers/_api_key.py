@@ -42,6 +42,8 @@ API_KEY_PLAN = "api_key"
 MAX_LISTED_MODELS = 1000
 MAX_MODEL_ID_CHARS = 256
 MAX_ERROR_MESSAGE_CHARS = 500
+#: What a renewal that names only a new key keeps of the stored bundle.
+KEPT_ON_RENEWAL = ("base_url", "models")
 
 # Anything shaped like an API key or a bearer token in an upstream's error text (OpenAI's 401 names
 # part of the key it refused): never relayed.
@@ -94,6 +96,10 @@ def _base_url(value: Any, default: str | None) -> str:
         raise CredentialFormatError("credentials: 'base_url' may not carry a user or password")
     if parts.query or parts.fragment:
         raise CredentialFormatError("credentials: 'base_url' may not carry a query or fragment")
+    try:
+        httpx.URL(value.strip())  # what the calls will be sent to must be a URL httpx can send to
+    except httpx.InvalidURL:
+        raise CredentialFormatError("credentials: 'base_url' is not a valid URL") from None
     return value.strip().rstrip("/")
 
 
@@ -238,7 +244,7 @@ def api_error_fields(body: bytes) -> tuple[str | None, str | None]:
     for field in ("code", "status", "type"):
         value = error.get(field)
         if isinstance(value, str) and value and len(value) <= 64:
-            code = value
+            code = safe_message(value)  # a code is relayed and watched (CLIENT-7) like the message
             break
     message = error.get("message")
     return code, safe_message(message) if isinstance(message, str) else None
@@ -259,7 +265,8 @@ def classify_api_failure(
 ) -> UpstreamFailure:
     """What an API-key upstream's error answer means (PAID-4): 401 → ``unauthorized`` (no refresh
     exists), 403 → forbidden, 429 → a rate limit cooling the account for its ``retry-after`` (or
-    ``exhausted_codes``, such as OpenAI's ``insufficient_quota``: the key's credit is used up),
+    ``exhausted_codes``, such as OpenAI's ``insufficient_quota``, and any 402 Payment Required:
+    the key's credit is used up),
     408/5xx/529 → transient, any other 4xx → the request's own fault, relayed."""
     code, message = api_error_fields(body)
     code = code or f"http_{status}"
@@ -271,9 +278,9 @@ def classify_api_failure(
         return UpstreamFailure(
             FailureKind.FORBIDDEN, status, code, message or "The provider refused this key's request."
         )
-    if status == 429:
+    if status == 429 or status == 402:
         retry_after = api_retry_after(headers, now)
-        if code in exhausted_codes:
+        if code in exhausted_codes or status == 402:  # 402 Payment Required: the key's credit
             return UpstreamFailure(
                 FailureKind.QUOTA_EXHAUSTED,
                 status,
@@ -346,13 +353,23 @@ class ApiKeyAdapter(ProviderAdapter):
             if status in (401, 403):
                 raise CredentialsRefused(f"The provider refused the API key (HTTP {status}).") from None
             raise CredentialsRefused(f"The provider's model list answered HTTP {status}.") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise CredentialsRefused(f"The provider could not be reached ({type(exc).__name__}).") from None
         except ValueError as exc:
             raise CredentialsRefused(f"The provider's model list could not be read: {exc}") from None
         if not models:
             raise CredentialsRefused("The key lists no model.")
         return imported
+
+    def renewal_credentials(self, stored: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """A new key given alone keeps the account's own ``base_url`` and named ``models`` (the
+        :class:`~sublane_providers.RenewsCredentials` capability): an admin replacing a refused key
+        must not move the account to the provider's public API or lose its catalogue."""
+        renewal = dict(given)
+        for field in KEPT_ON_RENEWAL:
+            if renewal.get(field) in (None, "") and stored.get(field) is not None:
+                renewal[field] = stored[field]
+        return renewal
 
     @abstractmethod
     async def list_models(self, bundle: Mapping[str, Any]) -> list[str]:

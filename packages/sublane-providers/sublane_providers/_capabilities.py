@@ -78,6 +78,16 @@ class TakesApiKeys(Protocol):
 
 
 @runtime_checkable
+class RenewsCredentials(Protocol):
+    """A re-authorization (``POST /api/accounts/{id}/credentials``) may give only what changed:
+    PAID-4's "an admin gives a new key" keeps the account's server and model list."""
+
+    def renewal_credentials(self, stored: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """The credentials to parse for a renewal: ``given``, completed from the ``stored`` bundle."""
+        ...
+
+
+@runtime_checkable
 class CompletesBundles(Protocol):
     """Credential bundles that may lack something a request needs until a refresh completes them."""
 

@@ -33,7 +33,7 @@ class ImportedCredentials:
     """A normalized credential bundle (to be encrypted) with its expiry and identity."""
 
     provider: str
-    bundle: dict[str, Any]
+    bundle: dict[str, Any] = field(repr=False)  # the secrets: never in a repr
     expires_at: float | None
     identity: AccountIdentity = field(default_factory=AccountIdentity)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import email.utils
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sublane_providers._http import header
@@ -16,7 +16,7 @@ MAX_OAUTH_RETRY_AFTER_S = 3600.0
 class RefreshedCredentials:
     """A new credential bundle (old refresh/id tokens kept where the answer omitted them)."""
 
-    bundle: dict[str, Any]
+    bundle: dict[str, Any] = field(repr=False)  # the secrets: never in a repr
     expires_at: float | None
 
 

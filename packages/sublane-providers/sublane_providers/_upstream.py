@@ -12,7 +12,7 @@ API, so a provider and the pipeline never depend on which library carries the by
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from sublane_providers._egress import EgressFailed
@@ -31,8 +31,8 @@ class UpstreamRequest:
 
     method: str
     url: str
-    headers: Mapping[str, str]
-    content: bytes
+    headers: Mapping[str, str] = field(repr=False)  # the credential travels here: never shown
+    content: bytes = field(repr=False)
 
     def to(self, url: str, headers: Mapping[str, str] | None = None) -> UpstreamRequest:
         """The same request to another URL (another host of the provider)."""

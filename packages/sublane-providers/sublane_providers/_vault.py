@@ -118,10 +118,10 @@ class Credentials:
     """A usable bundle, with the lifecycle revision it belongs to."""
 
     account_id: int
-    bundle: Mapping[str, Any]
+    bundle: Mapping[str, Any] = field(repr=False)  # the secrets: never in a repr
     lifecycle_revision: int
     #: The proxy the account's upstream calls leave through (EGRESS-1), ``None``: the environment's.
-    egress: str | None = None
+    egress: str | None = field(default=None, repr=False)  # may carry the proxy's password
 
 
 def _handed(account_id: int, entry: _Entry) -> Credentials:

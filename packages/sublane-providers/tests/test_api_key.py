@@ -25,16 +25,20 @@ from sublane_core import (
 from sublane_providers import (
     ChecksCredentials,
     CredentialFormatError,
+    Credentials,
     CredentialsRefused,
     CredentialVault,
     FailureKind,
+    RefreshedCredentials,
     RefreshFailed,
+    RenewsCredentials,
     StreamState,
     UpstreamRequest,
 )
 from sublane_providers.kit import (
     ApiKeyAdapter,
     JsonStreamObserver,
+    api_error_fields,
     classify_api_failure,
     parse_api_key_credentials,
     parse_duration,
@@ -71,6 +75,7 @@ def test_paid_1_api_key_credentials_take_a_key_and_a_base_url() -> None:
         {"api_key": "sk-1234567", "base_url": "https://user:pw@host/v1"},
         {"api_key": "sk-1234567", "base_url": "https://host/v1?x=1"},
         {"api_key": "sk-1234567", "base_url": 5},
+        {"api_key": "sk-1234567", "base_url": "http://exa\u00a0mple.com/v1"},  # httpx cannot send there
     ],
 )
 def test_paid_1_unusable_api_key_credentials_are_refused(credentials: dict[str, Any]) -> None:
@@ -157,6 +162,14 @@ def test_paid_4_a_429_cools_for_its_retry_after() -> None:
     assert credit.kind is FailureKind.QUOTA_EXHAUSTED
 
 
+def test_paid_4_a_402_payment_required_is_the_keys_credit_used_up() -> None:
+    """OpenAI-compatible servers with prepaid credit (DeepSeek's "Insufficient Balance", OpenRouter's
+    "Insufficient credits") answer 402: the key is spent, not the request wrong."""
+    body = b'{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null}}'
+    spent = classify_api_failure(402, {}, body, NOW)
+    assert spent.kind is FailureKind.QUOTA_EXHAUSTED and spent.message == "Insufficient Balance"
+
+
 def test_paid_4_other_answers_are_transient_or_the_requests_own_fault() -> None:
     assert classify_api_failure(529, {}, b"", NOW).kind is FailureKind.TRANSIENT
     assert classify_api_failure(503, {}, b"", NOW).retryable
@@ -173,6 +186,8 @@ def test_paid_1_error_texts_lose_anything_shaped_like_a_key() -> None:
     text = safe_message("bad key AIzaSyA-1234567890abcdef and Bearer sk-ant-api03-XYZ123456 here")
     assert "AIza" not in text and "sk-ant" not in text and text.endswith("here")
     assert safe_message("Incorrect API key provided: sk-proj-ab****yz9.") == "Incorrect API key provided: ***"
+    code, message = api_error_fields(b'{"error": {"code": "sk-live-0123456789abcdef", "message": "no"}}')
+    assert code == "***" and message == "no"  # a code is relayed and watched too
 
 
 class _Listing(ApiKeyAdapter):
@@ -259,3 +274,34 @@ def test_paid_1_an_api_key_is_handed_out_as_it_is(tmp_path: Path) -> None:
         stored = db.get(Account, account_id)
         assert stored is not None and stored.auth_state == AUTH_OK
     engine.dispose()
+
+
+def test_paid_1_credentials_and_requests_never_show_the_key_in_their_repr() -> None:
+    """A bundle or an upstream request in an exception's message, an assertion or a log line never
+    carries the key (nor an egress proxy's password)."""
+    key = "sk-proj-NeverInARepr0123456789"
+    imported = parse_api_key_credentials(
+        "openai", {"api_key": key}, default_base_url="https://api.openai.com/v1"
+    )
+    request = UpstreamRequest(
+        "POST", "https://api.openai.com/v1/responses", {"authorization": f"Bearer {key}"}, b"{}"
+    )
+    handed = Credentials(1, imported.bundle, 1, "http://user:proxy-pass-123@proxy:3128")
+    refreshed = RefreshedCredentials(dict(imported.bundle), None)
+    for shown in (repr(imported), repr(request), repr(handed), repr(refreshed), str(request)):
+        assert key not in shown and "proxy-pass-123" not in shown
+    assert request.headers["authorization"] == f"Bearer {key}" and handed.bundle["api_key"] == key
+
+
+def test_paid_4_a_new_key_given_alone_keeps_the_accounts_server_and_models() -> None:
+    adapter = _Listing(["m"])
+    assert isinstance(adapter, RenewsCredentials)
+    stored = {"api_key": "old-key-123", "base_url": "http://10.0.0.5:8000/v1", "models": ["qwen"]}
+    assert adapter.renewal_credentials(stored, {"api_key": "new-key-456"}) == {
+        "api_key": "new-key-456",
+        "base_url": "http://10.0.0.5:8000/v1",
+        "models": ["qwen"],
+    }
+    moved = adapter.renewal_credentials(stored, {"api_key": "new-key-456", "base_url": "http://h/v1"})
+    assert moved["base_url"] == "http://h/v1"
+    assert adapter.renewal_credentials({"api_key": "old-key-123"}, {"api_key": "k"}) == {"api_key": "k"}

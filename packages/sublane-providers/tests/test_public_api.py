@@ -8,7 +8,7 @@ import sublane_providers.kit
 EXPECTED = [
     "LoginFlow", "ProviderAdapter", "Quota", "StreamObserver", "stream_request",
     "AliasesModels", "ChecksCredentials", "CompletesBundles", "CompletesImports", "HasClientIdentity",
-    "HasOtherHosts", "OpensSessions",
+    "HasOtherHosts", "OpensSessions", "RenewsCredentials",
     "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "TakesApiKeys", "WrapsEvents", "DeclaresVocabulary",
     "UpstreamVocabulary", "UNKNOWN_KINDS", "KIND_EVENT", "KIND_ANSWER_FIELD", "KIND_TERMINAL_FIELD",
     "KIND_ERROR", "KIND_MODEL", "KIND_CLIENT_VERSION",

@@ -33,6 +33,8 @@ PREFIX = "/openai/v1"
 _OVERLOADED = api_error("The server is overloaded or not ready yet.", "server_error", "server_is_overloaded")
 # Chat Completions fields the Responses endpoint does not know: a 400 "Unknown parameter".
 _UNKNOWN = ("stop", "messages", "max_tokens", "n")
+#: The smallest ``max_output_tokens`` the API takes (400 ``integer_below_min_value`` below it).
+MIN_OUTPUT_TOKENS = 16
 
 
 def _reject(
@@ -73,7 +75,18 @@ def _problem(body: dict[str, Any] | None, account: Account) -> tuple[str, str | 
         if name in body:
             return f"Unknown parameter: '{name}'.", "unknown_parameter", name
     if model not in account.models:
-        return f"The requested model '{model}' does not exist.", "model_not_found", "model"
+        return (
+            f"The model `{model}` does not exist or you do not have access to it.",
+            "model_not_found",
+            "model",
+        )
+    cap = body.get("max_output_tokens")
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap < MIN_OUTPUT_TOKENS:
+        message = (
+            "Invalid 'max_output_tokens': integer below minimum value. "
+            f"Expected a value >= {MIN_OUTPUT_TOKENS}, but got {cap} instead."
+        )
+        return message, "integer_below_min_value", "max_output_tokens"
     if "input" in body and not isinstance(body["input"], list | str):
         return "Invalid type for 'input': expected a string or an array.", "invalid_type", "input"
     problem = type_problem(body, CODEX_TYPES)
@@ -119,7 +132,8 @@ async def responses(request: Request) -> Response:
     problem = _problem(body, account)
     if problem is not None or body is None:
         message, code, param = problem or ("", None, None)
-        return _reject(record, 400, api_error(message, "invalid_request_error", code, param))
+        status = 404 if code == "model_not_found" else 400  # the API's unknown model is a 404
+        return _reject(record, status, api_error(message, "invalid_request_error", code, param))
     sim = sim_of(request)
     key = body.get("prompt_cache_key")
     turn = sim.begin_turn(
@@ -157,7 +171,8 @@ async def compact(request: Request) -> Response:
         problem = ("Unknown parameter: 'stream'.", "unknown_parameter", "stream")
     if problem is not None or body is None:
         message, code, param = problem or ("", None, None)
-        return _reject(record, 400, api_error(message, "invalid_request_error", code, param))
+        status = 404 if code == "model_not_found" else 400  # the API's unknown model is a 404
+        return _reject(record, status, api_error(message, "invalid_request_error", code, param))
     sim = sim_of(request)
     turn = sim.begin_turn(record, account, body["model"], prompt_tokens=estimate_tokens(raw), cache_key=None)
     if turn.behaviour.kind == "error":

@@ -106,3 +106,18 @@ def test_paid_1_sim_openai_compacts(api: tuple[Simulator, openai.OpenAI, str]) -
     body = answer.json()
     assert body["object"] == "response.compaction" and body["output"][-1]["type"] == "compaction"
     assert body["output"][0]["content"] == "keep me" and body["usage"]["output_tokens"] == 32
+
+
+def test_paid_1_sim_openai_refuses_like_the_api_a_small_output_cap_and_an_unknown_model(
+    api: tuple[Simulator, openai.OpenAI, str],
+) -> None:
+    """As the real Responses API: ``max_output_tokens`` under 16 is a 400
+    ``integer_below_min_value``; a model the key cannot use is a 404 ``model_not_found``."""
+    _sim, client, _account_id = api
+    with pytest.raises(openai.BadRequestError) as small:
+        client.responses.create(model="gpt-5", input="hi", max_output_tokens=1)
+    assert small.value.code == "integer_below_min_value" and small.value.param == "max_output_tokens"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.responses.create(model="gpt-no-such-model", input="hi")
+    assert unknown.value.code == "model_not_found"
+    assert client.responses.create(model="gpt-5", input="hi", max_output_tokens=16).output_text

@@ -19,6 +19,7 @@ from sublane_core import (
     AUTH_REAUTH_REQUIRED,
     Account,
     CredentialCipher,
+    CredentialDecryptError,
     GroupAccount,
     ResourceGroup,
     SubLaneError,
@@ -47,6 +48,7 @@ from sublane_providers import (
     CredentialFormatError,
     CredentialsRefused,
     ImportedCredentials,
+    RenewsCredentials,
     UnknownProviderError,
     parse_credentials,
     provider_names,
@@ -185,6 +187,19 @@ def _with_profile(request: Request, imported: ImportedCredentials) -> ImportedCr
         return through_workspace_egress(request, lambda: adapter.complete_import(imported))
 
 
+def _renewal(request: Request, account: Account, given: dict[str, Any]) -> dict[str, Any]:
+    """What a re-authorization's credentials mean: a provider may complete what was given from the
+    stored bundle (an API key given alone keeps the account's server, PAID-4)."""
+    adapter = client_runtime(request).adapters.get(account.provider)
+    if adapter is None or not isinstance(adapter, RenewsCredentials):
+        return given
+    try:
+        stored = gateway_state(request).cipher.decrypt(account.credentials)
+    except CredentialDecryptError:
+        return given
+    return adapter.renewal_credentials(stored, given)
+
+
 @router.post("/api/accounts/{account_id}/credentials")
 def replace_credentials(
     account_id: PathId, body: AccountCredentials, request: Request, admin: AdminUser, db: DbSession
@@ -192,7 +207,7 @@ def replace_credentials(
     """Re-authorize an account with a fresh credential file of the same provider."""
     state = gateway_state(request)
     account: Account = get_or_404(db, Account, account_id, "account")
-    imported = _checked(request, _parse(account.provider, body.credentials))
+    imported = _checked(request, _parse(account.provider, _renewal(request, account, body.credentials)))
     runtime = client_runtime(request)
     was_reauth = account.auth_state == AUTH_REAUTH_REQUIRED or runtime.vault.needs_reauth(account_id)
     account.credentials = state.cipher.encrypt(imported.bundle)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from sublane_core import SubLaneError, signals
 from sublane_gateway.pipeline._identity import CallIdentity, too_old_message
@@ -65,6 +66,28 @@ class UpstreamRefused(Exception):
         super().__init__(failure.code)
         self.failure = failure
         self.account_id = account_id
+
+
+#: Credential values shorter than this are not searched for (too likely to be ordinary words).
+MIN_MASKED_CHARS = 8
+
+
+def without_credentials(failure: UpstreamFailure, bundle: Mapping[str, Any]) -> UpstreamFailure:
+    """``failure`` with every credential string of the account masked in its code and message.
+
+    An upstream's error text may repeat the credential it was given, and a self-hosted server's API
+    key has no shape a pattern could recognise (PAID-1): what is relayed to the client, recorded
+    and watched (CLIENT-7) must not carry it."""
+    code, message = failure.code, failure.message
+    for value in bundle.values():
+        if isinstance(value, str) and len(value) >= MIN_MASKED_CHARS:
+            if value in code:
+                code = code.replace(value, "***")
+            if value in message:
+                message = message.replace(value, "***")
+    if code is failure.code and message is failure.message:
+        return failure
+    return dataclasses.replace(failure, code=code, message=message)
 
 
 async def send_with_recovery(
@@ -120,6 +143,7 @@ async def send_with_recovery(
             return response, credentials
         body = await read_error_body(response, MAX_ERROR_BODY)
         failure = adapter.classify_failure(response.status_code, response.headers, body, runtime.clock.time())
+        failure = without_credentials(failure, credentials.bundle)
         runtime.watch_of(account.provider).error(
             failure.code
         )  # CLIENT-7: an error type SubLane does not know

@@ -19,10 +19,12 @@ from sublane_provider_anthropic._request import (
 from sublane_provider_anthropic._settings import PUBLIC_BASE_URL, AnthropicSettings
 from sublane_providers import (
     AliasesModels,
+    FailureKind,
     ImportedCredentials,
     MetadataHttp,
     StreamState,
     UpstreamClients,
+    UpstreamFailure,
     UpstreamRequest,
 )
 from sublane_providers.kit import ApiKeyAdapter, MessagesStreamObserver, parse_api_key_credentials
@@ -31,6 +33,10 @@ NAME = "anthropic"
 #: Pages of ``GET /v1/models`` read at most (1000 ids each).
 MAX_MODEL_PAGES = 10
 _DATED = re.compile(r"^(claude-[a-z0-9.-]+?)-(\d{8})$")
+#: How the API answers a key whose organisation has no credit left: a 400 ``invalid_request_error``
+#: ("Your credit balance is too low to access the Anthropic API…"), not a 429.
+NO_CREDIT = "Your credit balance is too low"
+NO_CREDIT_CODE = "credit_balance_too_low"
 
 
 def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
@@ -127,6 +133,18 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
 
     def new_observer(self, state: StreamState | None = None) -> MessagesStreamObserver:
         return MessagesStreamObserver(state)
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: bytes, now: float
+    ) -> UpstreamFailure:
+        """The kit's classification (PAID-4); a key without credit is spent (out of quota: another
+        account serves), though the API answers it as a 400."""
+        failure = super().classify_failure(status, headers, body, now)
+        if failure.kind is FailureKind.CLIENT_ERROR and failure.message.startswith(NO_CREDIT):
+            return UpstreamFailure(
+                FailureKind.QUOTA_EXHAUSTED, status, NO_CREDIT_CODE, failure.message, failure.retry_after
+            )
+        return failure
 
     # -- models -----------------------------------------------------------------------------------
 

@@ -194,3 +194,24 @@ async def test_paid_4_overloaded_529_is_transient(sim: Simulator, http: httpx.As
     assert response.json()["error"]["type"] == "overloaded_error"
     failure = adapter.classify_failure(529, response.headers, response.content, 0.0)
     assert failure.kind is FailureKind.TRANSIENT  # another account serves (not a replay, RETRY-1)
+
+
+def test_paid_4_a_key_without_credit_is_out_of_quota_not_the_requests_fault() -> None:
+    """The API answers a key whose organisation has no credit left with a 400
+    ``invalid_request_error`` ("Your credit balance is too low…"): the key is spent (another
+    account serves), not the client's request wrong."""
+    adapter = AnthropicAdapter(base_url="http://127.0.0.1:9", http=httpx.AsyncClient(), metadata_timeout=1)
+    body = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "Your credit balance is too low to access the Anthropic API. "
+            "Please go to Plans & Billing to upgrade or purchase credits.",
+        },
+        "request_id": "req_011CbrFTcXhtiMzr3s6EocF7",
+    }
+    spent = adapter.classify_failure(400, {}, json.dumps(body).encode(), 0.0)
+    assert spent.kind is FailureKind.QUOTA_EXHAUSTED and spent.status == 400
+    required = "max_tokens: Field required"
+    other = {"type": "error", "error": {"type": "invalid_request_error", "message": required}}
+    assert adapter.classify_failure(400, {}, json.dumps(other).encode(), 0.0).kind is FailureKind.CLIENT_ERROR

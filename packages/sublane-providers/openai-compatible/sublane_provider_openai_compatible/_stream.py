@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from sublane_providers import DeltaKind, Outcome, StreamState, TokenUsage
-from sublane_providers.kit import JsonStreamObserver
+from sublane_providers.kit import JsonStreamObserver, safe_message
 
 DONE = "[DONE]"
 _FINISHED = {"length": Outcome.INCOMPLETE, "content_filter": Outcome.INCOMPLETE}
@@ -40,7 +40,8 @@ def chat_usage(usage: Any) -> TokenUsage | None:
 def _error(error: dict[str, Any]) -> tuple[str, str]:
     code = error.get("code") or error.get("type") or "upstream_error"
     message = error.get("message")
-    return str(code)[:64], (message if isinstance(message, str) and message else "The server failed.")[:500]
+    text = safe_message(message) if isinstance(message, str) and message else "The server failed."
+    return safe_message(str(code))[:64], text
 
 
 def _delta_kind(delta: Any) -> DeltaKind | None:

@@ -176,3 +176,11 @@ def test_paid_1_compatible_observer_ends_on_done_when_no_usage_chunk_comes(
     cut.observe_data(None, b'{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}')
     cut.observe_data(None, b"[DONE]")
     assert cut.state.outcome is None  # no finish reason: the turn never ended
+
+
+def test_paid_1_compatible_stream_error_text_is_relayed_without_a_key(adapter: CompatibleAdapter) -> None:
+    """An ``{"error": …}`` line is relayed like an error answer: nothing shaped like a key."""
+    observer = adapter.new_observer()
+    observer.observe(None, '{"error":{"code":"bad","message":"token sk-live-0123456789abcdef expired"}}')
+    assert observer.state.outcome is Outcome.ERROR
+    assert observer.state.error_message is not None and "0123456789abcdef" not in observer.state.error_message

@@ -16,6 +16,11 @@ OPENAI_DIALECT = Dialect(
     required=(("store", False),),
 )
 
+#: The smallest ``max_output_tokens`` the OpenAI API takes (a smaller one is refused: 400
+#: ``integer_below_min_value``, "Expected a value >= 16"), though Chat Completions and Messages
+#: clients may ask for 1 (a reachability probe): such a cap is raised to this.
+MIN_OUTPUT_TOKENS = 16
+
 # Fields meaningful only on a stream, or only to a Codex backend's WebSocket.
 _STREAM_ONLY = ("stream_options",)
 _NEVER_SENT = ("generate",)
@@ -27,6 +32,9 @@ def responses_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     prepared["stream"] = stream
     for key in _NEVER_SENT + (() if stream else _STREAM_ONLY):
         prepared.pop(key, None)
+    cap = prepared.get("max_output_tokens")
+    if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap < MIN_OUTPUT_TOKENS:
+        prepared["max_output_tokens"] = MIN_OUTPUT_TOKENS
     return prepared
 
 
