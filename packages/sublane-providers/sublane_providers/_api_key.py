@@ -335,9 +335,11 @@ class ApiKeyAdapter(ProviderAdapter):
     def api_key(bundle: Mapping[str, Any]) -> str:
         return str(bundle["api_key"])
 
-    @staticmethod
-    def base_url(bundle: Mapping[str, Any]) -> str:
-        return str(bundle["base_url"]).rstrip("/")
+    def base_url(self, bundle: Mapping[str, Any]) -> str:
+        """The key's base URL: the account's own, else the provider's setting
+        (:attr:`default_base_url`: a key imported without one follows the setting)."""
+        own = bundle.get("base_url")
+        return str(own).rstrip("/") if isinstance(own, str) and own else self.default_base_url
 
     async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials:
         """An API key cannot be refreshed: a refused key stays refused until an admin replaces it."""

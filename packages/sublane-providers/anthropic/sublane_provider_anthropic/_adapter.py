@@ -92,11 +92,6 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         return parse_credentials(data)
 
-    def host(self, bundle: Mapping[str, Any]) -> str:
-        """The key's API host: its own ``base_url``, else the provider's setting."""
-        own = bundle.get("base_url")
-        return str(own).rstrip("/") if isinstance(own, str) and own else self.default_base_url
-
     def cache_lifetime_s(self, body: Mapping[str, Any]) -> float:
         """Five minutes, or an hour when a breakpoint asks ``"ttl": "1h"``."""
         return cache_lifetime_s(body)
@@ -116,7 +111,7 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
         headers = api_headers(client_headers, api_key=self.api_key(bundle))
         headers["content-type"] = "application/json"
         payload = messages_body(body, model=str(body["model"]))
-        host = self.host(bundle)
+        host = self.base_url(bundle)
         if operation is UpstreamOperation.COUNT_TOKENS:
             headers["accept"] = "application/json"
             payload.pop("stream", None)
@@ -160,7 +155,7 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
         params: dict[str, str | int] = {"limit": 1000}
         for _page in range(MAX_MODEL_PAGES):
             response = await self._http.get(
-                models_url(self.host(bundle)),
+                models_url(self.base_url(bundle)),
                 headers=headers,
                 params=params,
                 timeout=self._metadata_timeout,

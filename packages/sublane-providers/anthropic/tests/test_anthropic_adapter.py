@@ -116,7 +116,7 @@ def test_paid_1_a_key_without_base_url_is_served_at_the_setting() -> None:
     )
     assert request.url == "http://127.0.0.1:9/x/v1/messages"
     own = parse_credentials({"api_key": "sk-ant-api03-abcdefgh", "base_url": "https://proxy.example/"})
-    assert adapter.host(own.bundle) == "https://proxy.example"
+    assert adapter.base_url(own.bundle) == "https://proxy.example"
 
 
 def test_paid_1_an_api_key_never_carries_the_oauth_identity() -> None:

@@ -73,11 +73,6 @@ class GeminiAdapter(ApiKeyAdapter):
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         return parse_credentials(data)
 
-    def url_of(self, bundle: Mapping[str, Any]) -> str:
-        """The account's base URL: its own, else the setting's."""
-        own = bundle.get("base_url")
-        return str(own).rstrip("/") if own else self.default_base_url
-
     # -- requests ---------------------------------------------------------------------------------
 
     def build_request(
@@ -91,7 +86,7 @@ class GeminiAdapter(ApiKeyAdapter):
         conversation_key: str | None = None,
     ) -> UpstreamRequest:
         _, accept = METHODS[operation]
-        url = model_url(self.url_of(bundle), str(body["model"]), operation)
+        url = model_url(self.base_url(bundle), str(body["model"]), operation)
         content = json_dumps(upstream_body(operation, body), errors="surrogatepass")
         return UpstreamRequest("POST", url, upstream_headers(self.api_key(bundle), accept=accept), content)
 
@@ -115,7 +110,7 @@ class GeminiAdapter(ApiKeyAdapter):
             if token:
                 params["pageToken"] = token
             response = await self._http.get(
-                f"{self.url_of(bundle)}/{API_VERSION}/models",
+                f"{self.base_url(bundle)}/{API_VERSION}/models",
                 params=params,
                 headers=upstream_headers(self.api_key(bundle), accept="application/json"),
                 timeout=self._metadata_timeout,

@@ -65,11 +65,6 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
         return parse_credentials(data)
 
-    def account_base_url(self, bundle: Mapping[str, Any]) -> str:
-        """The account's own base URL, else ``SUBLANE_OPENAI_BASE_URL``."""
-        own = bundle.get("base_url")
-        return str(own).rstrip("/") if own else self.default_base_url
-
     # -- a model call -----------------------------------------------------------------------------
 
     def build_request(
@@ -84,7 +79,7 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
     ) -> UpstreamRequest:
         if operation not in self.operations:
             raise ValueError(f"openai cannot build a {operation} request")
-        base = self.account_base_url(bundle)
+        base = self.base_url(bundle)
         if operation is UpstreamOperation.COMPACT:
             headers = upstream_headers(self.api_key(bundle), stream=False)
             content = json_dumps(compact_body(body), ensure_ascii=True)
@@ -126,7 +121,7 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
         """``GET {base_url}/models``: ``{"object": "list", "data": [{"id", "object": "model"}]}``;
         raises ``httpx.HTTPStatusError`` for a refused key."""
         response = await self._http.get(
-            f"{self.account_base_url(bundle)}/models",
+            f"{self.base_url(bundle)}/models",
             headers={"authorization": f"Bearer {self.api_key(bundle)}", "accept": "application/json"},
             timeout=self._timeout,
         )
