@@ -205,7 +205,7 @@ function apiKeyFields() {
       key.required = Boolean(spec);
       if (!spec) return;
       baseUrl.required = spec.base_url_required;
-      baseUrl.placeholder = spec.default_base_url || "https://llm.example.internal/v1";
+      baseUrl.placeholder = spec.default_base_url || "http(s)://your-server/v1";
       baseHint.textContent = spec.base_url_required
         ? "Required: the server's API address, as its SDK takes it (e.g. ending in /v1)."
         : `Empty: ${spec.default_base_url}. Set it for a proxy or a regional host.`;

@@ -5,8 +5,8 @@ import {api, h, render, section} from "./lib.js";
 
 export const TERMS_NOTE = "Using consumer subscriptions through a shared " +
   "gateway may be against a provider's terms: you, the operator, decide whether to do it. Metered " +
-  "(API-key) accounts are the way to stay within them: add OpenAI, Anthropic or Gemini API keys or an " +
-  "OpenAI-compatible server as accounts, alone or as overflow behind the subscriptions.";
+  "(API-key) accounts are the way to stay within them: add API keys billed per token as accounts, " +
+  "alone or as overflow behind the subscriptions.";
 
 const HINTS = {
   account: "Sign in to a subscription account, import its credentials, or add an API key.",
