@@ -124,6 +124,79 @@ def test_paid_1_openai_native_tool_call_and_compaction(make_pool: Callable[..., 
     assert _runtime(pool, pool.account_ids[0])["state"] == "ready"
 
 
+#: What a Codex CLI 0.171 sends on ``POST /v1/responses`` (shaped as in the captures of
+#: ``/work/shared/real-clients``): its headers and top-level fields, some of them only the ChatGPT
+#: backend takes.
+CODEX_HEADERS = {
+    "originator": "codex_exec",
+    "session_id": "thread-1",
+    "session-id": "thread-1",
+    "thread-id": "thread-1",
+    "chatgpt-account-id": "acct-of-the-client",
+    "x-client-request-id": "thread-1",
+    "x-codex-window-id": "thread-1:0",
+    "x-codex-turn-metadata": '{"installation_id":"inst-1","session_id":"thread-1"}',
+    "x-codex-beta-features": "remote_compaction_v2",
+    "x-codex-installation-id": "inst-1",
+}
+CODEX_CLIENT_METADATA = {
+    "x-codex-installation-id": "inst-1",
+    "session_id": "thread-1",
+    "thread_id": "thread-1",
+    "turn_id": "turn-1",
+    "x-codex-window-id": "thread-1:0",
+}
+
+
+def test_paid_1_codex_cli_fields_the_openai_api_refuses_are_not_sent(make_pool: Callable[..., Pool]) -> None:
+    """A Codex CLI's turn and compaction on an API key: the fields the public API does not take
+    (``client_metadata``, a prewarm's ``generate``, the compaction's turn settings) are left out —
+    the API (and the simulator, as strict) answers 400 ``unknown_parameter`` to them — and what the
+    call needs (``prompt_cache_key``, ``store``, ``include``, ``reasoning``, ``tools``…) is kept; no
+    Codex header (the client's installation, session, account) reaches the key's owner."""
+    pool = _answering(make_pool(provider="openai"))
+    tools = [{"type": "function", "name": "read_file", "description": "Read a file", "parameters": TOOL}]
+    turn = {
+        "model": "gpt-5",
+        "instructions": "You are Codex.",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        "tools": tools,
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+        "reasoning": {"summary": "auto"},
+        "store": False,
+        "stream": True,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "thread-1",
+        "client_metadata": CODEX_CLIENT_METADATA,
+    }
+    with pool.client().stream("POST", "/v1/responses", json=turn, headers=CODEX_HEADERS) as answer:
+        streamed = answer.read().decode()
+    assert answer.status_code == 200, streamed
+    assert "response.completed" in streamed and ANSWER.split()[0] in streamed
+    compaction = {key: value for key, value in turn.items() if key != "stream"}
+    compacted = pool.client().post("/v1/responses/compact", json=compaction, headers=CODEX_HEADERS)
+    assert compacted.status_code == 200, compacted.text
+    sent_turn = pool.sim.requests(endpoint="openai.responses")[-1]
+    assert sent_turn.status == 200
+    assert {key: sent_turn.body[key] for key in ("prompt_cache_key", "store", "include", "reasoning")} == {
+        "prompt_cache_key": "thread-1",
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "reasoning": {"summary": "auto"},
+    }
+    assert sent_turn.body["tools"] == tools and sent_turn.body["instructions"] == "You are Codex."
+    assert "client_metadata" not in sent_turn.body
+    sent_compaction = pool.sim.requests(endpoint="openai.compact")[-1]
+    assert set(sent_compaction.body) == {"model", "instructions", "input", "prompt_cache_key"}
+    for record in (sent_turn, sent_compaction):
+        leaked = {name for name in record.headers if name.lower() in CODEX_HEADERS}
+        assert leaked == set() and not any(name.lower().startswith("x-codex") for name in record.headers)
+        assert "inst-1" not in json.dumps(record.body) and "acct-of-the-client" not in str(record.headers)
+    assert [finished.outcome for finished in pool.finished] == ["success", "success"]
+    assert _runtime(pool, pool.account_ids[0])["state"] == "ready"
+
+
 def test_paid_1_openai_chat_completions_through_the_hub(make_pool: Callable[..., Pool]) -> None:
     pool = _answering(make_pool(provider="openai"))
     client = _sdk(pool)

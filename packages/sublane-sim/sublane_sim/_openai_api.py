@@ -31,8 +31,27 @@ __all__ = ["openai_api_routes"]
 
 PREFIX = "/openai/v1"
 _OVERLOADED = api_error("The server is overloaded or not ready yet.", "server_error", "server_is_overloaded")
-# Chat Completions fields the Responses endpoint does not know: a 400 "Unknown parameter".
-_UNKNOWN = ("stop", "messages", "max_tokens", "n")
+#: The top-level fields ``POST /v1/responses`` takes (the API reference's create parameters, as the
+#: official ``openai`` SDK 3.57 declares them); any other field is a 400 ``unknown_parameter`` naming
+#: it (``param``) — Chat Completions' ``stop``/``messages``/``max_tokens``/``n`` as much as the
+#: Codex backend's ``client_metadata`` or its WebSocket's ``generate``.
+RESPONSES_PARAMETERS = frozenset(
+    {
+        "access_programs", "background", "background_options", "context_management", "conversation",
+        "image", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata",
+        "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt",
+        "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning",
+        "safety_identifier", "service_tier", "store", "stream", "stream_options", "temperature", "text",
+        "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user",
+    }
+)  # fmt: skip
+#: What ``POST /v1/responses/compact`` takes (its reference's parameters; no ``stream``).
+COMPACT_PARAMETERS = frozenset(
+    {
+        "model", "image", "input", "instructions", "previous_response_id", "prompt_cache_key",
+        "prompt_cache_options", "prompt_cache_retention", "service_tier",
+    }
+)  # fmt: skip
 #: The smallest ``max_output_tokens`` the API takes (400 ``integer_below_min_value`` below it).
 MIN_OUTPUT_TOKENS = 16
 
@@ -64,15 +83,17 @@ def _headers(request: Request, account: Account, seq: int) -> dict[str, str]:
     return headers
 
 
-def _problem(body: dict[str, Any] | None, account: Account) -> tuple[str, str | None, str | None] | None:
+def _problem(
+    body: dict[str, Any] | None, account: Account, known: frozenset[str] = RESPONSES_PARAMETERS
+) -> tuple[str, str | None, str | None] | None:
     """``(message, code, param)`` of the 400 the real API answers, or ``None``."""
     if body is None:
         return "We could not parse the JSON body of your request.", None, None
     model = body.get("model")
     if not isinstance(model, str) or not model:
         return "Missing required parameter: 'model'.", "missing_required_parameter", "model"
-    for name in _UNKNOWN:
-        if name in body:
+    for name in body:
+        if name not in known:
             return f"Unknown parameter: '{name}'.", "unknown_parameter", name
     if model not in account.models:
         return (
@@ -166,9 +187,7 @@ async def compact(request: Request) -> Response:
         return authorized
     account = authorized
     body = parse_json_object(raw)
-    problem = _problem(body, account)
-    if problem is None and body is not None and "stream" in body:
-        problem = ("Unknown parameter: 'stream'.", "unknown_parameter", "stream")
+    problem = _problem(body, account, COMPACT_PARAMETERS)
     if problem is not None or body is None:
         message, code, param = problem or ("", None, None)
         status = 404 if code == "model_not_found" else 400  # the API's unknown model is a 404

@@ -121,3 +121,45 @@ def test_paid_1_sim_openai_refuses_like_the_api_a_small_output_cap_and_an_unknow
         client.responses.create(model="gpt-no-such-model", input="hi")
     assert unknown.value.code == "model_not_found"
     assert client.responses.create(model="gpt-5", input="hi", max_output_tokens=16).output_text
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/responses", "client_metadata"),  # the Codex CLI's, which the public API does not take
+        ("/responses", "generate"),  # a Codex WebSocket prewarm's
+        ("/responses", "stop"),
+        ("/responses/compact", "stream"),
+        ("/responses/compact", "tools"),
+    ],
+)
+def test_paid_1_sim_openai_refuses_an_unknown_top_level_field_like_the_api(
+    api: tuple[Simulator, openai.OpenAI, str], path: str, field: str
+) -> None:
+    """As the real API: any top-level field it does not document is a 400 ``unknown_parameter``
+    naming it in ``param``; the documented ones (what the SDK sends) pass."""
+    _sim, client, _account_id = api
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.post(path, body={"model": "gpt-5", "input": "hi", field: {}}, cast_to=httpx.Response)
+    assert refused.value.code == "unknown_parameter" and refused.value.param == field
+    assert refused.value.body == {
+        "message": f"Unknown parameter: '{field}'.",
+        "type": "invalid_request_error",
+        "param": field,
+        "code": "unknown_parameter",
+    }
+    documented = client.responses.create(
+        model="gpt-5",
+        input="hi",
+        store=False,
+        include=["reasoning.encrypted_content"],
+        prompt_cache_key="thread-1",
+        prompt_cache_retention="24h",
+        safety_identifier="user-1",
+        metadata={"a": "b"},
+        parallel_tool_calls=True,
+        reasoning={"summary": "auto"},
+        text={"verbosity": "low"},
+        service_tier="auto",
+    )
+    assert documented.output_text

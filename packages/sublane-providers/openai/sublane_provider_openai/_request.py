@@ -21,17 +21,53 @@ OPENAI_DIALECT = Dialect(
 #: clients may ask for 1 (a reachability probe): such a cap is raised to this.
 MIN_OUTPUT_TOKENS = 16
 
-# Fields meaningful only on a stream, or only to a Codex backend's WebSocket.
+#: The top-level fields ``POST /v1/responses`` takes: the API reference's create parameters (as the
+#: official ``openai`` SDK declares them). The API answers any other one with 400
+#: ``unknown_parameter``, and a Codex CLI sends some only the ChatGPT backend takes —
+#: ``client_metadata`` (its installation, session, thread and turn ids: the client's identity, which
+#: is no business of the key's owner), a WebSocket prewarm's ``generate`` —, so only these are sent.
+RESPONSES_PARAMETERS = frozenset(
+    {
+        "access_programs", "background", "background_options", "context_management", "conversation",
+        "image", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata",
+        "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt",
+        "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning",
+        "safety_identifier", "service_tier", "store", "stream", "stream_options", "temperature", "text",
+        "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user",
+    }
+)  # fmt: skip
+#: What ``POST /v1/responses/compact`` takes (its reference's parameters): a Codex CLI's compaction
+#: repeats its turn's ``tools``, ``reasoning``, ``parallel_tool_calls``…, which the API refuses there.
+COMPACT_PARAMETERS = frozenset(
+    {
+        "model", "image", "input", "instructions", "previous_response_id", "prompt_cache_key",
+        "prompt_cache_options", "prompt_cache_retention", "service_tier",
+    }
+)  # fmt: skip
+#: Chat Completions fields sent to Responses: the API refuses them and their loss would change the
+#: answer (stop sequences, several choices) or the question (``messages``), so a native request
+#: keeps them and the API's own 400 names the client's mistake (a translated request setting
+#: ``stop`` is refused before any call: :data:`OPENAI_DIALECT`). Any other unknown field is a
+#: client's extension for another backend and is left out.
+_KEPT_FOR_THE_APIS_REFUSAL: frozenset[str] = frozenset(
+    {"stop", "n", "messages", "max_tokens", *(field for field, _ in OPENAI_DIALECT.refused)}
+)
+# Fields meaningful only on a stream.
 _STREAM_ONLY = ("stream_options",)
-_NEVER_SENT = ("generate",)
+
+
+def _taken(body: Mapping[str, Any], parameters: frozenset[str]) -> dict[str, Any]:
+    return {key: value for key, value in body.items() if key in parameters}
 
 
 def responses_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
-    """The client's (or the hub's) Responses body, streamed or answered as one JSON object."""
-    prepared = dict(body)
+    """The client's (or the hub's) Responses body as the API takes it, streamed or answered as one
+    JSON object: fields it does not take (:data:`RESPONSES_PARAMETERS`) are left out."""
+    prepared = _taken(body, RESPONSES_PARAMETERS | _KEPT_FOR_THE_APIS_REFUSAL)
     prepared["stream"] = stream
-    for key in _NEVER_SENT + (() if stream else _STREAM_ONLY):
-        prepared.pop(key, None)
+    if not stream:
+        for key in _STREAM_ONLY:
+            prepared.pop(key, None)
     cap = prepared.get("max_output_tokens")
     if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap < MIN_OUTPUT_TOKENS:
         prepared["max_output_tokens"] = MIN_OUTPUT_TOKENS
@@ -39,11 +75,9 @@ def responses_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
 
 
 def compact_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A compaction body (``POST {base_url}/responses/compact`` answers plain JSON, never a stream)."""
-    prepared = dict(body)
-    for key in ("stream", *_STREAM_ONLY, *_NEVER_SENT):
-        prepared.pop(key, None)
-    return prepared
+    """A compaction body (``POST {base_url}/responses/compact`` answers plain JSON, never a stream)
+    with only what that endpoint takes (:data:`COMPACT_PARAMETERS`)."""
+    return _taken(body, COMPACT_PARAMETERS)
 
 
 def upstream_headers(api_key: str, *, stream: bool) -> dict[str, str]:
