@@ -7,6 +7,14 @@ completions``, streamed or as one JSON answer; a streamed one always asks
 Completions client that did not ask gets one more chunk, with empty ``choices`` and the usage, as
 OpenAI's own server sends it). Clients of the other protocols are translated through the hub.
 
+Some servers refuse that field (Ollama, LM Studio, TGI, LocalAI, KoboldCPP, vLLM before 0.4.3,
+Mistral's API with a 422 ``extra_forbidden``, Azure AI's "Extra parameters ['stream_options'] are
+not allowed"): a 400 or 422 naming ``stream_options`` is answered by sending the same call once
+more without it (the :class:`~sublane_providers.HasOtherHosts` capability: the same server, asked
+in the one form it takes), and the server's base URL is remembered in memory so no later call asks
+it again. Its streams' usage is then read from the finish chunk when the server puts it there;
+without one the call is recorded without tokens. That 400 is never the account's failure.
+
 The key is checked by listing models (``GET {base_url}/models``): a 401/403 refuses the import; a
 server that lists none (404, 405, 501) is accepted when the import names its ``models``, which are
 then what the account serves. What the kit's :class:`~sublane_providers.kit.ApiKeyAdapter` gives:
@@ -16,23 +24,39 @@ other 4xx the request's own fault, ``x-ratelimit-*`` headers as quota when a ser
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
+from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps, json_loads
 from sublane_provider_openai_compatible._credentials import FILE, NAME, parse_credentials
 from sublane_provider_openai_compatible._settings import CompatibleSettings
 from sublane_provider_openai_compatible._stream import ChatStreamObserver
-from sublane_providers import ImportedCredentials, MetadataHttp, StreamState, UpstreamClients, UpstreamRequest
+from sublane_providers import (
+    FailureKind,
+    HasOtherHosts,
+    ImportedCredentials,
+    MetadataHttp,
+    StreamState,
+    UpstreamClients,
+    UpstreamFailure,
+    UpstreamRequest,
+)
 from sublane_providers.kit import ApiKeyAdapter
 
 #: What a server without a model list answers ``GET /models`` with.
 NO_MODEL_LIST = frozenset({404, 405, 501})
 #: The client headers that reach the server (everything else stays with the gateway).
 PASSED_HEADERS = ("user-agent",)
+#: How a server refuses a field it does not know: 400 (vLLM, llama.cpp, Ollama, Azure AI), 422
+#: (pydantic servers: Mistral, TGI).
+FIELD_REFUSALS = frozenset({400, 422})
+#: The failure code of a refusal naming ``stream_options`` (a request's, resent without it).
+STREAM_OPTIONS_REFUSED = "stream_options_unsupported"
+COMPLETIONS_PATH = "/chat/completions"
 
 
-class CompatibleAdapter(ApiKeyAdapter):
+class CompatibleAdapter(ApiKeyAdapter, HasOtherHosts):
     """One process's door to OpenAI-compatible servers."""
 
     name = NAME
@@ -45,6 +69,8 @@ class CompatibleAdapter(ApiKeyAdapter):
     def __init__(self, *, http: MetadataHttp, metadata_timeout: float) -> None:
         self._http = http
         self._timeout = metadata_timeout
+        #: Base URLs of the servers that refused ``stream_options`` (this process's memory).
+        self._without_stream_options: set[str] = set()
 
     @staticmethod
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
@@ -67,14 +93,41 @@ class CompatibleAdapter(ApiKeyAdapter):
         headers["authorization"] = f"Bearer {self.api_key(bundle)}"
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream" if stream else "application/json"
+        base = self.base_url(bundle)
         payload = {key: value for key, value in body.items() if key != "stream_options"}
         payload["stream"] = stream
-        if stream:
+        if stream and base not in self._without_stream_options:
             options = body.get("stream_options")
             given = dict(options) if isinstance(options, Mapping) else {}
             payload["stream_options"] = {**given, "include_usage": True}
-        url = f"{self.base_url(bundle)}/chat/completions"
+        url = f"{base}{COMPLETIONS_PATH}"
         return UpstreamRequest("POST", url, headers, json_dumps(payload, ensure_ascii=True))
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: bytes, now: float
+    ) -> UpstreamFailure:
+        """The kit's classification; a 400/422 naming ``stream_options`` (in whatever shape the
+        server words it) is :data:`STREAM_OPTIONS_REFUSED`, which :meth:`next_host` resends."""
+        failure = super().classify_failure(status, headers, body, now)
+        if status in FIELD_REFUSALS and b"stream_options" in body:
+            return UpstreamFailure(FailureKind.CLIENT_ERROR, status, STREAM_OPTIONS_REFUSED, failure.message)
+        return failure
+
+    def next_host(self, request: UpstreamRequest, failure: UpstreamFailure | None) -> UpstreamRequest | None:
+        """The same call without ``stream_options`` when the server refused it (once: the resent
+        call has none to refuse), the server remembered as one not to ask again."""
+        if (
+            failure is None
+            or failure.code != STREAM_OPTIONS_REFUSED
+            or not request.url.endswith(COMPLETIONS_PATH)
+        ):
+            return None
+        payload = json_loads(request.content)
+        if not isinstance(payload, dict) or "stream_options" not in payload:
+            return None
+        self._without_stream_options.add(request.url[: -len(COMPLETIONS_PATH)])
+        del payload["stream_options"]
+        return dataclasses.replace(request, content=json_dumps(payload, ensure_ascii=True))
 
     def new_observer(self, state: StreamState | None = None) -> ChatStreamObserver:
         return ChatStreamObserver(state)

@@ -184,3 +184,26 @@ def test_paid_1_compatible_stream_error_text_is_relayed_without_a_key(adapter: C
     observer.observe(None, '{"error":{"code":"bad","message":"token sk-live-0123456789abcdef expired"}}')
     assert observer.state.outcome is Outcome.ERROR
     assert observer.state.error_message is not None and "0123456789abcdef" not in observer.state.error_message
+
+
+def test_paid_1_compat_only_a_refusal_naming_stream_options_is_resent_without_it(
+    adapter: CompatibleAdapter,
+) -> None:
+    bundle = {"api_key": "k" * 12, "base_url": "http://127.0.0.1:9/v1"}
+    request = adapter.build_request(UpstreamOperation.STREAM, bundle, BODY, {}, bound=False)
+    assert json_loads(request.content)["stream_options"] == {"include_usage": True}
+    other = adapter.classify_failure(400, {}, b'{"error": {"message": "bad temperature"}}', 0.0)
+    assert other.kind is FailureKind.CLIENT_ERROR and adapter.next_host(request, other) is None
+    assert adapter.next_host(request, None) is None  # an unreachable server has no other host
+    refusal = b'{"detail": "Extra parameters [\'stream_options\'] are not allowed"}'
+    failure = adapter.classify_failure(400, {}, refusal, 0.0)
+    assert failure.kind is FailureKind.CLIENT_ERROR  # never the account's failure
+    resent = adapter.next_host(request, failure)
+    assert resent is not None and resent.url == request.url
+    assert "stream_options" not in json_loads(resent.content) and json_loads(resent.content)["stream"] is True
+    assert adapter.next_host(resent, failure) is None  # once: the resent call has nothing to drop
+    again = adapter.build_request(UpstreamOperation.STREAM, bundle, BODY, {}, bound=False)
+    assert "stream_options" not in json_loads(again.content)  # the server is remembered
+    elsewhere = {**bundle, "base_url": "http://127.0.0.1:10/v1"}
+    other_server = adapter.build_request(UpstreamOperation.STREAM, elsewhere, BODY, {}, bound=False)
+    assert "stream_options" in json_loads(other_server.content)
