@@ -11,6 +11,7 @@ from sublane_provider_anthropic._cache import CACHE_LIFETIME_S, cache_lifetime_s
 from sublane_provider_anthropic._request import (
     DEFAULT_VERSION,
     api_headers,
+    api_root,
     count_tokens_url,
     messages_body,
     messages_url,
@@ -41,17 +42,19 @@ NO_CREDIT_CODE = "credit_balance_too_low"
 
 def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
     """``{"api_key", "base_url"?}``. A key imported without a base URL keeps none: it is served at
-    ``SUBLANE_ANTHROPIC_BASE_URL`` (the public API unless set), read when the call is made."""
+    ``SUBLANE_ANTHROPIC_BASE_URL`` (the public API unless set), read when the call is made. A base
+    URL is stored without the API's ``/v1`` (:func:`api_root`: pasted with or without it)."""
     imported = parse_api_key_credentials(NAME, data, default_base_url=PUBLIC_BASE_URL)
     if data.get("base_url") in (None, ""):
         bundle = {key: value for key, value in imported.bundle.items() if key != "base_url"}
-        return ImportedCredentials(
-            provider=imported.provider,
-            bundle=bundle,
-            expires_at=imported.expires_at,
-            identity=imported.identity,
-        )
-    return imported
+    else:
+        bundle = {**imported.bundle, "base_url": api_root(str(imported.bundle["base_url"]))}
+    return ImportedCredentials(
+        provider=imported.provider,
+        bundle=bundle,
+        expires_at=imported.expires_at,
+        identity=imported.identity,
+    )
 
 
 def aliases_of(models: Iterable[str]) -> frozenset[str]:
@@ -84,9 +87,13 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
     cache_lifetime = CACHE_LIFETIME_S
 
     def __init__(self, *, base_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
-        self.default_base_url = base_url.rstrip("/")
+        self.default_base_url = api_root(base_url)
         self._http = http
         self._metadata_timeout = metadata_timeout
+
+    def base_url(self, bundle: Mapping[str, Any]) -> str:
+        """The key's base URL without ``/v1`` (an account stored before imports dropped it too)."""
+        return api_root(super().base_url(bundle))
 
     @staticmethod
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:

@@ -13,10 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_VERSION = "2023-06-01"
+#: The API's version path, which the request paths carry: not part of a base URL.
+VERSION_PATH = "/v1"
 #: The beta that marks a subscription's OAuth token: never sent with an API key.
 OAUTH_BETA = "oauth-2025-04-20"
+
+
+def api_root(base_url: str) -> str:
+    """The base URL as the Anthropic SDK takes it — the host, or a proxy's prefix — without the
+    ``/v1`` the request paths add: ``https://api.anthropic.com/v1`` (as pasted from the API
+    reference or a proxy's page), with or without a trailing slash, is ``https://api.anthropic.com``."""
+    parts = urlsplit(base_url.strip())
+    path = parts.path.rstrip("/")
+    while path.lower().endswith(VERSION_PATH):
+        path = path[: -len(VERSION_PATH)].rstrip("/")
+    return urlunsplit(parts._replace(path=path)).rstrip("/")
 
 
 def messages_url(base_url: str) -> str:

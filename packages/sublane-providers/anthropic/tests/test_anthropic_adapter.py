@@ -215,3 +215,29 @@ def test_paid_4_a_key_without_credit_is_out_of_quota_not_the_requests_fault() ->
     required = "max_tokens: Field required"
     other = {"type": "error", "error": {"type": "invalid_request_error", "message": required}}
     assert adapter.classify_failure(400, {}, json.dumps(other).encode(), 0.0).kind is FailureKind.CLIENT_ERROR
+
+
+def test_paid_1_a_base_url_pasted_with_v1_is_the_host() -> None:
+    """Imported with ``/v1`` (the API reference's URLs, a proxy's page) it is stored without; an
+    account stored with it before, and a setting pasted with it, are served without it too."""
+    for pasted in (
+        "https://api.anthropic.com/v1",
+        "https://api.anthropic.com/v1/",
+        "https://api.anthropic.com/",
+    ):
+        own = parse_credentials({"api_key": "sk-ant-api03-abcdefgh", "base_url": pasted})
+        assert own.bundle["base_url"] == "https://api.anthropic.com"
+    proxied = parse_credentials(
+        {"api_key": "sk-ant-api03-abcdefgh", "base_url": "https://proxy.example/claude/v1"}
+    )
+    assert proxied.bundle["base_url"] == "https://proxy.example/claude"
+    adapter = AnthropicAdapter(
+        base_url="http://127.0.0.1:9/x/v1/", http=httpx.AsyncClient(), metadata_timeout=1
+    )
+    stored_before = {"api_key": "sk-ant-api03-abcdefgh", "base_url": "https://proxy.example/v1"}
+    request = adapter.build_request(UpstreamOperation.JSON, stored_before, minimal_body(), {}, bound=False)
+    assert request.url == "https://proxy.example/v1/messages"
+    keyed = adapter.build_request(
+        UpstreamOperation.STREAM, {"api_key": "sk-ant-api03-abcdefgh"}, minimal_body(), {}, bound=False
+    )
+    assert keyed.url == "http://127.0.0.1:9/x/v1/messages"

@@ -22,6 +22,7 @@ from sublane_provider_gemini._models import MAX_PAGES, PAGE_SIZE, next_page, ser
 from sublane_provider_gemini._request import (
     API_VERSION,
     METHODS,
+    api_host,
     model_url,
     upstream_body,
     upstream_headers,
@@ -44,12 +45,14 @@ NAME = "gemini"
 
 def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
     """``{"api_key", "base_url"?}``. A key imported without a base URL keeps none: it follows
-    ``SUBLANE_GEMINI_BASE_URL`` (the public API unless set)."""
+    ``SUBLANE_GEMINI_BASE_URL`` (the public API unless set). A base URL is stored without a version
+    path (:func:`api_host`: pasted with ``/v1beta`` or without)."""
     imported = parse_api_key_credentials(NAME, data, default_base_url=DEFAULT_BASE_URL)
     if data.get("base_url") in (None, ""):
         bundle = {key: value for key, value in imported.bundle.items() if key != "base_url"}
-        imported = dataclasses.replace(imported, bundle=bundle)
-    return imported
+    else:
+        bundle = {**imported.bundle, "base_url": api_host(str(imported.bundle["base_url"]))}
+    return dataclasses.replace(imported, bundle=bundle)
 
 
 class GeminiAdapter(ApiKeyAdapter):
@@ -65,9 +68,13 @@ class GeminiAdapter(ApiKeyAdapter):
     vocabulary = VOCABULARY
 
     def __init__(self, *, base_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
-        self.default_base_url = base_url.rstrip("/")
+        self.default_base_url = api_host(base_url)
         self._http = http
         self._metadata_timeout = metadata_timeout
+
+    def base_url(self, bundle: Mapping[str, Any]) -> str:
+        """The key's base URL without a version path (accounts stored before imports dropped it)."""
+        return api_host(super().base_url(bundle))
 
     @staticmethod
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:

@@ -9,17 +9,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from sublane_core import UpstreamOperation
 
 API_VERSION = "v1beta"
+#: The API's version paths: the request paths carry one, so a base URL is stored without it.
+VERSION_PATHS = ("/v1beta", "/v1alpha", "/v1")
 USER_AGENT = "sublane"
 METHODS = {
     UpstreamOperation.STREAM: ("streamGenerateContent?alt=sse", "text/event-stream"),
     UpstreamOperation.JSON: ("generateContent", "application/json"),
     UpstreamOperation.COUNT_TOKENS: ("countTokens", "application/json"),
 }
+
+
+def api_host(base_url: str) -> str:
+    """The base URL as the google-genai SDK takes it — the host, or a proxy's prefix — without a
+    version path: ``https://generativelanguage.googleapis.com/v1beta/`` (as the API reference
+    writes its URLs) is ``https://generativelanguage.googleapis.com``; the calls add ``/v1beta``."""
+    parts = urlsplit(base_url.strip())
+    path = parts.path.rstrip("/")
+    while version := next((v for v in VERSION_PATHS if path.lower().endswith(v)), None):
+        path = path[: -len(version)].rstrip("/")
+    return urlunsplit(parts._replace(path=path)).rstrip("/")
 
 
 def model_id(value: Any) -> str:

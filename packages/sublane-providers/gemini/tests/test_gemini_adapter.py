@@ -147,3 +147,26 @@ async def test_paid_4_gemini_429_retry_delay_is_the_retry_after(sim: Simulator) 
     failure = adapter.classify_failure(429, dict(answer.headers), answer.content, 0.0)
     assert failure.kind is FailureKind.RATE_LIMITED and failure.retry_after == 37
     assert failure.code == "RESOURCE_EXHAUSTED"
+
+
+def test_paid_1_a_base_url_pasted_with_its_version_is_the_host() -> None:
+    """The calls add ``/v1beta``: a base URL pasted with a version path (``/v1beta``, ``/v1``) is
+    stored without it, and an account stored with one before, or the setting, is served without."""
+    for pasted in (
+        "https://generativelanguage.googleapis.com/v1beta",
+        "https://generativelanguage.googleapis.com/v1beta/",
+        "https://generativelanguage.googleapis.com/v1",
+    ):
+        own = parse_credentials({"api_key": "AIzaSyTest12345678", "base_url": pasted})
+        assert own.bundle["base_url"] == "https://generativelanguage.googleapis.com"
+    adapter = GeminiAdapter(
+        base_url="http://127.0.0.1:9/g/v1beta/", http=httpx.AsyncClient(), metadata_timeout=1
+    )
+    body = {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    keyed = adapter.build_request(
+        UpstreamOperation.JSON, {"api_key": "AIzaSyTest12345678"}, body, {}, bound=False
+    )
+    assert keyed.url == "http://127.0.0.1:9/g/v1beta/models/gemini-2.5-flash:generateContent"
+    stored_before = {"api_key": "AIzaSyTest12345678", "base_url": "https://proxy.example/v1beta"}
+    request = adapter.build_request(UpstreamOperation.JSON, stored_before, body, {}, bound=False)
+    assert request.url == "https://proxy.example/v1beta/models/gemini-2.5-flash:generateContent"

@@ -16,7 +16,13 @@ from typing import Any, ClassVar
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_provider_openai._credentials import parse_credentials
-from sublane_provider_openai._request import OPENAI_DIALECT, compact_body, responses_body, upstream_headers
+from sublane_provider_openai._request import (
+    OPENAI_DIALECT,
+    api_base,
+    compact_body,
+    responses_body,
+    upstream_headers,
+)
 from sublane_provider_openai._settings import OpenAISettings
 from sublane_providers import (
     ChecksCredentials,
@@ -57,9 +63,14 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
     cache_lifetime = CACHE_LIFETIME_S
 
     def __init__(self, *, default_base_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
-        self.default_base_url = default_base_url.rstrip("/")
+        self.default_base_url = api_base(default_base_url)
         self._http = http
         self._timeout = metadata_timeout
+
+    def base_url(self, bundle: Mapping[str, Any]) -> str:
+        """The key's base URL with its ``/v1`` (:func:`api_base`; accounts stored before imports
+        normalised it too)."""
+        return api_base(super().base_url(bundle))
 
     @staticmethod
     def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:

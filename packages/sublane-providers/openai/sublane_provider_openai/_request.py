@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from sublane_core import Dialect
 
@@ -58,6 +59,21 @@ _STREAM_ONLY = ("stream_options",)
 
 def _taken(body: Mapping[str, Any], parameters: frozenset[str]) -> dict[str, Any]:
     return {key: value for key, value in body.items() if key in parameters}
+
+
+#: The API's version path, part of its base URL as the OpenAI SDK takes it.
+VERSION_PATH = "/v1"
+
+
+def api_base(base_url: str) -> str:
+    """The base URL as the OpenAI SDK takes it, ``/v1`` included: a bare host (``https://api.
+    openai.com``) gets ``/v1``; a doubled ``/v1/v1`` is one; any other path is a proxy's own
+    (Azure's ``…/openai/v1``, a gateway's ``…/api/openai``) and kept as given."""
+    parts = urlsplit(base_url.strip())
+    path = parts.path.rstrip("/")
+    while path.lower().endswith(VERSION_PATH + VERSION_PATH):
+        path = path[: -len(VERSION_PATH)]
+    return urlunsplit(parts._replace(path=path or VERSION_PATH)).rstrip("/")
 
 
 def responses_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:

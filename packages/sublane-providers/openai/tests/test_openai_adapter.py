@@ -186,3 +186,35 @@ async def test_paid_4_openai_insufficient_quota_is_the_keys_credit_used_up(sim: 
     assert status == 401 and b"Incorrect API key" in body
     failure = adapter.classify_failure(status, headers, body, 0.0)
     assert failure.kind is FailureKind.UNAUTHORIZED and account.api_key[-4:] not in failure.message
+
+
+def test_paid_1_a_base_url_keeps_exactly_one_v1() -> None:
+    """``/v1`` is part of the OpenAI API's base URL (as its SDK takes it): a bare host gets it, a
+    doubled one is one, a proxy's own path is kept; at import, in the setting and on use."""
+    from sublane_provider_openai._credentials import parse_credentials
+
+    cases = {
+        "https://api.openai.com": "https://api.openai.com/v1",
+        "https://api.openai.com/": "https://api.openai.com/v1",
+        "https://api.openai.com/v1/": "https://api.openai.com/v1",
+        "https://api.openai.com/v1/v1": "https://api.openai.com/v1",
+        "https://example.openai.azure.com/openai/v1": "https://example.openai.azure.com/openai/v1",
+        "https://gateway.example/api/openai": "https://gateway.example/api/openai",
+    }
+    for pasted, served in cases.items():
+        assert (
+            parse_credentials({"api_key": "sk-test-12345678", "base_url": pasted}).bundle["base_url"]
+            == served
+        )
+    adapter = OpenAIAdapter(
+        default_base_url="http://127.0.0.1:9", http=httpx.AsyncClient(), metadata_timeout=1
+    )
+    body = {"model": "gpt-5", "input": "hi"}
+    keyed = adapter.build_request(
+        UpstreamOperation.JSON, {"api_key": "sk-test-12345678"}, body, {}, bound=False
+    )
+    assert keyed.url == "http://127.0.0.1:9/v1/responses"
+    stored_before = {"api_key": "sk-test-12345678", "base_url": "https://api.openai.com"}
+    assert adapter.build_request(UpstreamOperation.JSON, stored_before, body, {}, bound=False).url == (
+        "https://api.openai.com/v1/responses"
+    )
