@@ -156,10 +156,15 @@ def test_paid_1_compat_server_refusing_stream_options_is_asked_again_without_it(
             )
             text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
             assert text == TEXT
+        # a Responses client, translated through the hub, is served by the remembered form too
+        with client.responses.stream(model=MODEL, input="hi") as stream:
+            streamed = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+            final = stream.get_final_response()
+        assert streamed == TEXT and final.status == "completed"
     asked = ["stream_options" in body for body in old_server.bodies]
-    assert asked == [True, False, False]  # refused once, then remembered: no second refusal
-    records = recorded(pool, 2)
-    assert [record["outcome"] for record in records] == ["success", "success"]
+    assert asked == [True, False, False, False]  # refused once, then remembered: no second refusal
+    records = recorded(pool, 3)
+    assert [record["outcome"] for record in records] == ["success"] * 3
     usage_on_finish = old_server.usage_on_finish
     for record in records:
         if usage_on_finish:
