@@ -22,21 +22,13 @@ OPENAI_DIALECT = Dialect(
 #: clients may ask for 1 (a reachability probe): such a cap is raised to this.
 MIN_OUTPUT_TOKENS = 16
 
-#: The top-level fields ``POST /v1/responses`` takes: the API reference's create parameters (as the
-#: official ``openai`` SDK declares them). The API answers any other one with 400
-#: ``unknown_parameter``, and a Codex CLI sends some only the ChatGPT backend takes —
-#: ``client_metadata`` (its installation, session, thread and turn ids: the client's identity, which
-#: is no business of the key's owner), a WebSocket prewarm's ``generate`` —, so only these are sent.
-RESPONSES_PARAMETERS = frozenset(
-    {
-        "access_programs", "background", "background_options", "context_management", "conversation",
-        "image", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata",
-        "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt",
-        "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning",
-        "safety_identifier", "service_tier", "store", "stream", "stream_options", "temperature", "text",
-        "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user",
-    }
-)  # fmt: skip
+#: Responses fields only the ChatGPT backend takes, which a Codex CLI sends and the API answers with
+#: 400 ``unknown_parameter``: ``client_metadata`` (its installation, session, thread and turn ids —
+#: the client's identity, no business of the key's owner) and a WebSocket prewarm's ``generate``.
+#: They are left out; every other field is sent as the client wrote it — a parameter the API added
+#: after this list was written reaches it, and a field it does not know is refused by the API itself,
+#: with its own message naming it.
+BACKEND_ONLY = ("client_metadata", "generate")
 #: What ``POST /v1/responses/compact`` takes (its reference's parameters): a Codex CLI's compaction
 #: repeats its turn's ``tools``, ``reasoning``, ``parallel_tool_calls``…, which the API refuses there.
 COMPACT_PARAMETERS = frozenset(
@@ -45,14 +37,6 @@ COMPACT_PARAMETERS = frozenset(
         "prompt_cache_options", "prompt_cache_retention", "service_tier",
     }
 )  # fmt: skip
-#: Chat Completions fields sent to Responses: the API refuses them and their loss would change the
-#: answer (stop sequences, several choices) or the question (``messages``), so a native request
-#: keeps them and the API's own 400 names the client's mistake (a translated request setting
-#: ``stop`` is refused before any call: :data:`OPENAI_DIALECT`). Any other unknown field is a
-#: client's extension for another backend and is left out.
-_KEPT_FOR_THE_APIS_REFUSAL: frozenset[str] = frozenset(
-    {"stop", "n", "messages", "max_tokens", *(field for field, _ in OPENAI_DIALECT.refused)}
-)
 # Fields meaningful only on a stream.
 _STREAM_ONLY = ("stream_options",)
 
@@ -78,8 +62,8 @@ def api_base(base_url: str) -> str:
 
 def responses_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     """The client's (or the hub's) Responses body as the API takes it, streamed or answered as one
-    JSON object: fields it does not take (:data:`RESPONSES_PARAMETERS`) are left out."""
-    prepared = _taken(body, RESPONSES_PARAMETERS | _KEPT_FOR_THE_APIS_REFUSAL)
+    JSON object: the ChatGPT backend's own fields (:data:`BACKEND_ONLY`) are left out."""
+    prepared = {key: value for key, value in body.items() if key not in BACKEND_ONLY}
     prepared["stream"] = stream
     if not stream:
         for key in _STREAM_ONLY:
