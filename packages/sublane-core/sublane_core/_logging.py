@@ -136,4 +136,9 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+        # The root's level, stated on the logger itself: uvicorn's HTTP protocol compares its
+        # logger's own ``level`` (0 while unset) with its TRACE level on every connection's opening
+        # and end, and while it is unset formats the peer's address and calls the logger twice a
+        # connection to print nothing (issue #49: a burst of new connections).
+        logger.setLevel(root.level)
     logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))

@@ -72,6 +72,7 @@ def stderr_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], io.
     """``configure(fmt)`` → the stream that :func:`configure_logging` now writes to (stderr)."""
     root = logging.getLogger()
     saved = root.handlers[:], root.level
+    uvicorn_levels = {name: logging.getLogger(name).level for name in UVICORN_LOGGERS}
 
     def configure(fmt: str) -> io.StringIO:
         stream = io.StringIO()
@@ -82,7 +83,25 @@ def stderr_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], io.
     yield configure
     root.handlers[:], _ = saved
     root.setLevel(saved[1])
+    for name, level in uvicorn_levels.items():
+        logging.getLogger(name).setLevel(level)
     bind_request_id(None)
+
+
+UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+def test_uvicorn_loggers_state_the_root_level_so_a_connection_logs_nothing_below_it(
+    stderr_logs: Callable[[str], io.StringIO],
+) -> None:
+    """uvicorn's HTTP protocol reads its logger's own ``level`` at every connection's opening and
+    end; unset (0) it formats and logs a TRACE line each time, which the root then drops."""
+    stderr_logs("text")
+    for name in UVICORN_LOGGERS:
+        logger = logging.getLogger(name)
+        assert logger.level == logging.INFO and logger.propagate and not logger.handlers
+    assert not logging.getLogger("uvicorn.error").isEnabledFor(5)  # uvicorn's TRACE
+    assert logging.getLogger("uvicorn.error").isEnabledFor(logging.INFO)
 
 
 def test_ops_11_json_lines_are_one_object_each_with_the_bound_request_id(
