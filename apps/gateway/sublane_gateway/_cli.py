@@ -194,7 +194,7 @@ def _serve(settings: Settings) -> None:
 
     from sublane_gateway._app import asgi_app, create_app
     from sublane_gateway._connection_guard import guarded_http
-    from sublane_gateway._gc import freeze_startup_objects, rarer_full_collections
+    from sublane_gateway._gc import freeze_startup_objects, rarer_collections
     from sublane_gateway._switching import loop_first_switching
 
     configure_logging(settings.log_level, settings.log_format)
@@ -235,7 +235,7 @@ def _serve(settings: Settings) -> None:
         _serve_workers(settings, app, common)
         return
     freeze_startup_objects()
-    rarer_full_collections()
+    rarer_collections()
     loop_first_switching()
     uvicorn.run(
         asgi_app(app),

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from sublane_gateway._app import asgi_app, create_app
-from sublane_gateway._gc import FULL_COLLECTION_THRESHOLD, freeze_startup_objects, rarer_full_collections
+from sublane_gateway._gc import (
+    FULL_COLLECTION_THRESHOLD,
+    YOUNG_COLLECTION_THRESHOLD,
+    freeze_startup_objects,
+    rarer_collections,
+)
 from sublane_gateway.testing import make_settings, migrate
 
 
@@ -58,10 +63,11 @@ async def test_what_the_lifespan_startup_built_is_frozen_once_it_completed(tmp_p
         gc.unfreeze()
 
 
-def test_full_collections_are_made_rarer_and_the_young_ones_kept() -> None:
+def test_young_and_full_collections_are_made_rarer_the_middle_ones_kept() -> None:
     before = gc.get_threshold()
     try:
-        assert rarer_full_collections() == (before[0], before[1], FULL_COLLECTION_THRESHOLD)
+        assert rarer_collections() == (YOUNG_COLLECTION_THRESHOLD, before[1], FULL_COLLECTION_THRESHOLD)
         assert FULL_COLLECTION_THRESHOLD >= 10 * 10  # ten times Python's default of 10
+        assert YOUNG_COLLECTION_THRESHOLD >= 5 * 700  # several times Python's default of 700
     finally:
         gc.set_threshold(*before)
