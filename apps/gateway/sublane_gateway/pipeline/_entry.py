@@ -79,8 +79,12 @@ from sublane_protocols import (
 from sublane_providers import Credentials, FailureKind, ProviderAdapter, UpstreamRequest, UpstreamResponse
 from sublane_scheduler import Grant
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_JSON, _STREAM = UpstreamOperation.JSON, UpstreamOperation.STREAM
+
 #: The operations that are a conversation's turns (COST-4): not token counts, not compactions.
-_INFERENCES = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
+_INFERENCES = frozenset({_STREAM, _JSON})
 
 
 @immutable(kw_only=True)
@@ -112,7 +116,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if has_level(model):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
         model = await resolve_level_suffix(runtime, principal, model)
     requested, model = await aliased(runtime, principal, model)
-    operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
+    operation = spec.operation or (_STREAM if intent.stream else _JSON)
     providers = runtime.serving(protocol, operation, prefix)
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
@@ -407,7 +411,7 @@ async def _relay(
     created = int(runtime.clock.time())
     observer = adapter.new_observer(call.state)
     unwrap = runtime.unwrappers[adapter.name]
-    if operation is UpstreamOperation.STREAM:
+    if operation is _STREAM:
         frames: StreamTranslator | None
         if translator is not None:
             frames = translator.new_stream(
@@ -438,7 +442,7 @@ async def _relay(
         headers = {**headers, **native_reply_headers(adapter, response)}
     headers["server-timing"] = call.server_timing()
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
-    if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
+    if upstream_operation(adapter, operation, translated=translated) is _STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)
         # through the hub into one Responses object, then into the client's shape.
         if translator is not None:
