@@ -14,7 +14,10 @@ from sublane_gateway.pipeline._networks import Network, in_networks, networks_of
 
 
 def _settings_proxies(connection: HTTPConnection) -> tuple[Network, ...]:
-    gateway = getattr(connection.app.state, "gateway", None)
+    try:  # by key: an attribute of Starlette's ``State`` makes and drops an AttributeError (issue #49)
+        gateway = connection.app.state["gateway"]
+    except KeyError:  # an app without SubLane's state (a test's)
+        return ()
     trusted = getattr(getattr(gateway, "settings", None), "trusted_proxies", None) or ()
     return networks_of(tuple(trusted))
 
