@@ -137,7 +137,8 @@ def _feed(
         if payload is None:
             return None
         observer.observe_payload(payload)
-    call.note_output()
+    if call.first_output_at is None:  # until the first output is noted (most events come after it)
+        call.note_output()
     collector.feed(payload if unwrap is None else unwrap(payload))
     return payload
 
