@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import websockets
 from gateway_pool import Pool, settings_for
 
@@ -377,6 +378,29 @@ def test_team_4_a_waiter_woken_after_the_budget_ran_out_is_not_dispatched(
     assert _model_calls(pool) == 1  # the waiter was never sent
     assert pool.runtime.leases.total_in_flight() == 0
     assert pool.runtime.scheduler.admission.member_in_use(bob["id"]) == 0
+
+
+def test_team_4_a_call_that_does_not_wait_checks_the_budget_once_at_admission(
+    make_pool: Callable[..., Pool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TEAM-4 checks at admission and again before a *woken* waiter is dispatched: a call that gets
+    its slot at once is not checked a second time (issue #49: the check is a tenth of the budget
+    path's cost per call); the woken case is the test above."""
+    pool = make_pool()
+    bob, key = pool.member_key("bob")
+    _budget(pool, bob["id"], {"period": "day", "limit": 100_000})
+    budgets = pool.runtime.budgets
+    assert budgets is not None
+    checks: list[int] = []
+    check = budgets.check
+
+    def counted(user_id: int, group_id: int, model: str) -> None:
+        checks.append(user_id)
+        check(user_id, group_id, model)
+
+    monkeypatch.setattr(budgets, "check", counted)
+    assert pool.client(key).post("/v1/responses", json=JSON_BODY).status_code == 200
+    assert checks == [bob["id"]]
 
 
 def test_team_4_admins_are_not_bound_by_budgets(make_pool: Callable[..., Pool]) -> None:

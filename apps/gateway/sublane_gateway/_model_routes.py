@@ -29,6 +29,10 @@ from starlette.types import Message, Receive, Scope, Send
 from sublane_gateway._start_pacer import StartPacer
 from sublane_gateway.routes import ReplyResponse
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_FULL = Match.FULL
+
 Endpoint = Callable[..., Awaitable[Response]]
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -47,7 +51,7 @@ class ModelRoutes:
         if scope["type"] == "http" and scope["method"] == "POST":
             for route, endpoint in self._routes:
                 match, child_scope = route.matches(scope)
-                if match is Match.FULL:
+                if match is _FULL:
                     scope.update(child_scope)  # path_params, endpoint, route: as Starlette's router sets them
                     params = child_scope["path_params"]
                     scope["app"] = self.app  # as Starlette sets it: request.app, its state

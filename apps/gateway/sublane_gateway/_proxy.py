@@ -14,14 +14,18 @@ from sublane_gateway.pipeline._networks import Network, in_networks, networks_of
 
 
 def _settings_proxies(connection: HTTPConnection) -> tuple[Network, ...]:
-    gateway = getattr(connection.app.state, "gateway", None)
+    try:  # by key: an attribute of Starlette's ``State`` makes and drops an AttributeError (issue #49)
+        gateway = connection.app.state["gateway"]
+    except KeyError:  # an app without SubLane's state (a test's)
+        return ()
     trusted = getattr(getattr(gateway, "settings", None), "trusted_proxies", None) or ()
     return networks_of(tuple(trusted))
 
 
 def from_trusted_proxy(connection: HTTPConnection) -> bool:
     """Whether the peer is a trusted proxy (its ``X-Forwarded-*`` headers are believed)."""
-    peer = connection.client.host if connection.client else None
+    client = connection.client  # a property that builds a new named tuple each time: read once
+    peer = client.host if client else None
     return in_networks(peer, _settings_proxies(connection))
 
 
@@ -34,7 +38,8 @@ def _last(connection: HTTPConnection, name: str) -> str | None:
 
 def client_address(connection: HTTPConnection) -> str | None:
     """The client's address: the peer, or behind trusted proxies the nearest untrusted hop."""
-    peer = connection.client.host if connection.client else None
+    client = connection.client  # a property that builds a new named tuple each time: read once
+    peer = client.host if client else None
     networks = _settings_proxies(connection)
     if not in_networks(peer, networks):
         return peer

@@ -57,6 +57,10 @@ class BudgetPeriod(StrEnum):
         return ROLLING_S.get(self.value)
 
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_DAY, _MONTH = BudgetPeriod.DAY, BudgetPeriod.MONTH
+
 ROLLING_S: Final = {"5h": 5 * 3600, "7d": 7 * DAY_S}
 UNITS: Final = ("tokens", "usd")
 
@@ -67,7 +71,7 @@ def period_bounds(period: BudgetPeriod, moment: float) -> tuple[float, float]:
     span = period.rolling_s
     if span is not None:
         return moment - span, moment
-    if period is BudgetPeriod.DAY:
+    if period is _DAY:
         start = utc_day(moment)
         return float(start), float(start + DAY_S)
     day = dt.datetime.fromtimestamp(moment, dt.UTC).date()
@@ -162,8 +166,8 @@ class TokenBudgets:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         now = clock.time()
-        self._day = _Window(BudgetPeriod.DAY, now)
-        self._month = _Window(BudgetPeriod.MONTH, now)
+        self._day = _Window(_DAY, now)
+        self._month = _Window(_MONTH, now)
         self._rules: dict[int, tuple[BudgetRule, ...]] = {}
         self._lock = threading.Lock()  # rule sets are replaced from management worker threads
         #: COST-5: the attempts of the last 7 days of members who have rolling rules, oldest first;
@@ -188,7 +192,7 @@ class TokenBudgets:
         tokens counted there were told only while they had rules)."""
         self._engine = engine
         now = self._clock.time()
-        day, month = _Window(BudgetPeriod.DAY, now), _Window(BudgetPeriod.MONTH, now)
+        day, month = _Window(_DAY, now), _Window(_MONTH, now)
         rules: dict[int, list[BudgetRule]] = {}
         events: dict[int, deque[_Event]] = {}
         with engine.connect() as connection:
@@ -306,7 +310,7 @@ class TokenBudgets:
                 continue
             span = ROLLING_S.get(rule.period)
             if span is None:  # a calendar period: compared without building its state
-                window = self._day if rule.period is BudgetPeriod.DAY else self._month
+                window = self._day if rule.period is _DAY else self._month
                 key = (user_id, rule.group_id, rule.model)
                 if rule.unit == "usd":
                     if window.costs.get(key, 0.0) < (rule.usd_limit or 0.0):
@@ -357,7 +361,7 @@ class TokenBudgets:
         span = rule.period.rolling_s
         if span is not None:
             return self._rolling_state(user_id, rule, span, now)
-        window = self._day if rule.period is BudgetPeriod.DAY else self._month
+        window = self._day if rule.period is _DAY else self._month
         if now >= window.reset:  # the period turned and no request has rolled the window yet
             return BudgetState(rule=rule, used=0, resets_at=period_bounds(rule.period, now)[1])
         key = (user_id, rule.group_id, rule.model)
@@ -397,9 +401,9 @@ class TokenBudgets:
         """Start a new day or month window when the UTC period has turned (event loop only: the
         request path is the only writer of the totals)."""
         if now >= self._day.reset:
-            self._day = _Window(BudgetPeriod.DAY, now)
+            self._day = _Window(_DAY, now)
         if now >= self._month.reset:
-            self._month = _Window(BudgetPeriod.MONTH, now)
+            self._month = _Window(_MONTH, now)
 
 
 def rule_of(row: Mapping[Any, Any]) -> BudgetRule:

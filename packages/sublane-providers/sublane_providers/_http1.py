@@ -195,12 +195,13 @@ class _Connection(asyncio.Protocol):
         waiter: asyncio.Future[bool] = self.loop.create_future()
         self._waiter = waiter
         read_timeout = self._read_timeout
+        now = self.loop.time()  # read once for both deadlines
         if read_timeout is not None:  # counted from the last bytes received, or from now
-            self._read_deadline.set_in(read_timeout)
+            self._read_deadline.set(now + read_timeout)
         if within is None:
             self._bound.at = None
         else:
-            self._bound.set_in(within)
+            self._bound.set(now + within)
         try:
             return await waiter
         finally:

@@ -12,6 +12,10 @@ from typing import Any
 from sublane_providers._observer import JsonStreamObserver
 from sublane_providers._types import DeltaKind, Outcome, TokenUsage
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_SUCCESS, _INCOMPLETE, _ERROR = Outcome.SUCCESS, Outcome.INCOMPLETE, Outcome.ERROR
+
 DELTA_EVENTS: dict[str, DeltaKind] = {
     "response.output_text.delta": DeltaKind.TEXT,
     "response.reasoning_text.delta": DeltaKind.REASONING,
@@ -78,11 +82,11 @@ class ResponsesStreamObserver(JsonStreamObserver):
             state.response_id = payload["id"]
         status = payload.get("status")
         if status == "completed":
-            state.outcome = Outcome.SUCCESS
+            state.outcome = _SUCCESS
         elif status == "incomplete":
-            state.outcome = Outcome.INCOMPLETE
+            state.outcome = _INCOMPLETE
         elif status == "failed":
-            state.outcome = Outcome.ERROR
+            state.outcome = _ERROR
             state.error_code, state.error_message = responses_error(
                 {"type": "response.failed", "response": payload}
             )
@@ -103,13 +107,13 @@ class ResponsesStreamObserver(JsonStreamObserver):
             if isinstance(response, dict) and isinstance(response.get("id"), str):
                 state.response_id = response["id"]
         elif kind == "response.completed":
-            state.outcome = Outcome.SUCCESS
+            state.outcome = _SUCCESS
             state.usage = responses_usage(payload.get("response"))
         elif kind == "response.incomplete":
-            state.outcome = Outcome.INCOMPLETE
+            state.outcome = _INCOMPLETE
             state.usage = responses_usage(payload.get("response"))
         elif kind in ("response.failed", "error"):
-            state.outcome = Outcome.ERROR
+            state.outcome = _ERROR
             state.error_code, state.error_message = responses_error(payload)
             usage = responses_usage(payload.get("response"))
             if usage is not None:

@@ -135,13 +135,17 @@ class CooldownBook:
         return None
 
     def probe_only(self, account_id: int, model: str) -> bool:
-        """Whether the account (or this model on it) is past a cooldown, not yet proven healthy (COOL-4)."""
+        """Whether the account (or this model on it) is past a cooldown, not yet proven healthy (COOL-4).
+
+        Asked three times a call: as :meth:`blocking`, two dictionary reads, the clock only when one
+        of them found a cooldown."""
+        cooldowns = self._cooldowns
+        wide = cooldowns.get((account_id, ACCOUNT_WIDE))
+        narrow = cooldowns.get((account_id, model))
+        if wide is None and narrow is None:
+            return False
         now = self._clock.time()
-        for key in ((account_id, ACCOUNT_WIDE), (account_id, model)):
-            cooldown = self._cooldowns.get(key)
-            if cooldown is not None and cooldown.until <= now:
-                return True
-        return False
+        return (wide is not None and wide.until <= now) or (narrow is not None and narrow.until <= now)
 
     def limited_models(self, account_id: int) -> list[Cooldown]:
         """Model cooldowns of an account still in force."""

@@ -241,8 +241,8 @@ class Eligibility:
         """The models of each account: the ready ones at once, the others discovered concurrently."""
         models = self._models
         supported = [models.ready(account.id, account.provider) for account in accounts]
-        missing = [index for index, found in enumerate(supported) if found is None]
-        if missing:
+        if None in supported:  # unknown or over-age catalogues (most calls find every one ready)
+            missing = [index for index, found in enumerate(supported) if found is None]
             found = await asyncio.gather(
                 *(models.models_of(accounts[index].id, accounts[index].provider) for index in missing)
             )

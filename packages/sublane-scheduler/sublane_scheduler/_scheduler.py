@@ -192,6 +192,8 @@ class Scheduler:
         Waiters whose model the account can no longer serve because it began cooling are woken
         first, to decide again (WAIT-9).
         """
+        if not self.room.has_waiters(account_id):  # the usual release: nobody to hand it to
+            return
         account = self.directory.get(account_id)
         if account is None:
             return

@@ -66,6 +66,11 @@ class WaitRoom:
             return sum(self._per_group.values())
         return sum(1 for waiter in self._by_account.get(account_id, ()) if not waiter.future.done())
 
+    def has_waiters(self, account_id: int) -> bool:
+        """Whether any request queues for ``account_id`` (one dictionary lookup: most releases
+        find nobody waiting)."""
+        return account_id in self._by_account
+
     def waiting_in_group(self, group_id: int) -> int:
         return self._per_group.get(group_id, 0)
 

@@ -11,6 +11,10 @@ from sublane_gateway.pipeline._keys import Principal
 from sublane_providers import StreamState
 from sublane_scheduler import Grant
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_SUCCESS, _INCOMPLETE, _ERROR = Outcome.SUCCESS, Outcome.INCOMPLETE, Outcome.ERROR
+
 if TYPE_CHECKING:
     from sublane_gateway.pipeline._cache_turns import ConversationTurns, TurnNote
     from sublane_gateway.pipeline._tracing import Tracing
@@ -169,7 +173,7 @@ class ModelCall:
             return False
         self.finished = True
         reason = self._cache_miss_reason(outcome) if self.cache_note is not None else None
-        if outcome is Outcome.SUCCESS and self.on_success is not None:
+        if outcome is _SUCCESS and self.on_success is not None:
             self.on_success()
         if signals.request_finished.has_receivers:
             self._report(outcome, error_code, reason)
@@ -193,7 +197,7 @@ class ModelCall:
             return
         if error_code == "request_timeout":  # our own deadline says nothing about the account (COOL-2)
             return
-        if outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
+        if outcome in (_SUCCESS, _INCOMPLETE):
             grant.report_success()
             if signals.upstream_succeeded.has_receivers:
                 signals.upstream_succeeded.send(
@@ -202,7 +206,7 @@ class ModelCall:
                     ),
                     sender=self.sender,
                 )
-        elif outcome == Outcome.ERROR:
+        elif outcome == _ERROR:
             grant.report_failure()
             if signals.upstream_failed.has_receivers:
                 signals.upstream_failed.send(

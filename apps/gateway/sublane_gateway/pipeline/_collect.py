@@ -26,6 +26,11 @@ from sublane_providers import (
     event_fields,
 )
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_SUCCESS, _INCOMPLETE = Outcome.SUCCESS, Outcome.INCOMPLETE
+_ERROR, _CANCELED = Outcome.ERROR, Outcome.CANCELED
+
 
 async def collect_stream(
     call: ModelCall,
@@ -53,19 +58,19 @@ async def collect_stream(
         if call.state.finished:  # the upstream's own ending (CLIENT-7)
             watch_ending(watch, call, last)
         if chunk is None:  # nothing came before the deadline (one timer only while waiting)
-            call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
+            call.state.outcome, call.state.error_code = _ERROR, "request_timeout"
     except UpstreamError:
         call.state.error_code = "upstream_stream_error"
     except TimeoutError:
-        call.state.outcome, call.state.error_code = Outcome.ERROR, "request_timeout"
+        call.state.outcome, call.state.error_code = _ERROR, "request_timeout"
     except BaseException:
         await response.aclose()
-        call.finish(Outcome.CANCELED, "client_canceled")
+        call.finish(_CANCELED, "client_canceled")
         raise
     await response.aclose()
     state = call.state
     finish_call(call)
-    if state.outcome in (Outcome.SUCCESS, Outcome.INCOMPLETE):
+    if state.outcome in (_SUCCESS, _INCOMPLETE):
         return collector.result()
     return None
 
@@ -132,7 +137,8 @@ def _feed(
         if payload is None:
             return None
         observer.observe_payload(payload)
-    call.note_output()
+    if call.first_output_at is None:  # until the first output is noted (most events come after it)
+        call.note_output()
     collector.feed(payload if unwrap is None else unwrap(payload))
     return payload
 

@@ -79,8 +79,12 @@ from sublane_protocols import (
 from sublane_providers import Credentials, FailureKind, ProviderAdapter, UpstreamRequest, UpstreamResponse
 from sublane_scheduler import Grant
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_JSON, _STREAM = UpstreamOperation.JSON, UpstreamOperation.STREAM
+
 #: The operations that are a conversation's turns (COST-4): not token counts, not compactions.
-_INFERENCES = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
+_INFERENCES = frozenset({_STREAM, _JSON})
 
 
 @immutable(kw_only=True)
@@ -112,7 +116,7 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if has_level(model):  # gemini-3-pro(high) → gemini-3-pro-high (CAT-2, ALIAS-2)
         model = await resolve_level_suffix(runtime, principal, model)
     requested, model = await aliased(runtime, principal, model)
-    operation = spec.operation or (UpstreamOperation.STREAM if intent.stream else UpstreamOperation.JSON)
+    operation = spec.operation or (_STREAM if intent.stream else _JSON)
     providers = runtime.serving(protocol, operation, prefix)
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
@@ -138,14 +142,19 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         call.provider, call.account_id = listing.provider, listing.account_id
         return refusal_reply(runtime, call, listing.error, protocol)
     client_body = dict(spec.body, model=model)
-    bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
-    if isinstance(bodies, TranslationRefused):  # a body validation failure: no record (HIST-1)
+    translated = _upstream_bodies(runtime, protocol, listing, client_body, operation)
+    if isinstance(translated, TranslationRefused):  # a body validation failure: no record (HIST-1)
         return error_reply(
-            protocol, 400, bodies.code, bodies.message, param=bodies.param, request_id=call.request_id
+            protocol,
+            400,
+            translated.code,
+            translated.message,
+            param=translated.param,
+            request_id=call.request_id,
         )
+    bodies, refused = translated
     # Providers whose translation refused drop out; the others stay candidates for the scheduler,
     # which gives the answer for a model none lists (404, or the bound account's own error).
-    refused = {upstream_shape(runtime.adapters[name]) for name in listing} - bodies.keys()
     if refused:  # rare: most calls translate for every listing provider, and skip this walk
         providers = tuple(name for name in providers if upstream_shape(runtime.adapters[name]) not in refused)
     identity = CallIdentity(runtime.client_versions, call, protocol, spec.headers)
@@ -198,25 +207,27 @@ def _upstream_bodies(
     providers: tuple[str, ...],
     body: dict[str, Any],
     operation: UpstreamOperation,
-) -> dict[UpstreamShape, UpstreamBody] | TranslationRefused:
+) -> tuple[dict[UpstreamShape, UpstreamBody], set[UpstreamShape]] | TranslationRefused:
     """The request body in each upstream protocol and dialect the candidates speak, translated
-    before any slot is taken (XLAT-3). A shape the body cannot be translated to drops out; when
-    none is left, the first refusal is the answer."""
+    before any slot is taken (XLAT-3), and the shapes it cannot be translated to (they drop out);
+    when none is left, the first refusal is the answer."""
     bodies: dict[UpstreamShape, UpstreamBody] = {}
+    refused: set[UpstreamShape] = set()
     refusal: TranslationRefused | None = None
     for name in providers:
         adapter = runtime.adapters[name]
         shape = upstream_shape(adapter)
-        if shape in bodies:
+        if shape in bodies or (refused and shape in refused):  # (a shape's hash is a Python call)
             continue
         translator = translator_for(protocol, adapter.protocol)
         try:
             bodies[shape] = upstream_body(translator, body, operation, adapter.dialect)
-        except TranslationRefused as refused:
-            refusal = refusal or refused
+        except TranslationRefused as error:
+            refusal = refusal or error
+            refused.add(shape)
     if not bodies and refusal is not None:
         return refusal
-    return bodies
+    return bodies, refused
 
 
 async def _open(
@@ -407,7 +418,7 @@ async def _relay(
     created = int(runtime.clock.time())
     observer = adapter.new_observer(call.state)
     unwrap = runtime.unwrappers[adapter.name]
-    if operation is UpstreamOperation.STREAM:
+    if operation is _STREAM:
         frames: StreamTranslator | None
         if translator is not None:
             frames = translator.new_stream(
@@ -438,7 +449,7 @@ async def _relay(
         headers = {**headers, **native_reply_headers(adapter, response)}
     headers["server-timing"] = call.server_timing()
     translated = translator is not None and operation is not UpstreamOperation.COUNT_TOKENS
-    if upstream_operation(adapter, operation, translated=translated) is UpstreamOperation.STREAM:
+    if upstream_operation(adapter, operation, translated=translated) is _STREAM:
         # A JSON answer, collected from a stream: in the upstream's protocol, or (translated)
         # through the hub into one Responses object, then into the client's shape.
         if translator is not None:

@@ -32,6 +32,10 @@ from sublane_providers import (
     parse_event,
 )
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_SUCCESS, _ERROR, _CANCELED = Outcome.SUCCESS, Outcome.ERROR, Outcome.CANCELED
+
 _log = logging.getLogger("sublane.relay")
 
 KEEPALIVE = b": keep-alive\n\n"
@@ -127,7 +131,7 @@ def watch_ending(watch: ProviderWatch, call: ModelCall, terminal: dict[str, Any]
     """At a stream's terminal event: its fields and, for an error, its code (CLIENT-7)."""
     if terminal is not None:
         watch.terminal(terminal, call.request_id)
-    if call.state.outcome is Outcome.ERROR:
+    if call.state.outcome is _ERROR:
         watch.error(call.state.error_code, call.request_id)
 
 
@@ -173,11 +177,11 @@ async def relay_sse(
                 break
             if chunk is None:
                 if deadline is not None and clock.monotonic() >= deadline:
-                    call.state.outcome = Outcome.ERROR
+                    call.state.outcome = _ERROR
                     call.state.error_code = "request_timeout"
                     break
                 if idle_timeout_s and clock.monotonic() - last_event >= idle_timeout_s:
-                    call.state.outcome = Outcome.ERROR
+                    call.state.outcome = _ERROR
                     call.state.error_code = "stream_idle_timeout"
                     break
                 yield keepalive
@@ -251,7 +255,7 @@ async def _drain_after_cancel(
     finally:
         with contextlib.suppress(Exception):
             await response.aclose()
-        call.state.outcome = Outcome.CANCELED
+        call.state.outcome = _CANCELED
         call.state.error_code = "client_canceled"
         on_end(call)
 
@@ -259,8 +263,8 @@ async def _drain_after_cancel(
 def finish_call(call: ModelCall) -> None:
     """Finish a call from what its stream showed: terminal outcome, or an error when none came."""
     state = call.state
-    outcome = state.outcome or Outcome.ERROR
-    error_code = state.error_code if outcome in (Outcome.ERROR, Outcome.CANCELED) else None
+    outcome = state.outcome or _ERROR
+    error_code = state.error_code if outcome in (_ERROR, _CANCELED) else None
     if state.outcome is None and error_code is None:
         error_code = "stream_incomplete"  # ended without a terminal event (MCOOL-1)
     call.finish(outcome, error_code)
@@ -385,7 +389,7 @@ async def relay_json(
     except TimeoutError as timeout:
         await response.aclose()
         code = str(timeout) or "request_timeout"
-        call.finish(Outcome.ERROR, code)
+        call.finish(_ERROR, code)
         if code == "stream_idle_timeout":
             return error_reply(
                 protocol, 504, "upstream_timeout", "The provider sent nothing for too long.",
@@ -396,7 +400,7 @@ async def relay_json(
         )
     except UpstreamError:
         await response.aclose()
-        call.finish(Outcome.ERROR, "upstream_stream_error")
+        call.finish(_ERROR, "upstream_stream_error")
         return error_reply(
             protocol,
             502,
@@ -406,7 +410,7 @@ async def relay_json(
         )
     except BaseException:
         await response.aclose()
-        call.finish(Outcome.CANCELED, "client_canceled")
+        call.finish(_CANCELED, "client_canceled")
         raise
     await response.aclose()
     if observe is not None or unwrap is not None:
@@ -421,8 +425,8 @@ async def relay_json(
                     watch.answer(payload, call.request_id)
             if unwrap is not None and response.status_code < 300:
                 content = json_dumps(unwrap(payload))
-    outcome = call.state.outcome if call.state.outcome is not None else Outcome.SUCCESS
-    call.finish(outcome, call.state.error_code if outcome is Outcome.ERROR else None)
+    outcome = call.state.outcome if call.state.outcome is not None else _SUCCESS
+    call.finish(outcome, call.state.error_code if outcome is _ERROR else None)
     return JsonReply(response.status_code, content, dict(headers))
 
 

@@ -78,14 +78,26 @@ async def recheck_before_retry(
     runtime.scheduler.check_dispatch(account.id, model)  # cooling, or out of quota (QUOTA-7)
 
 
-def selection_recheck(runtime: ClientRuntime, principal: Principal, model: str) -> Recheck:
+def selection_recheck(
+    runtime: ClientRuntime, principal: Principal, model: str, *, budget_checked: bool = False
+) -> Recheck:
     """What is checked again before every selection (WAIT-5): key, member, group, the model policy
-    and the member's token budget."""
+    and the member's token budget.
+
+    ``budget_checked``: the caller has just checked the budget at admission, so the first selection
+    skips that check (TEAM-4: at admission and again before a woken waiter is dispatched); every
+    later one, after a wait, makes it.
+    """
+    skip_budget = budget_checked
 
     async def recheck() -> None:
+        nonlocal skip_budget
         current = await runtime.keys.authenticate_again(principal)
         check_policy(current, model)
-        check_budget(runtime, current, model)
+        if skip_budget:
+            skip_budget = False
+        else:
+            check_budget(runtime, current, model)
 
     return recheck
 
@@ -133,8 +145,8 @@ async def schedule(
     """Admit the request and take a slot on an eligible account (waiting when needed).
 
     The token budget is checked before admission (a refused request uses no RPM allowance) and
-    again before every selection, so a request woken from a wait is not dispatched once the
-    member's budget ran out meanwhile (TEAM-4, WAIT-5). Nothing is reserved while waiting.
+    again before every selection after a wait, so a request woken from a wait is not dispatched
+    once the member's budget ran out meanwhile (TEAM-4, WAIT-5). Nothing is reserved while waiting.
     """
     check_budget(runtime, principal, model)
     request = route_request(
@@ -147,4 +159,5 @@ async def schedule(
         wait=wait,
         parent_key=parent_key,
     )
-    return await runtime.scheduler.route(request, selection_recheck(runtime, principal, model))
+    recheck = selection_recheck(runtime, principal, model, budget_checked=True)
+    return await runtime.scheduler.route(request, recheck)

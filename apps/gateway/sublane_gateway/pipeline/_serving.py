@@ -10,6 +10,10 @@ from sublane_core import UpstreamOperation, WireProtocol
 from sublane_protocols import can_serve
 from sublane_providers import OpensSessions, ProviderAdapter
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_JSON, _STREAM = UpstreamOperation.JSON, UpstreamOperation.STREAM
+
 
 def upstream_operation(
     adapter: ProviderAdapter, operation: UpstreamOperation, *, translated: bool = False
@@ -17,8 +21,8 @@ def upstream_operation(
     """What to ask of ``adapter`` for a client's ``operation``: a JSON answer from an upstream that
     only streams, or one in another protocol (translated through the hub's stream), is collected
     from a stream."""
-    if operation is UpstreamOperation.JSON and (adapter.json_from_stream or translated):
-        return UpstreamOperation.STREAM
+    if operation is _JSON and (adapter.json_from_stream or translated):
+        return _STREAM
     return operation
 
 

@@ -73,8 +73,8 @@ async def providers_listing(
     ]
     catalog = runtime.catalog
     lists = [catalog.ready(account.id, account.provider) for account in accounts]  # warm: no task
-    missing = [index for index, found in enumerate(lists) if found is None]
-    if missing:  # unknown or over-age catalogues: discovered now, concurrently (CAT-4)
+    if None in lists:  # unknown or over-age catalogues: discovered now, concurrently (CAT-4)
+        missing = [index for index, found in enumerate(lists) if found is None]
         found = await asyncio.gather(
             *(catalog.lookup(accounts[index].id, accounts[index].provider) for index in missing)
         )

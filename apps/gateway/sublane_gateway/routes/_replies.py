@@ -29,10 +29,6 @@ def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
     return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
 
 
-def _without(raw: list[tuple[bytes, bytes]], name: bytes) -> bool:
-    return all(key != name for key, _ in raw)
-
-
 class ClientWatch:
     """Watches one call's client with one task: when it leaves while :attr:`waiting` is set, the
     call's task is cancelled there (its waits are the pipeline's, which finish the call as
@@ -88,9 +84,10 @@ class JsonReplyResponse(ReplyResponse):
         self.body = reply.content
         self.background = None
         raw = _raw_headers(reply.headers) if reply.headers else []
-        if _without(raw, b"content-length") and not (reply.status < 200 or reply.status in (204, 304)):
+        names = dict(raw)  # the names given, looked up in C
+        if b"content-length" not in names and not (reply.status < 200 or reply.status in (204, 304)):
             raw.append((b"content-length", str(len(reply.content)).encode("latin-1")))
-        if _without(raw, b"content-type"):
+        if b"content-type" not in names:
             raw.append(_JSON_TYPE)
         self.raw_headers = raw
 
@@ -114,7 +111,7 @@ class StreamReplyResponse(ReplyResponse):
         self.chunks = reply.chunks
         self.watch = watch
         raw = _raw_headers(reply.headers) if reply.headers else []
-        if _without(raw, b"content-type"):
+        if b"content-type" not in dict(raw):
             media_type = reply.media_type
             if media_type.startswith("text/") and "charset=" not in media_type.lower():
                 media_type += "; charset=utf-8"

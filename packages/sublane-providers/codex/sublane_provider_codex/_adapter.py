@@ -46,6 +46,10 @@ from sublane_providers import (
 )
 from sublane_providers.kit import oauth_retry_after
 
+# Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
+# __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
+_COMPACT, _STREAM = UpstreamOperation.COMPACT, UpstreamOperation.STREAM
+
 CLIENT_VERSION = BUILT_IN_VERSION  # the built-in identity version (CLIENT-2: see CodexIdentity)
 # Token-endpoint codes that mean the refresh token is dead: re-authorization is required (CRED-6).
 PERMANENT_REFRESH_CODES = frozenset(
@@ -86,7 +90,7 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
     credential_file = "~/.codex/auth.json"
     protocol = WireProtocol.RESPONSES
     dialect = CODEX_DIALECT
-    operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.COMPACT})
+    operations = frozenset({_STREAM, _COMPACT})
     refresh_fallback = True
     json_from_stream = True  # the backend only streams: JSON answers are collected from the stream
     quota_events = frozenset({"codex.rate_limits"})
@@ -136,9 +140,9 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
         bound: bool,
         conversation_key: str | None = None,
     ) -> UpstreamRequest:
-        if operation is UpstreamOperation.COMPACT:
+        if operation is _COMPACT:
             return self.compact_request(bundle, body, client_headers, bound=bound)
-        if operation is not UpstreamOperation.STREAM:
+        if operation is not _STREAM:
             raise ValueError(f"codex cannot build a {operation} request")
         token, account_id = self.access(bundle)
         headers = upstream_headers(
