@@ -116,6 +116,10 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     providers = runtime.serving(protocol, operation, prefix)
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
+        if operation is UpstreamOperation.COMPACT:
+            refused = await _compaction_refused(runtime, principal, protocol, prefix, model)
+            if refused is not None:
+                return refused
         return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
     call = ModelCall.start(
         runtime.clock,
@@ -137,6 +141,10 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
         call.provider, call.account_id = listing.provider, listing.account_id
         return refusal_reply(runtime, call, listing.error, protocol)
+    if not listing and operation is UpstreamOperation.COMPACT:
+        refused = await _compaction_refused(runtime, principal, protocol, prefix, model)
+        if refused is not None:
+            return refused
     client_body = dict(spec.body, model=model)
     bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
     if isinstance(bodies, TranslationRefused):  # a body validation failure: no record (HIST-1)
@@ -161,6 +169,25 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         return opened
     response, adapter, upstream = opened
     return await _relay(runtime, call, spec, adapter, response, operation, upstream.hub)
+
+
+async def _compaction_refused(
+    runtime: ClientRuntime, principal: Principal, protocol: WireProtocol, prefix: str | None, model: str
+) -> JsonReply | None:
+    """XLAT-3: 400 ``unsupported_for_provider`` when no provider that compacts lists ``model``
+    but one that cannot compact does (compaction is a Responses upstream's own state, never
+    translated); ``None`` when no account serves the model at all (the 404 stays)."""
+    others = runtime.serving(protocol, UpstreamOperation.JSON, prefix)
+    serving = await providers_listing(runtime, principal, model, others) if others else ()
+    if isinstance(serving, ListingFailure) or not serving:
+        return None
+    return error_reply(
+        protocol,
+        400,
+        "unsupported_for_provider",
+        f"Remote compaction is not available for {model!r}: the accounts that serve it "
+        f"({', '.join(serving)}) cannot compact a conversation; compact it on the client instead.",
+    )
 
 
 def _floored(
