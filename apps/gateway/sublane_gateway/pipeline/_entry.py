@@ -117,9 +117,9 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
         if operation is UpstreamOperation.COMPACT:
-            refused = await _compaction_refused(runtime, principal, protocol, prefix, model)
-            if refused is not None:
-                return refused
+            uncompactable = await _compaction_refused(runtime, principal, protocol, prefix, model)
+            if uncompactable is not None:
+                return uncompactable
         return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
     call = ModelCall.start(
         runtime.clock,
@@ -142,9 +142,11 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         call.provider, call.account_id = listing.provider, listing.account_id
         return refusal_reply(runtime, call, listing.error, protocol)
     if not listing and operation is UpstreamOperation.COMPACT:
-        refused = await _compaction_refused(runtime, principal, protocol, prefix, model)
-        if refused is not None:
-            return refused
+        uncompactable = await _compaction_refused(
+            runtime, principal, protocol, prefix, model, call.request_id
+        )
+        if uncompactable is not None:
+            return uncompactable
     client_body = dict(spec.body, model=model)
     bodies = _upstream_bodies(runtime, protocol, listing, client_body, operation)
     if isinstance(bodies, TranslationRefused):  # a body validation failure: no record (HIST-1)
@@ -172,7 +174,12 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
 
 
 async def _compaction_refused(
-    runtime: ClientRuntime, principal: Principal, protocol: WireProtocol, prefix: str | None, model: str
+    runtime: ClientRuntime,
+    principal: Principal,
+    protocol: WireProtocol,
+    prefix: str | None,
+    model: str,
+    request_id: str | None = None,
 ) -> JsonReply | None:
     """XLAT-3: 400 ``unsupported_for_provider`` when no provider that compacts lists ``model``
     but one that cannot compact does (compaction is a Responses upstream's own state, never
@@ -187,6 +194,7 @@ async def _compaction_refused(
         "unsupported_for_provider",
         f"Remote compaction is not available for {model!r}: the accounts that serve it "
         f"({', '.join(serving)}) cannot compact a conversation; compact it on the client instead.",
+        request_id=request_id,
     )
 
 
