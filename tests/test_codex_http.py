@@ -252,3 +252,23 @@ def test_wait_7_a_client_closing_right_after_completion_is_recorded_as_success(
                 assert pool.runtime.leases.total_in_flight() == 0
                 break
     assert [record.outcome for record in pool.finished] == ["success"]
+
+
+def test_xlat_3_compaction_of_a_model_only_other_providers_serve_is_unsupported_for_provider(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """Remote compaction is the Responses upstreams' own state: for a model only a provider that
+    cannot compact serves (a Claude account), the client gets 400 ``unsupported_for_provider``
+    in its shape, before any upstream call — not a 404 saying no account serves the model."""
+    pool = make_pool(provider="claude")
+    before = len(pool.sim.requests())
+    body = {"model": "claude-sonnet-4-6", "input": [{"type": "message", "role": "user", "content": "hi"}]}
+    for model in ("claude-sonnet-4-6", "claude/claude-sonnet-4-6"):
+        response = pool.client().post("/v1/responses/compact", json=dict(body, model=model))
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == "unsupported_for_provider" and error["type"] == "invalid_request_error"
+        assert "compact" in error["message"]
+    assert len(pool.sim.requests()) == before
+    unknown = pool.client().post("/v1/responses/compact", json=dict(body, model="no-such-model"))
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"

@@ -206,6 +206,15 @@ def test_cost_3_value_served_against_the_subscription_price(make_pool: Callable[
     assert pool.gateway.login("bob", MEMBER_PASSWORD).get("/api/usage/value").status_code == 403
 
 
+def test_cost_3_value_of_the_last_representable_month_is_no_500(make_pool: Callable[..., Pool]) -> None:
+    """Every month the route accepts (up to 9999-12, whose end is past the year 9999) answers."""
+    pool = make_pool()
+    for month in ("9999-12", "1970-01"):
+        answer = pool.admin.get(f"/api/usage/value?month={month}")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["month"] == month
+
+
 # --- COST-5: rolling windows and dollars -----------------------------------------------------
 
 

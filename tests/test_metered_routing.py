@@ -4,6 +4,7 @@ when the subscription cannot serve, recorded as ``routing.metered`` and ``overfl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -116,7 +117,6 @@ def test_paid_2_a_call_waiting_for_a_busy_subscription_overflows_after_overflow_
     assert pool.admin.patch("/api/groups/1", json={"overflow_after_s": 0.3}).status_code == 200
     pool.sim.script(pool.sim_accounts[0].id, Behaviour.ok(header_delay_ms=2000))
     import concurrent.futures
-    import time
 
     with concurrent.futures.ThreadPoolExecutor(2) as workers:
         slow = workers.submit(pool.client().post, "/v1/responses", json=BODY)
@@ -129,3 +129,18 @@ def test_paid_2_a_call_waiting_for_a_busy_subscription_overflows_after_overflow_
     served = next(f for f in pool.finished if f.provider == "openai")
     assert served.routing is not None
     assert served.routing["metered"] is True and served.routing["overflow_reason"] == "waited"
+
+
+def test_paid_2_off_says_why_a_model_only_metered_accounts_serve_is_not_served(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """With the group's metered routing `off`, a model only its metered accounts list is refused
+    with a message naming the routing (an admin's setting), not as a model no account serves."""
+    pool = make_pool(provider="openai")
+    assert pool.admin.patch("/api/groups/1", json={"metered": "off"}).status_code == 200
+    time.sleep(0.3)
+    refused = pool.client().post("/v1/responses", json=BODY)
+    assert refused.status_code == 404, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "model_not_found" and "metered" in error["message"], error
+    assert "off" in error["message"]

@@ -463,3 +463,19 @@ def test_team_4_budgets_are_off_with_the_summaries(make_pool: Callable[..., Pool
     _spend(pool, key, 5, 5)
     assert pool.client(key).post("/v1/responses", json=BODY).status_code == 200
     assert pool.admin.get("/api/usage?days=1").json()["totals"]["requests"] == 0
+
+
+def test_cost_5_a_dollar_budget_under_a_cent_is_named_as_set() -> None:
+    """The refusal names the dollar limit as the admin set it, not rounded to "$0.00"."""
+    for usd, shown in ((0.0001, "$0.0001"), (0.005, "$0.005"), (2.5, "$2.50"), (1234.5, "$1,234.50")):
+        rule = BudgetRule(
+            id=4,
+            group_id=None,
+            model=None,
+            period=BudgetPeriod.FIVE_HOURS,
+            limit=0,
+            unit="usd",
+            usd_limit=usd,
+        )
+        error = budget_error(BudgetState(rule=rule, used=usd, resets_at=1_801_440_000.0), now=1_801_400_000.0)
+        assert f"budget of {shown} per 5 hours" in error.message, error.message

@@ -409,3 +409,18 @@ async def test_client_7_unknown_event_in_a_websocket_turn_served_by_another_upst
     assert [(item["provider"], item["kind"], item["name"]) for item in items] == [
         ("claude", "event", "thinking_budget_update")
     ]
+
+
+def test_client_7_an_api_key_catalogue_is_not_news(make_pool: Callable[..., Pool]) -> None:
+    """A Gemini API key's catalogue is whatever the key lists (the provider ships no model list of
+    its own): importing a key and serving calls on it lists no upstream change and raises no
+    alert — else every model of every imported key would be reported as news."""
+    pool = make_pool(provider="gemini")
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    with pool.client() as client:
+        for method in ("generateContent", "streamGenerateContent?alt=sse"):
+            native = client.post(f"/v1beta/models/gemini-2.5-flash:{method}", json=body)
+            assert native.status_code == 200, native.text
+    pool.settle()
+    time.sleep(0.8)  # a flush
+    assert pool.admin.get("/api/upstream-changes").json()["items"] == []

@@ -450,13 +450,19 @@ def _recent_events(connection: sa.Connection, users: list[int], now: float) -> d
     return events
 
 
+def _dollars(amount: float) -> str:
+    """``amount`` as the admin set it: cents from a cent up, else its significant digits (a
+    $0.0001 limit is not "$0.00")."""
+    return f"${amount:,.2f}" if amount >= 0.01 else f"${amount:.6g}"
+
+
 def budget_error(state: BudgetState, now: float) -> SubLaneError:
     """429 ``token_budget_exceeded`` for ``state``: ``Retry-After`` until the reset (at most a day),
     ``X-Token-Budget-Id`` and ``X-Token-Budget-Reset`` (Unix seconds)."""
     rule = state.rule
     reset = dt.datetime.fromtimestamp(state.resets_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     scope = f" for {rule.model}" if rule.model is not None else ""
-    amount = f"${rule.threshold:,.2f}" if rule.unit == "usd" else f"{rule.limit:,} tokens"
+    amount = _dollars(rule.threshold) if rule.unit == "usd" else f"{rule.limit:,} tokens"
     span = {"5h": "5 hours", "7d": "7 days"}.get(rule.period.value, rule.period.value)
     again = "a call is allowed again" if rule.period.rolling_s else "it resets"
     message = (

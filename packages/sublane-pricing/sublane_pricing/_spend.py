@@ -50,6 +50,8 @@ RETRY_AFTER_CAP_S: Final = 86_400.0
 RESET_HEADER: Final = "X-Metered-Budget-Reset"
 #: Outcomes of a call that reached an upstream and was answered: its cost is owed even without usage.
 _SERVED: Final = frozenset({"success", "incomplete"})
+#: Record operations the metered APIs do not bill (Anthropic's and Gemini's token counting).
+_FREE_OPERATIONS: Final = frozenset({"count_tokens"})
 
 _SPEND: Final = SQLModel.metadata.tables["metered_spend"]
 _GROUPS: Final = SQLModel.metadata.tables["resource_groups"]
@@ -177,6 +179,8 @@ class SpendLedger:
             provider = payload.provider
             if payload.account_id is None or not provider or not self._is_metered(provider):
                 continue
+            if payload.operation in _FREE_OPERATIONS:
+                continue  # counting tokens costs nothing and reports no usage: neither spend nor unknown
             if (
                 cost is None
                 and payload.outcome not in _SERVED

@@ -28,6 +28,7 @@ def _attempt(
     provider: str = METERED,
     outcome: Outcome = Outcome.SUCCESS,
     tokens: int | None = 100,
+    operation: str = "json",
 ) -> signals.RequestFinished:
     return signals.RequestFinished(
         request_id="r",
@@ -41,7 +42,7 @@ def _attempt(
         provider=provider,
         model="gpt-5.5",
         protocol="responses",
-        operation="json",
+        operation=operation,
         outcome=outcome,
         input_tokens=tokens,
         output_tokens=tokens,
@@ -130,6 +131,19 @@ def test_paid_3_ledger_sums_metered_cost_per_month_group_and_member(engine: Engi
     _write(engine, ledger, [(_attempt(DEC_1 + 5), None)])
     assert ledger.uncosted(group_id=1) == 1 and ledger.uncosted(user_id=2) == 1
     assert ledger.group_spent(1) == 0.75
+
+
+def test_paid_3_token_counting_is_free_and_never_an_uncosted_metered_call(engine: Engine) -> None:
+    """Counting tokens costs nothing on the metered APIs (Anthropic's and Gemini's count_tokens are
+    free, and report no usage): such an attempt is neither spend nor an *uncosted* call."""
+    ledger = _ledger(engine, FakeClock(wall=DEC_1 + 60))
+    counted = _attempt(DEC_1 + 1, tokens=None, operation="count_tokens")
+    _write(engine, ledger, [(counted, None), (counted, None), (_attempt(DEC_1 + 2), 0.25)])
+    assert ledger.uncosted(group_id=1) == 0 and ledger.uncosted(user_id=2) == 0
+    assert ledger.group_spent(1) == 0.25
+    with engine.connect() as connection:
+        calls = connection.execute(sa.text("SELECT SUM(calls) FROM metered_spend")).scalar_one()
+    assert calls == 1
 
 
 def test_paid_3_blocked_answers_caps_unpriced_models_and_the_reset(engine: Engine) -> None:

@@ -945,6 +945,12 @@ class Scheduler:
             return SubLaneError(
                 "no_account_available", f"No account that serves {request.model!r} is available now."
             )
+        if candidates.excluded.get("metered_off"):  # PAID-2: the admin's routing, not a missing model
+            return SubLaneError(
+                "model_not_found",
+                f"Only metered (API-key) accounts of your group serve {request.model!r}, and the "
+                "group's metered routing is off.",
+            )
         return SubLaneError("model_not_found", f"No account in your group serves {request.model!r}.")
 
     def _quota_error(self, until: float) -> SubLaneError:

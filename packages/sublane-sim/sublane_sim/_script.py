@@ -128,7 +128,7 @@ class Behaviour:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown behaviour fields: {sorted(unknown)}")
-        return cls(**data)
+        return cls(**_with_retry_after_text(data))
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -165,7 +165,7 @@ class RefreshOutcome:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown refresh outcome fields: {sorted(unknown)}")
-        return cls(**data)
+        return cls(**_with_retry_after_text(data))
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -263,6 +263,18 @@ class QuotaReadOutcome:
         if unknown:
             raise ValueError(f"unknown quota read outcome fields: {sorted(unknown)}")
         return cls(**data)
+
+
+def _with_retry_after_text(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with a JSON number ``retry_after`` as the header text it stands for (``300`` →
+    ``"300"``); anything but text, a number or ``None`` is a ``ValueError`` (a 400 of the control
+    API), never a header the simulator cannot send."""
+    value = data.get("retry_after")
+    if value is None or isinstance(value, str):
+        return data
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("'retry_after' must be a header value: text or a number of seconds")
+    return {**data, "retry_after": str(value)}
 
 
 _DEFAULT = Behaviour()

@@ -100,3 +100,30 @@ def test_reset_and_unknown_routes(sim: Simulator, http: httpx.Client) -> None:
     assert sim.accounts() == [] and sim.requests() == []
     health = http.get(f"{base}/health").json()
     assert health["urls"]["SUBLANE_CODEX_BASE_URL"].endswith("/backend-api")
+
+
+def test_a_numeric_retry_after_scripted_over_http_is_sent_as_given(
+    sim: Simulator, http: httpx.Client
+) -> None:
+    """JSON has numbers: ``"retry_after": 300`` scripts a 429 with ``Retry-After: 300`` (it made
+    every scripted answer a 500 from the simulator itself), and a value that is neither a string
+    nor a number is refused (400) when scripted."""
+    base = f"{sim.base_url}/_sim"
+    account = http.post(f"{base}/accounts", json={"provider": "codex"}).json()
+    behaviour = {"kind": "error", "status": 429, "retry_after": 300}
+    assert (
+        http.post(f"{base}/accounts/{account['id']}/script", json={"behaviours": [behaviour]}).status_code
+        == 200
+    )
+    headers = {"authorization": f"Bearer {account['api_key']}"}
+    body = {"model": "gpt-5-codex", "stream": True, "store": False, "input": []}
+    answer = http.post(f"{sim.codex_base_url}/codex/responses", json=body, headers=headers)
+    assert answer.status_code == 429 and answer.headers["retry-after"] == "300"
+    for bad in (True, [1], {"s": 1}):
+        refused = http.post(
+            f"{base}/accounts/{account['id']}/script", json={"behaviours": [dict(behaviour, retry_after=bad)]}
+        )
+        assert refused.status_code == 400, refused.text
+    outcome = {"kind": "error", "status": 429, "retry_after": 2.5}
+    scripted = http.post(f"{base}/accounts/{account['id']}/refresh-script", json={"outcomes": [outcome]})
+    assert scripted.status_code == 200

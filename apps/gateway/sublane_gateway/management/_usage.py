@@ -6,6 +6,7 @@ written, so a call that has ended is in the summary its caller opens next.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import re
 from typing import Any
@@ -85,8 +86,9 @@ def _month(request: Request) -> tuple[str, float, float]:
     if not (1970 <= year <= 9999 and 1 <= month <= 12):
         raise SubLaneError("invalid_request", "month: must be YYYY-MM")
     first = dt.datetime(year, month, 1, tzinfo=dt.UTC)
-    following = dt.datetime(year + month // 12, month % 12 + 1, 1, tzinfo=dt.UTC)
-    return raw, first.timestamp(), following.timestamp()
+    # the month's length in seconds, not the next month's first day: 9999-12 has none a datetime holds
+    start = first.timestamp()
+    return raw, start, start + calendar.monthrange(year, month)[1] * 86_400
 
 
 def _ratio(cost: float | None, price: float | None) -> float | None:

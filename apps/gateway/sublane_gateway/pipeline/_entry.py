@@ -120,6 +120,10 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     providers = runtime.serving(protocol, operation, prefix)
     if not providers:
         shown = f"{prefix}/{model}" if prefix else model
+        if operation is UpstreamOperation.COMPACT:
+            uncompactable = await _compaction_refused(runtime, principal, protocol, prefix, model)
+            if uncompactable is not None:
+                return uncompactable
         return error_reply(protocol, 404, "model_not_found", f"No account in your group serves {shown} here.")
     call = ModelCall.start(
         runtime.clock,
@@ -141,6 +145,12 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
     if isinstance(listing, ListingFailure):  # recorded, against the account when it is its trouble
         call.provider, call.account_id = listing.provider, listing.account_id
         return refusal_reply(runtime, call, listing.error, protocol)
+    if not listing and operation is UpstreamOperation.COMPACT:
+        uncompactable = await _compaction_refused(
+            runtime, principal, protocol, prefix, model, call.request_id
+        )
+        if uncompactable is not None:
+            return uncompactable
     client_body = dict(spec.body, model=model)
     translated = _upstream_bodies(runtime, protocol, listing, client_body, operation)
     if isinstance(translated, TranslationRefused):  # a body validation failure: no record (HIST-1)
@@ -170,6 +180,31 @@ async def serve_call(runtime: ClientRuntime, principal: Principal, spec: CallSpe
         return opened
     response, adapter, upstream = opened
     return await _relay(runtime, call, spec, adapter, response, operation, upstream.hub)
+
+
+async def _compaction_refused(
+    runtime: ClientRuntime,
+    principal: Principal,
+    protocol: WireProtocol,
+    prefix: str | None,
+    model: str,
+    request_id: str | None = None,
+) -> JsonReply | None:
+    """XLAT-3: 400 ``unsupported_for_provider`` when no provider that compacts lists ``model``
+    but one that cannot compact does (compaction is a Responses upstream's own state, never
+    translated); ``None`` when no account serves the model at all (the 404 stays)."""
+    others = runtime.serving(protocol, UpstreamOperation.JSON, prefix)
+    serving = await providers_listing(runtime, principal, model, others) if others else ()
+    if isinstance(serving, ListingFailure) or not serving:
+        return None
+    return error_reply(
+        protocol,
+        400,
+        "unsupported_for_provider",
+        f"Remote compaction is not available for {model!r}: the accounts that serve it "
+        f"({', '.join(serving)}) cannot compact a conversation; compact it on the client instead.",
+        request_id=request_id,
+    )
 
 
 def _floored(

@@ -117,7 +117,10 @@ class ProviderWatch:
         self.answer_fields = vocabulary.answer_fields if vocabulary is not None else known
         self.terminal_fields = vocabulary.terminal_fields if vocabulary is not None else known
         self.error_codes = vocabulary.error_codes if vocabulary is not None else known
-        self.models: Container[str] = vocabulary.models | models if vocabulary is not None else known
+        # a provider that names no model of its own (an API key's catalogue is what the key lists)
+        # has nothing to compare a catalogue with: none of its models is news
+        declared = vocabulary.models | models if vocabulary is not None else frozenset()
+        self.models: Container[str] = declared or known
         watched = watch is not None and vocabulary is not None
         self.event_names = EventNames(
             vocabulary.events if vocabulary is not None else (), self if watched else None
