@@ -27,7 +27,7 @@ SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sub
 
 # What only another feature needs: schema upgrades (a child process runs them), OIDC sign-in,
 # TOTP QR codes, SOCKS egress and upstream WebSockets, PostgreSQL, Redis coordination (SCALE-2),
-# OTLP export (OPS-12).
+# OTLP export (OPS-12), the built-in price data (the first priced record reads it, COST-2).
 NOT_LOADED = (
     "alembic",
     "mako",
@@ -46,6 +46,7 @@ NOT_LOADED = (
     "grpc",
     "sublane_gateway.pipeline._coordination",
     "sublane_scheduler._shared",
+    "genai_prices",  # the price data: read by the first priced call when no metered account exists
 )
 
 # Idle resident memory of a started default gateway, with this repository's development
