@@ -47,6 +47,7 @@ NOT_LOADED = (
     "sublane_gateway.pipeline._coordination",
     "sublane_scheduler._shared",
     "genai_prices",  # the price data: read by the first priced call when no metered account exists
+    "prometheus_client",  # the text of /metrics: imported by its first scrape
 )
 
 # Idle resident memory of a started default gateway, with this repository's development
