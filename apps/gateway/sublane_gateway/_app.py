@@ -106,8 +106,10 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(metrics_router)
-    app.include_router(management.router)
-    app.include_router(routes.router)
+    for management_router in management.routers:
+        app.include_router(management_router)
+    for model_router in routes.routers:
+        app.include_router(model_router)
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(
