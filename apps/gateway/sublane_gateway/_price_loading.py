@@ -6,8 +6,9 @@ a call on the request path, from memory: PAID-3's spend check when a metered acc
 it (``SpendLedger.blocked``, the 400 ``unpriced_model``) and COST-5's dollar budgets as a member's
 call ends. A deployment with either has the data read before it needs it: at start when the
 database already holds a metered account or a dollar rule, else in a background thread as soon as
-one is added (an account changed, a member's budget rules set). A call that comes first anyway
-waits for that one load (the book's source loads once, whichever thread asks first).
+one is added through this replica's API (an account changed, a member's budget rules set). A call
+that comes first anyway (or on another replica, which is told of the change but does not check it
+here) waits for that one load: the book's source loads once, whichever thread asks first.
 """
 
 from __future__ import annotations

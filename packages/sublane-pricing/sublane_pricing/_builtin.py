@@ -94,7 +94,7 @@ class GenaiPrices:
         if self._price is not None:
             return
         with self._loading:
-            if self._price is not None:
+            if self.loaded:  # another thread loaded it while this one waited
                 return
             from genai_prices import Usage, calc_price
 

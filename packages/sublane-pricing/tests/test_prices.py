@@ -116,7 +116,8 @@ def test_cost_1_built_in_data_loads_once_whatever_thread_asks_first() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     source = GenaiPrices()
-    assert not source.loaded
+    before = source.loaded
+    assert not before
     start = threading.Barrier(6)
 
     def ask(model: str) -> ModelPrices | None:
