@@ -27,7 +27,7 @@ SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sub
 
 # What only another feature needs: schema upgrades (a child process runs them), OIDC sign-in,
 # TOTP QR codes, SOCKS egress and upstream WebSockets, PostgreSQL, Redis coordination (SCALE-2),
-# OTLP export (OPS-12).
+# OTLP export (OPS-12), the built-in price data (the first priced record reads it, COST-2).
 NOT_LOADED = (
     "alembic",
     "mako",
@@ -46,21 +46,34 @@ NOT_LOADED = (
     "grpc",
     "sublane_gateway.pipeline._coordination",
     "sublane_scheduler._shared",
+    "genai_prices",  # the price data: read by the first priced call when no metered account exists
+    "prometheus_client",  # the text of /metrics: imported by its first scrape
+    "sublane_gateway._metrics_exposition",
 )
 
 # Idle resident memory of a started default gateway, with this repository's development
 # environment installed (its tools add modules a deployment lacks: rich, pygments). Measured
-# 116.8 MB after issue #49's changes (132 MB before); the bound leaves room for the machine.
-IDLE_RSS_MAX_MB = 125
+# 104.1-104.4 MB after issue #49's third pass (132 MB before the first, 112.9 after the second;
+# 100.0-100.5 without rich/pygments); the bound leaves room for the machine.
+IDLE_RSS_MAX_MB = 109
 
 _DUMP_MODULES = """
-import atexit, os, signal, sys
+import atexit, gc, os, signal, sys
+
+def _ca_certificates():
+    ssl = sys.modules.get("ssl")
+    if ssl is None:
+        return 0
+    gc.unfreeze()  # start-up's objects are frozen, out of get_objects' sight (the test ends it next)
+    contexts = [o for o in gc.get_objects() if isinstance(o, ssl.SSLContext)]
+    return sum(context.cert_store_stats()["x509_ca"] for context in contexts)
 
 def _write_modules(*_):
     path = os.path.join(os.environ["LEAN_START_MODULES"], f"{os.getpid()}.txt")
     with open(path + ".part", "w") as out:
         out.write("\\n".join(sorted(sys.modules)))
         out.write(f"\\nswitch-interval={sys.getswitchinterval()}")
+        out.write(f"\\nca-certificates={_ca_certificates()}")
     os.replace(path + ".part", path)
 
 atexit.register(_write_modules)  # the migration's child exits normally
@@ -158,6 +171,13 @@ def test_default_serve_upgrades_an_empty_schema_in_a_child_process(started: Star
 
 def test_default_serve_idle_rss_stays_under_its_bound(started: Started) -> None:
     assert started.rss_mb <= IDLE_RSS_MAX_MB, f"idle RSS {started.rss_mb:.1f} MB"
+
+
+def test_default_serve_reads_no_ca_bundle_until_a_tls_call_needs_one(started: Started) -> None:
+    """The upstream TLS context reads the system's CA certificates at its first handshake, the alert
+    deliverer makes its client (certifi's bundle) with its first delivery: an idle default start
+    holds no CA certificate (each bundle is 1.2 MB resident, issue #49)."""
+    assert "ca-certificates=0" in started.loaded
 
 
 def test_serve_takes_the_gil_back_for_its_loop_within_half_a_millisecond(started: Started) -> None:

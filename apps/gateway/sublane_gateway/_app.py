@@ -33,6 +33,7 @@ from sublane_gateway._metrics import CallCounters
 from sublane_gateway._metrics import router as metrics_router
 from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._mutation_guard import MutationGuard
+from sublane_gateway._price_loading import PriceLoading
 from sublane_gateway._pricing import RecordPricing
 from sublane_gateway._settings import gateway_settings
 from sublane_gateway._setup_page import router as setup_router
@@ -105,8 +106,10 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(metrics_router)
-    app.include_router(management.router)
-    app.include_router(routes.router)
+    for management_router in management.routers:
+        app.include_router(management_router)
+    for model_router in routes.routers:
+        app.include_router(model_router)
     app.include_router(setup_router)
     mount_web_views(app)  # the web views at / (SPEC §16), over the JSON API above
     app.add_middleware(
@@ -170,7 +173,12 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     app.state.history_reader = HistoryReader(engine, state.clock, retention)
     app.state.usage_reader = UsageReader(engine, state.clock)
     app.state.timing_reader = TimingReader(engine, state.clock)
-    await anyio.to_thread.run_sync(prices.warm)  # the price data is read before the first call
+    # The admins' prices now; the built-in price data (~6 MB) by its first use, or now (or as soon
+    # as one is added) where a metered account or a dollar budget prices calls on the request path.
+    price_loading = PriceLoading(prices, engine)
+    app.state.price_loading = price_loading
+    await anyio.to_thread.run_sync(price_loading.at_start)
+    stop_price_loading = signals.account_changed.connect(price_loading.changed)
     # The month's spend and the caps (restart-safe: from the database); kept fresh from the other
     # replicas every REFRESH_S while a metered provider is installed.
     await anyio.to_thread.run_sync(metered_spend.start if metered else metered_spend.refresh)
@@ -192,6 +200,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
             await runtime.close()  # calls ended by the shutdown are still recorded
         finally:
             stop_recording()
+            stop_price_loading()
             stop_budgets()
             stop_counting()
             await anyio.to_thread.run_sync(recorder.close)

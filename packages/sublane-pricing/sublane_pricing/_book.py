@@ -154,8 +154,9 @@ class PriceBook:
         self._fresh()
 
     def warm(self) -> None:
-        """Read the overrides and load the built-in price data now (blocking: at start-up), so the
-        first priced call pays for neither."""
+        """Read the overrides and load the built-in price data now (blocking), so the first priced
+        call pays for neither. Without it the data is read by the first price asked of the source:
+        the gateway warms the book only where calls are priced on the request path (issue #49)."""
         self._fresh()
         self.source.prices("gpt-5")
 

@@ -1,6 +1,11 @@
 """Built-in prices from the `genai-prices` library (pydantic/genai-prices, MIT), read through its
 public ``calc_price`` only: this module is the one place that knows the library, so it can change.
 
+The library and its price data (1.6 MB of source, about 6 MB once loaded) are read at the first
+price asked (:meth:`GenaiPrices.load`, once, whichever thread asks first; the others wait for it),
+not at import: a gateway whose calls are never priced on the request path keeps them out of memory
+until its history writer prices the first record (issue #49).
+
 The library answers the price of a usage, not a price list, so a model's per-million prices are read
 as the price of 1,000 tokens of each kind × 1,000: small enough to stay in the first tier where a
 model's price rises with the prompt's length (the SPEC's formula has one price per kind).
@@ -8,7 +13,10 @@ model's price rises with the prompt's length (the SPEC's formula has one price p
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections.abc import Callable
+from contextlib import suppress
 from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final, Protocol
@@ -71,6 +79,33 @@ class GenaiPrices:
             self.version = None
         self.released: str | None = RELEASE_DATES.get(self.version or "")
         self._known: dict[str, ModelPrices | None] = {}
+        self._loading = threading.Lock()
+        #: ``price(model, **usage)`` over the library once :meth:`load` has read it.
+        self._price: Callable[..., Decimal] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the library and its price data are in memory."""
+        return self._price is not None
+
+    def load(self) -> None:
+        """Import the library and read its price data now (blocking), unless done already. Safe from
+        any thread: one loads, a thread that asks meanwhile waits for that load and uses it."""
+        if self._price is not None:
+            return
+        with self._loading:
+            if self.loaded:  # another thread loaded it while this one waited
+                return
+            from genai_prices import Usage, calc_price
+
+            def price(model: str, **usage: int) -> Decimal:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return calc_price(Usage(**usage), model).total_price * _SCALE
+
+            with suppress(LookupError):  # the library reads its data at its first lookup: here, once
+                price("gpt-5", input_tokens=_PROBE)
+            self._price = price
 
     def prices(self, model: str) -> ModelPrices | None:
         if model in self._known:
@@ -98,12 +133,12 @@ class GenaiPrices:
         return None
 
     def _read_one(self, model: str) -> ModelPrices | None:
-        from genai_prices import Usage, calc_price  # imported on first use: its price data is large
+        self.load()
+        read = self._price
+        assert read is not None
 
         def price(**usage: int) -> Decimal:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return calc_price(Usage(**usage), model).total_price * _SCALE
+            return read(model, **usage)
 
         try:
             base = price(input_tokens=_PROBE)

@@ -108,3 +108,24 @@ def test_cost_1_the_float_cost_records_use_matches_the_decimal_formula(book: Pri
         )
         assert book.cost_usd("m", *counts) == pytest.approx(float(book.cost("m", tokens) or 0), abs=1e-9)
     assert book.cost_usd("unknown-model", 10, 10) is None
+
+
+def test_cost_1_built_in_data_loads_once_whatever_thread_asks_first() -> None:
+    """The writer thread and the event loop may ask at once: one loads, the others wait for it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = GenaiPrices()
+    before = source.loaded
+    assert not before
+    start = threading.Barrier(6)
+
+    def ask(model: str) -> ModelPrices | None:
+        start.wait()
+        return source.prices(model)
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(ask, ["gpt-5", "claude-sonnet-4-5"] * 3))
+    assert source.loaded
+    assert all(answer is not None for answer in answers)
+    assert answers[0::2] == [answers[0]] * 3 and answers[1::2] == [answers[1]] * 3

@@ -413,3 +413,61 @@ async def test_egress_1_an_https_proxy_carries_https_calls_tls_inside_tls(
             for writer in writers:
                 await close_quietly(writer)
     assert connects == [f"CONNECT 127.0.0.1:{upstream_port} HTTP/1.1".encode()] * 2
+
+
+async def test_the_shared_tls_context_reads_its_ca_certificates_at_the_first_handshake_and_verifies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue #49: the upstream TLS context is made at start without the CA bundle (1.2 MB resident)
+    and reads it at its first handshake — the model pool's (asyncio's TLS) and httpx's (anyio's) —
+    with ``create_default_context``'s settings: a certificate of another authority is refused."""
+    import ssl
+
+    import httpx
+    import trustme
+
+    from sublane_providers._http1 import Http1Pool
+    from sublane_providers._transport import CertificatesOnFirstHandshake
+
+    trusted, stranger = trustme.CA(), trustme.CA()
+    bundle = tmp_path / "ca.pem"
+    trusted.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    context = CertificatesOnFirstHandshake(ssl.PROTOCOL_TLS_CLIENT)
+    default = ssl.create_default_context()
+    assert (context.protocol, context.verify_mode, context.check_hostname, context.options) == (
+        default.protocol, default.verify_mode, default.check_hostname, default.options,
+    )  # fmt: skip
+    assert context.cert_store_stats()["x509_ca"] == 0  # nothing read at start
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError, ssl.SSLError):
+            await read_http_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            await writer.drain()
+        await close_quietly(writer)
+
+    async def tls_server(authority: trustme.CA) -> asyncio.Server:
+        served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        authority.issue_cert("127.0.0.1").configure_cert(served)
+        return await asyncio.start_server(upstream, "127.0.0.1", 0, ssl=served)
+
+    good, bad = await tls_server(trusted), await tls_server(stranger)
+    good_url = f"https://127.0.0.1:{good.sockets[0].getsockname()[1]}"
+    bad_url = f"https://127.0.0.1:{bad.sockets[0].getsockname()[1]}"
+    pool = Http1Pool(context, limit=4, keepalive_s=1.0, connect_timeout=3.0, read_timeout=3.0)
+    async with good, bad:
+        try:
+            response = await pool.send(_post(f"{good_url}/v1/thing"), None)
+            assert response.status_code == 200 and await read_all(response) == b"ok"
+            assert context.cert_store_stats()["x509_ca"] == 1  # read by the pool's handshake
+            with pytest.raises(UpstreamError):
+                await pool.send(_post(f"{bad_url}/v1/thing"), None)
+        finally:
+            await pool.aclose()
+        fresh = CertificatesOnFirstHandshake(ssl.PROTOCOL_TLS_CLIENT)
+        async with httpx.AsyncClient(verify=fresh) as http:
+            assert (await http.get(f"{good_url}/usage")).text == "ok"  # read by httpx's handshake
+            assert fresh.cert_store_stats()["x509_ca"] == 1
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await http.get(f"{bad_url}/usage")

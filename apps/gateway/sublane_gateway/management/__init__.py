@@ -34,40 +34,42 @@ from sublane_gateway.management import (
     _webhooks,
 )
 
-router = APIRouter()
-# The runtime view first: /api/accounts/runtime must win over /api/accounts/{account_id}.
-for _module in (
-    _runtime_view,
-    _check,
-    _catalogue,
-    _history,
-    _auth,
-    _oidc,
-    _totp,
-    _users,
-    _groups,
-    _aliases,
-    _keys,
-    _bundles,
-    _accounts,
-    _oauth,
-    _providers,
-    _audit,
-    _webhooks,
-    _connect,
-    _checklist,
-    _upstream_changes,
-):
-    router.include_router(_module.router)
-for _module in (
-    _limits,
-    _password_changes,
-    _usage,
-    _budgets,
-    _pool,
-    _client_limits,
-    _prices,
-):  # TEAM, POOL, CLIENT-5, COST
-    router.include_router(_module.router)
+#: Each part's router, in the order the app includes them. The app includes each itself: an
+#: aggregate router here would hold a third copy of every route (``include_router`` copies them,
+#: with their validators: about 1 MB, issue #49).
+routers: tuple[APIRouter, ...] = tuple(
+    _module.router
+    for _module in (
+        # The runtime view first: /api/accounts/runtime must win over /api/accounts/{account_id}.
+        _runtime_view,
+        _check,
+        _catalogue,
+        _history,
+        _auth,
+        _oidc,
+        _totp,
+        _users,
+        _groups,
+        _aliases,
+        _keys,
+        _bundles,
+        _accounts,
+        _oauth,
+        _providers,
+        _audit,
+        _webhooks,
+        _connect,
+        _checklist,
+        _upstream_changes,
+        # TEAM, POOL, CLIENT-5, COST
+        _limits,
+        _password_changes,
+        _usage,
+        _budgets,
+        _pool,
+        _client_limits,
+        _prices,
+    )
+)
 
-__all__ = ["router"]
+__all__ = ["routers"]

@@ -138,4 +138,6 @@ def set_user_budgets(
     budgets = _budgets(request)
     if budgets is not None:
         budgets.set_rules(user_id, [rule_of(row.model_dump()) for row in _rows(db, user_id)])
+        if any(rule.unit == "usd" for rule in body.rules):  # COST-5 prices this member's calls as they end
+            request.app.state["price_loading"].changed()
     return budgets_view(request, db, user)

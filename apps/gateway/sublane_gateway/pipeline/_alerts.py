@@ -183,7 +183,10 @@ class Deliverer:
         """Start each claimed delivery as a task of its own (at most ``BATCH`` in flight), so a
         receiver that stays silent until the timeout holds up nobody else."""
         in_flight = self._in_flight
-        async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as http:
+        # Built with the first delivery, not at start: its TLS context and CA bundle are ~2 MB
+        # resident that a gateway with no webhook never uses (issue #49).
+        http: httpx.AsyncClient | None = None
+        try:
             while True:
                 self._wake.clear()
                 room = BATCH - len(in_flight)
@@ -194,6 +197,8 @@ class Deliverer:
                         _log.error("could not read the alert outbox: %s", type(exc).__name__)
                         claimed = []
                     for delivery in claimed:
+                        if http is None:
+                            http = httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
                         in_flight[delivery.id] = delivery  # until settled (or given back at close)
                         self._work.start(self._deliver, http, delivery)
                 # asyncio.timeout, not wait_for: on Python 3.11 a wait_for cancelled in the
@@ -201,6 +206,9 @@ class Deliverer:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(POLL_S):
                         await self._wake.wait()
+        finally:
+            if http is not None:
+                await http.aclose()
 
     async def _deliver(self, http: httpx.AsyncClient, delivery: _Claimed) -> None:
         _delivering.set(True)  # this task's own context: httpx logs nothing of this URL

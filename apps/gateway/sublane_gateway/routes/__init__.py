@@ -18,9 +18,11 @@ from sublane_gateway.routes import (
 )
 from sublane_gateway.routes._replies import ReplyResponse
 
-router = APIRouter()
-for _module in (_responses, _responses_ws, _chat, _messages, _models, _key_usage, _gemini, _code_assist):
-    router.include_router(_module.router)
+#: Each protocol's router, in the order the app includes them (each itself: no aggregate copy).
+routers: tuple[APIRouter, ...] = tuple(
+    _module.router
+    for _module in (_responses, _responses_ws, _chat, _messages, _models, _key_usage, _gemini, _code_assist)
+)
 
 #: The model-call routes (every ``POST``), which ``ModelRoutes`` serves past FastAPI's routing.
 MODEL_CALL_ROUTES = [
@@ -30,4 +32,4 @@ MODEL_CALL_ROUTES = [
     if isinstance(route, APIRoute) and route.methods == {"POST"}
 ]
 
-__all__ = ["MODEL_CALL_ROUTES", "ReplyResponse", "router"]
+__all__ = ["MODEL_CALL_ROUTES", "ReplyResponse", "routers"]
