@@ -87,6 +87,11 @@ from sublane_providers._upstream import (
     read_all,
     read_error_body,
 )
+from sublane_providers._protocol_vocabulary import (
+    CHAT_COMPLETIONS_VOCABULARY,
+    MESSAGES_VOCABULARY,
+    RESPONSES_VOCABULARY,
+)
 from sublane_providers._vault import Credentials, CredentialVault, RefreshFence, RefreshGate
 from sublane_providers._vocabulary import (
     KIND_ANSWER_FIELD,
@@ -133,6 +138,9 @@ __all__ = [
     "KIND_ERROR",
     "KIND_MODEL",
     "KIND_CLIENT_VERSION",
+    "RESPONSES_VOCABULARY",
+    "MESSAGES_VOCABULARY",
+    "CHAT_COMPLETIONS_VOCABULARY",
     # plugins and the registry
     "ENTRY_POINT_GROUP",
     "ProviderPlugin",
