@@ -81,7 +81,8 @@ def test_client_7_metered_upstreams_usual_answers_are_not_news(
     make_pool: Callable[..., Pool], provider: str
 ) -> None:
     """No false news: streamed and JSON answers, an in-stream failure and each upstream's usual
-    refusals (out of credit, rate limited, overloaded) are all in the provider's vocabulary."""
+    refusals (out of credit, rate limited, overloaded) are all in the provider's vocabulary — while
+    the provider is watched (a provider declaring nothing would list nothing either)."""
     pool = _pool(make_pool, provider)
     account = pool.sim_accounts[0]
     with pool.client() as client:
@@ -96,6 +97,12 @@ def test_client_7_metered_upstreams_usual_answers_are_not_news(
     assert len(calls) >= 2 * (3 + len(REFUSALS[provider]))  # each reached the upstream
     time.sleep(0.8)  # a flush
     assert pool.admin.get("/api/upstream-changes").json()["items"] == []
+    # and the provider is watched: one new field is news at once (an empty list means something)
+    pool.sim.script(account.id, Behaviour.ok(extra_field="newly_added"))
+    assert _call(pool.client(), provider, stream=False).status_code == 200
+    assert [(item["kind"], item["name"]) for item in _changes(pool.admin, 1)] == [
+        ("answer_field", "newly_added")
+    ]
 
 
 def test_client_7_metered_openai_unknown_event_field_and_error_code_relayed_and_listed(
