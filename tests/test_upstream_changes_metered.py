@@ -17,12 +17,19 @@ from sublane_sim import Behaviour
 
 COMPAT = "openai-compatible"
 COMPAT_MODEL = "qwen3-coder-30b"
-MESSAGES_BODY = {"model": "claude-opus-4-8", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+MESSAGES_BODY = {
+    "model": "claude-opus-4-8",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "hi"}],
+}
 #: Each provider's own protocol: its path, and a body of it.
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "openai": ("/v1/responses", {"model": "gpt-5", "input": "hi"}),
     "anthropic": ("/v1/messages", MESSAGES_BODY),
-    COMPAT: ("/v1/chat/completions", {"model": COMPAT_MODEL, "messages": [{"role": "user", "content": "hi"}]}),
+    COMPAT: (
+        "/v1/chat/completions",
+        {"model": COMPAT_MODEL, "messages": [{"role": "user", "content": "hi"}]},
+    ),
 }
 
 ENDPOINTS = {"openai": "openai.responses", "anthropic": "anthropic.messages", COMPAT: "compat.chat"}
@@ -86,7 +93,12 @@ def test_client_7_metered_upstreams_usual_answers_are_not_news(
     pool = _pool(make_pool, provider)
     account = pool.sim_accounts[0]
     with pool.client() as client:
-        for behaviour in (Behaviour.ok(), Behaviour.ok(), Behaviour.overload(after_deltas=1), *REFUSALS[provider]):
+        for behaviour in (
+            Behaviour.ok(),
+            Behaviour.ok(),
+            Behaviour.overload(after_deltas=1),
+            *REFUSALS[provider],
+        ):
             pool.sim.script(account.id, behaviour, behaviour)
             for stream in (True, False):
                 answer = _call(client, provider, stream=stream)

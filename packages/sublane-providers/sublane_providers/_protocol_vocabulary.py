@@ -76,18 +76,16 @@ _RESPONSES_ERROR_CODES = _of(
     "vector_store_timeout", "invalid_image", "invalid_image_format", "invalid_base64_image",
     "invalid_image_url", "image_too_large", "image_too_small", "image_parse_error",
     "image_content_policy_violation", "invalid_image_mode", "image_file_too_large",
-    "unsupported_image_media_type", "empty_image_file", "failed_to_download_image",
-    "image_file_not_found",
-    _OBSERVER_CODES,
+    "unsupported_image_media_type", "empty_image_file", "failed_to_download_image", "image_file_not_found",
 )  # fmt: skip
 
+#: OpenAI's Responses API: its streaming events, response object, terminal events, error codes.
 RESPONSES_VOCABULARY: Final = UpstreamVocabulary(
-    events=_RESPONSES_EVENTS,
-    answer_fields=_RESPONSES_ANSWER_FIELDS,
-    terminal_fields=_RESPONSES_TERMINAL_FIELDS,
-    error_codes=_RESPONSES_ERROR_CODES,
+    _RESPONSES_EVENTS,
+    _RESPONSES_ANSWER_FIELDS,
+    _RESPONSES_TERMINAL_FIELDS,
+    _RESPONSES_ERROR_CODES | _OBSERVER_CODES,
 )
-"""OpenAI's Responses API: its streaming events, response object, terminal events, error codes."""
 
 # -- Anthropic Messages ----------------------------------------------------------------------------
 
@@ -107,19 +105,17 @@ _MESSAGES_TERMINAL_FIELDS = _of("type", "delta", "usage", "context_management", 
 
 #: The API's error types (``error.type``); ``billing_error`` is its 402 of an account without credit.
 _MESSAGES_ERROR_CODES = _of(
-    "invalid_request_error", "authentication_error", "billing_error", "permission_error",
-    "not_found_error", "request_too_large", "rate_limit_error", "api_error", "overloaded_error",
-    "timeout_error",
-    _OBSERVER_CODES,
+    "invalid_request_error", "authentication_error", "billing_error", "permission_error", "not_found_error",
+    "request_too_large", "rate_limit_error", "api_error", "overloaded_error", "timeout_error",
 )  # fmt: skip
 
+#: Anthropic's Messages API: its stream events, message object, terminal events, error types.
 MESSAGES_VOCABULARY: Final = UpstreamVocabulary(
-    events=_MESSAGES_EVENTS,
-    answer_fields=_MESSAGES_ANSWER_FIELDS,
-    terminal_fields=_MESSAGES_TERMINAL_FIELDS,
-    error_codes=_MESSAGES_ERROR_CODES,
+    _MESSAGES_EVENTS,
+    _MESSAGES_ANSWER_FIELDS,
+    _MESSAGES_TERMINAL_FIELDS,
+    _MESSAGES_ERROR_CODES | _OBSERVER_CODES,
 )
-"""Anthropic's Messages API: its stream events, message object, terminal events, error types."""
 
 # -- OpenAI Chat Completions -----------------------------------------------------------------------
 
@@ -139,13 +135,12 @@ _CHAT_ERROR_CODES = _of(
     "permission_error", "not_found_error", "server_error", "server_is_overloaded",
     "BadRequestError", "AuthenticationError", "PermissionDeniedError", "NotFoundError",
     "RateLimitError", "InternalServerError", "ServiceUnavailableError",
-    _OBSERVER_CODES,
 )  # fmt: skip
 
 CHAT_COMPLETIONS_VOCABULARY: Final = UpstreamVocabulary(
     events=frozenset(),  # chunks are unnamed ``data:`` lines: a named event is news
     answer_fields=_CHAT_FIELDS,
     terminal_fields=_CHAT_FIELDS,
-    error_codes=_CHAT_ERROR_CODES,
+    error_codes=_CHAT_ERROR_CODES | _OBSERVER_CODES,
 )
 """OpenAI's Chat Completions reference: its answer and chunk fields, its error codes."""
