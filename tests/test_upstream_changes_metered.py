@@ -79,7 +79,10 @@ REFUSALS = {
         Behaviour.error(429),
         Behaviour.error(529),
     ),
-    COMPAT: (Behaviour.error(429), Behaviour.error(503), Behaviour.error(400)),
+    COMPAT: (
+        Behaviour.error(429), Behaviour.error(503), Behaviour.error(400),
+        Behaviour.error(402, error_code="unknown_error", error_message="Insufficient Balance"),
+    ),
 }  # fmt: skip
 
 
