@@ -166,7 +166,7 @@ def test_client_7_alert_once_per_new_name(make_pool: Callable[..., Pool], tmp_pa
     account = pool.sim_accounts[0]
     pool.sim.script(
         account.id,
-        *[Behaviour.ok(extra_event="response.audio.delta")] * 3,
+        *[Behaviour.ok(extra_event="response.aroma.delta")] * 3,
         Behaviour.ok(extra_event="response.video.delta"),
     )
     with receiver(port, made["secret"], log):
@@ -183,7 +183,7 @@ def test_client_7_alert_once_per_new_name(make_pool: Callable[..., Pool], tmp_pa
     assert got[0]["body"]["data"] == {
         "provider": "codex",
         "kind": "event",
-        "name": "response.audio.delta",
+        "name": "response.aroma.delta",
         "example_request_id": first.headers["x-request-id"],
     }
     assert got[1]["body"]["data"]["name"] == "response.video.delta"

@@ -46,6 +46,11 @@ from sublane_providers._identity import (
 from sublane_providers._jwt import expiry_of, unverified_claims
 from sublane_providers._oauth import PastedCallbackError, PkcePair, code_from_pasted, new_pkce_pair
 from sublane_providers._plugin import ENTRY_POINT_GROUP, ProviderPlugin, ProviderSettings
+from sublane_providers._protocol_vocabulary import (
+    CHAT_COMPLETIONS_VOCABULARY,
+    MESSAGES_VOCABULARY,
+    RESPONSES_VOCABULARY,
+)
 from sublane_providers._refresh import RefreshedCredentials, RefreshFailed
 from sublane_providers._registry import (
     ProviderRegistrationError,
@@ -133,6 +138,9 @@ __all__ = [
     "KIND_ERROR",
     "KIND_MODEL",
     "KIND_CLIENT_VERSION",
+    "RESPONSES_VOCABULARY",
+    "MESSAGES_VOCABULARY",
+    "CHAT_COMPLETIONS_VOCABULARY",
     # plugins and the registry
     "ENTRY_POINT_GROUP",
     "ProviderPlugin",

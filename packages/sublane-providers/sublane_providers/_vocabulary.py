@@ -60,6 +60,25 @@ class UpstreamVocabulary:
                 found.update(name)
         return frozenset(found)
 
+    def adding(
+        self,
+        *,
+        events: Iterable[str] = (),
+        answer_fields: Iterable[str] = (),
+        terminal_fields: Iterable[str] = (),
+        error_codes: Iterable[str] = (),
+        models: Iterable[str] = (),
+    ) -> UpstreamVocabulary:
+        """This vocabulary and the names one upstream adds to it (a public API's vocabulary and a
+        provider's extras, ``sublane_providers.RESPONSES_VOCABULARY`` and its kin)."""
+        return UpstreamVocabulary(
+            events=self.events | frozenset(events),
+            answer_fields=self.answer_fields | frozenset(answer_fields),
+            terminal_fields=self.terminal_fields | frozenset(terminal_fields),
+            error_codes=self.error_codes | frozenset(error_codes),
+            models=self.models | frozenset(models),
+        )
+
 
 @runtime_checkable
 class DeclaresVocabulary(Protocol):

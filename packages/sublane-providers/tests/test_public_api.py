@@ -12,6 +12,7 @@ EXPECTED = [
     "ReportsQuotaInStream", "SignsIn", "SuggestsAliases", "TakesApiKeys", "WrapsEvents", "DeclaresVocabulary",
     "UpstreamVocabulary", "UNKNOWN_KINDS", "KIND_EVENT", "KIND_ANSWER_FIELD", "KIND_TERMINAL_FIELD",
     "KIND_ERROR", "KIND_MODEL", "KIND_CLIENT_VERSION",
+    "RESPONSES_VOCABULARY", "MESSAGES_VOCABULARY", "CHAT_COMPLETIONS_VOCABULARY",
     "ENTRY_POINT_GROUP", "ProviderPlugin", "ProviderSettings", "ProviderRegistrationError",
     "UnknownProviderError", "build_adapters", "parse_credentials", "provider_billing", "provider_names",
     "provider_plugin", "provider_plugins",

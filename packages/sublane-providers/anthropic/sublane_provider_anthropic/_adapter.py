@@ -18,6 +18,7 @@ from sublane_provider_anthropic._request import (
     models_url,
 )
 from sublane_provider_anthropic._settings import PUBLIC_BASE_URL, AnthropicSettings
+from sublane_provider_anthropic._vocabulary import NO_CREDIT_CODE, VOCABULARY
 from sublane_providers import (
     AliasesModels,
     FailureKind,
@@ -37,7 +38,6 @@ _DATED = re.compile(r"^(claude-[a-z0-9.-]+?)-(\d{8})$")
 #: How the API answers a key whose organisation has no credit left: a 400 ``invalid_request_error``
 #: ("Your credit balance is too low to access the Anthropic API…"), not a 429.
 NO_CREDIT = "Your credit balance is too low"
-NO_CREDIT_CODE = "credit_balance_too_low"
 
 
 def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
@@ -85,6 +85,8 @@ class AnthropicAdapter(ApiKeyAdapter, AliasesModels):
     protocol = WireProtocol.MESSAGES
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COUNT_TOKENS})
     cache_lifetime = CACHE_LIFETIME_S
+    #: What the API is known to answer (CLIENT-7); its catalogue is what the key lists (no models).
+    vocabulary = VOCABULARY
 
     def __init__(self, *, base_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.default_base_url = api_root(base_url)

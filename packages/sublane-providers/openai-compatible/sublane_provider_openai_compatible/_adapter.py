@@ -32,6 +32,7 @@ from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_
 from sublane_provider_openai_compatible._credentials import FILE, NAME, parse_credentials
 from sublane_provider_openai_compatible._settings import CompatibleSettings
 from sublane_provider_openai_compatible._stream import ChatStreamObserver
+from sublane_provider_openai_compatible._vocabulary import STREAM_OPTIONS_REFUSED, VOCABULARY
 from sublane_providers import (
     FailureKind,
     HasOtherHosts,
@@ -51,8 +52,6 @@ PASSED_HEADERS = ("user-agent",)
 #: How a server refuses a field it does not know: 400 (vLLM, llama.cpp, Ollama, Azure AI), 422
 #: (pydantic servers: Mistral, TGI).
 FIELD_REFUSALS = frozenset({400, 422})
-#: The failure code of a refusal naming ``stream_options`` (a request's, resent without it).
-STREAM_OPTIONS_REFUSED = "stream_options_unsupported"
 COMPLETIONS_PATH = "/chat/completions"
 
 
@@ -65,6 +64,8 @@ class CompatibleAdapter(ApiKeyAdapter, HasOtherHosts):
     protocol = WireProtocol.CHAT_COMPLETIONS
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON})
     names_models = True  # a server may list no models: the import names them
+    #: What a server is known to answer (CLIENT-7); its catalogue is the server's (no models).
+    vocabulary = VOCABULARY
 
     def __init__(self, *, http: MetadataHttp, metadata_timeout: float) -> None:
         self._http = http

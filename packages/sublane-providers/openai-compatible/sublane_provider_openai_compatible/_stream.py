@@ -38,7 +38,14 @@ def chat_usage(usage: Any) -> TokenUsage | None:
 
 
 def _error(error: dict[str, Any]) -> tuple[str, str]:
-    code = error.get("code") or error.get("type") or "upstream_error"
+    """The code and message of an in-stream error, read as the kit reads an error answer: a text
+    ``code``, else the ``type`` (servers like vLLM give the HTTP status as a number ``code`` and
+    name the error in ``type``), else that status as ``http_<status>``."""
+    code = error.get("code")
+    kind = error.get("type")
+    if not (isinstance(code, str) and code):
+        status = code if isinstance(code, int) and not isinstance(code, bool) else None
+        code = kind if isinstance(kind, str) and kind else f"http_{status}" if status else "upstream_error"
     message = error.get("message")
     text = safe_message(message) if isinstance(message, str) and message else "The server failed."
     return safe_message(str(code))[:64], text

@@ -24,6 +24,7 @@ from sublane_provider_openai._request import (
     upstream_headers,
 )
 from sublane_provider_openai._settings import OpenAISettings
+from sublane_provider_openai._vocabulary import VOCABULARY
 from sublane_providers import (
     ChecksCredentials,
     FailureKind,
@@ -61,6 +62,8 @@ class OpenAIAdapter(ApiKeyAdapter, ChecksCredentials):
     operations = frozenset({UpstreamOperation.STREAM, UpstreamOperation.JSON, UpstreamOperation.COMPACT})
     exhausted_codes: ClassVar[frozenset[str]] = EXHAUSTED_CODES
     cache_lifetime = CACHE_LIFETIME_S
+    #: What the API is known to answer (CLIENT-7); its catalogue is what the key lists (no models).
+    vocabulary = VOCABULARY
 
     def __init__(self, *, default_base_url: str, http: MetadataHttp, metadata_timeout: float) -> None:
         self.default_base_url = api_base(default_base_url)
