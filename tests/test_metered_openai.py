@@ -197,6 +197,23 @@ def test_paid_1_codex_cli_fields_the_openai_api_refuses_are_not_sent(make_pool: 
     assert _runtime(pool, pool.account_ids[0])["state"] == "ready"
 
 
+def test_paid_1_a_field_the_openai_api_does_not_take_is_refused_by_it_naming_the_field(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """A native request's field the API does not know is sent as written (a parameter the API adds
+    after a release must reach it), so the API refuses it: the client gets that 400 with the
+    field named in ``param`` as the OpenAI SDK reads it, and the key is not blamed."""
+    pool = _answering(make_pool(provider="openai"))
+    with pytest.raises(openai.BadRequestError) as refused:
+        _sdk(pool).responses.create(model="gpt-5", input="hi", extra_body={"made_up_option": True})
+    assert refused.value.status_code == 400
+    error = refused.value.body
+    assert isinstance(error, dict) and error["code"] == "unknown_parameter", error
+    assert error["param"] == "made_up_option"
+    assert pool.sim.requests(endpoint="openai.responses")[-1].body["made_up_option"] is True
+    assert _runtime(pool, pool.account_ids[0])["state"] == "ready"
+
+
 def test_paid_1_openai_chat_completions_through_the_hub(make_pool: Callable[..., Pool]) -> None:
     pool = _answering(make_pool(provider="openai"))
     client = _sdk(pool)

@@ -308,7 +308,20 @@ def classify_api_failure(
         status,
         code,
         message or f"The provider refused the request (HTTP {status}).",
+        param=api_error_param(body),
     )
+
+
+def api_error_param(body: bytes) -> str | None:
+    """The request field an OpenAI-shaped error names (``error.param``: ``"client_metadata"`` for
+    an ``unknown_parameter``), so that the client's SDK can say which one; ``None`` when none."""
+    try:
+        payload = json_loads(body)
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    param = error.get("param") if isinstance(error, dict) else None
+    return safe_message(param)[:128] if isinstance(param, str) and param else None
 
 
 class ApiKeyAdapter(ProviderAdapter):

@@ -85,6 +85,7 @@ class UpstreamFailure:
     retry_after: float | None = None
     model: str | None = None
     needed_version: str | None = None  # CLIENT-3: the client version the upstream asked for
+    param: str | None = None  # the request field an upstream's refusal names (OpenAI's ``error.param``)
 
     @property
     def retryable(self) -> bool:

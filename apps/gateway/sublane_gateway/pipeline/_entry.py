@@ -581,7 +581,12 @@ def refusal_reply(
         call.finish(Outcome.ERROR, failure.code)
         if failure.kind is FailureKind.CLIENT_ERROR:  # the client's own mistake: relay it
             return error_reply(
-                protocol, failure.status, failure.code, failure.message, request_id=call.request_id
+                protocol,
+                failure.status,
+                failure.code,
+                failure.message,
+                request_id=call.request_id,
+                param=failure.param,
             )
         code = _REFUSAL_CODES.get(failure.kind, "upstream_error")
         retry_after = failure.retry_after
