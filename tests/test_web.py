@@ -1335,10 +1335,10 @@ def test_client_7_the_upstream_changes_page_lists_what_upstreams_answered_that_s
     page = _admin_page(pool, open_context, "/admin/upstream-changes")
     expect(page.get_by_role("heading", name="Upstream changes")).to_be_visible()
     expect(page.get_by_role("link", name="Upstream changes")).to_have_attribute("aria-current", "page")
-    changed = Behaviour.ok(extra_event="response.audio.delta", extra_field="safety_report")
+    changed = Behaviour.ok(extra_event="response.aroma.delta", extra_field="safety_report")
     pool.sim.script(pool.sim_accounts[0].id, changed)
     answer = pool.client().post("/v1/responses", json=BODY)
-    assert answer.status_code == 200 and "event: response.audio.delta" in answer.text
+    assert answer.status_code == 200 and "event: response.aroma.delta" in answer.text
     deadline = time.monotonic() + 10
     while len(pool.admin.get("/api/upstream-changes").json()["items"]) < 3:
         assert time.monotonic() < deadline
@@ -1348,7 +1348,7 @@ def test_client_7_the_upstream_changes_page_lists_what_upstreams_answered_that_s
     expect(rows).to_have_count(3)
     event = page.locator("tr[data-kind='event']")
     expect(event).to_contain_text("Stream event type")
-    expect(event).to_contain_text("response.audio.delta")
+    expect(event).to_contain_text("response.aroma.delta")
     expect(event.get_by_role("link", name=answer.headers["x-request-id"])).to_be_visible()
     expect(page.locator("tr[data-kind='terminal_field']")).to_contain_text("safety_report")
     expect(page.locator("tr[data-kind='model']")).to_contain_text("gpt-7-orion")
