@@ -88,6 +88,12 @@ def weekday(day: int) -> int:
     return (day // DAY_S + 3) % 7
 
 
+#: The largest value the usage tables' ``day`` columns hold (PostgreSQL's ``INTEGER``, a day of
+#: 2038): a range past it holds no usage, and a bound past it must not overflow the comparison
+#: (``GET /api/usage/value?month=9999-12`` answered 500 on PostgreSQL).
+DAY_LIMIT = 2**31 - 1
+
+
 class UsageReader:
     """Summaries of a range of days, for one member or for the whole team."""
 
@@ -232,8 +238,9 @@ class UsageReader:
     def account_costs(self, start: float, until: float) -> list[dict[str, Any]]:
         """Per account: its provider, requests, tokens, cost and unpriced tokens over the UTC days
         from ``start`` to ``until`` (COST-3's value)."""
+        first, last = utc_day(start), utc_day(until - 1) + DAY_S
         with self._engine.connect() as connection:
-            return self._by_account(connection, utc_day(start), utc_day(until - 1) + DAY_S)
+            return self._by_account(connection, min(first, DAY_LIMIT), min(last, DAY_LIMIT))
 
     def _by_member(
         self, connection: sa.Connection, scope: Sequence[sa.ColumnElement[bool]]
