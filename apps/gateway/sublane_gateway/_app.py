@@ -25,6 +25,7 @@ from sublane_gateway._credential_key import credentials_key, key_source
 from sublane_gateway._data_folder import DataFolderLock
 from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._file_modes import secure_data_files
+from sublane_gateway._gc import BurstObserver
 from sublane_gateway._health import router as health_router
 from sublane_gateway._key_check import verify_credentials_key
 from sublane_gateway._login_throttle import LoginThrottle
@@ -119,10 +120,11 @@ def create_app(
     return app
 
 
-def asgi_app(app: FastAPI) -> ModelRoutes:
-    """What the server runs: model calls straight to their endpoints, the rest into ``app`` (#19)."""
+def asgi_app(app: FastAPI, burst: BurstObserver | None = None) -> ModelRoutes:
+    """What the server runs: model calls straight to their endpoints, the rest into ``app`` (#19);
+    ``burst`` is told when calls queue for their starts (the serving process's collector pause)."""
     per_turn = app.state.gateway.settings.model_starts_per_turn
-    return ModelRoutes(app, routes.MODEL_CALL_ROUTES, StartPacer(per_turn) if per_turn else None)
+    return ModelRoutes(app, routes.MODEL_CALL_ROUTES, StartPacer(per_turn, burst) if per_turn else None)
 
 
 @asynccontextmanager

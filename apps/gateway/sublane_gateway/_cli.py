@@ -194,7 +194,7 @@ def _serve(settings: Settings) -> None:
 
     from sublane_gateway._app import asgi_app, create_app
     from sublane_gateway._connection_guard import guarded_http
-    from sublane_gateway._gc import freeze_startup_objects, rarer_collections
+    from sublane_gateway._gc import CollectorPausedInBursts, freeze_startup_objects, rarer_collections
     from sublane_gateway._switching import loop_first_switching
 
     configure_logging(settings.log_level, settings.log_format)
@@ -238,7 +238,7 @@ def _serve(settings: Settings) -> None:
     rarer_collections()
     loop_first_switching()
     uvicorn.run(
-        asgi_app(app),
+        asgi_app(app, CollectorPausedInBursts()),
         http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s),
         **common,  # OPS-4: slow clients
     )

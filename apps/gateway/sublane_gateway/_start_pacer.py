@@ -10,23 +10,31 @@ a turn and the rest wait, first come first served, for the turns after it, with 
 between: a running stream's chunk waits for a few calls' first steps, not for the whole burst. The
 burst as a whole is not slower — the same work, in the same order — and a call that arrives alone
 (the usual case) starts at once, without waiting for anything.
+
+A ``burst`` observer is told when calls begin to queue and when the queue is empty again (the
+serving process pauses the garbage collector in between, ``_gc.CollectorPausedInBursts``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sublane_gateway._gc import BurstObserver
 
 
 class StartPacer:
     """At most ``per_turn`` starts in one turn of the event loop; the rest wait in arrival order."""
 
-    __slots__ = ("_armed", "_left", "_waiters", "per_turn")
+    __slots__ = ("_armed", "_left", "_waiters", "burst", "per_turn")
 
-    def __init__(self, per_turn: int) -> None:
+    def __init__(self, per_turn: int, burst: BurstObserver | None = None) -> None:
         if per_turn < 1:
             raise ValueError("per_turn must be at least 1")
         self.per_turn = per_turn
+        self.burst = burst
         self._left = per_turn
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         # The loop whose next turn will reset the budget (``None``: no turn armed). Kept per loop:
@@ -47,6 +55,8 @@ class StartPacer:
         """Wait for a start in a later turn (after :meth:`take` said no)."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
+        if not self._waiters and self.burst is not None:
+            self.burst.burst_began()
         self._waiters.append(waiter)
         if self._armed is not loop:
             self._arm(loop)
@@ -66,6 +76,8 @@ class StartPacer:
         if self._armed is not None and self._armed is not loop:  # the old loop's turn never comes
             self._left = self.per_turn
             self._waiters = collections.deque(w for w in self._waiters if w.get_loop() is loop)
+            if not self._waiters and self.burst is not None:
+                self.burst.burst_ended()
         self._armed = loop
         loop.call_soon(self._next_turn)
 
@@ -76,11 +88,14 @@ class StartPacer:
         begin at the next turn, and a newcomer taking a start now would begin before them."""
         released = 0
         waiters = self._waiters
+        queued = bool(waiters)
         while waiters and released < self.per_turn:
             waiter = waiters.popleft()
             if not waiter.done():  # a cancelled waiter takes no start
                 waiter.set_result(None)
                 released += 1
+        if queued and not waiters and self.burst is not None:  # the burst's last call began
+            self.burst.burst_ended()
         if released or waiters:
             self._left = 0
             asyncio.get_running_loop().call_soon(self._next_turn)

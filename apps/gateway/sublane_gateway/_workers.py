@@ -11,7 +11,7 @@ from __future__ import annotations
 from sublane_core import configure_logging
 from sublane_gateway._app import asgi_app, create_app
 from sublane_gateway._connection_guard import GuardedHttp
-from sublane_gateway._gc import freeze_startup_objects, rarer_collections
+from sublane_gateway._gc import CollectorPausedInBursts, freeze_startup_objects, rarer_collections
 from sublane_gateway._model_routes import ModelRoutes
 from sublane_gateway._settings import gateway_settings
 from sublane_gateway._switching import loop_first_switching
@@ -33,4 +33,4 @@ def worker_app() -> ModelRoutes:
     freeze_startup_objects()
     rarer_collections()
     loop_first_switching()
-    return asgi_app(app)
+    return asgi_app(app, CollectorPausedInBursts())

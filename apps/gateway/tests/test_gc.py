@@ -3,16 +3,20 @@ built gateway then takes a fraction of what it did."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sublane_gateway._app import asgi_app, create_app
 from sublane_gateway._gc import (
     FULL_COLLECTION_THRESHOLD,
     YOUNG_COLLECTION_THRESHOLD,
+    CollectorPausedInBursts,
     freeze_startup_objects,
     rarer_collections,
 )
@@ -71,3 +75,91 @@ def test_young_and_full_collections_are_made_rarer_the_middle_ones_kept() -> Non
         assert YOUNG_COLLECTION_THRESHOLD >= 5 * 700  # several times Python's default of 700
     finally:
         gc.set_threshold(*before)
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    """These tests turn the process's collector off and on: it is on before and after each."""
+    gc.enable()
+    yield
+    gc.enable()
+
+
+async def test_the_collector_is_off_from_a_burst_until_no_call_queued_for_the_quiet_time(
+    collector_on: None,
+) -> None:
+    pause = CollectorPausedInBursts(max_pause_s=5.0, quiet_s=0.05)
+    pause.burst_began()
+    assert not gc.isenabled() and pause.paused
+    pause.burst_ended()
+    await asyncio.sleep(0.01)
+    assert not gc.isenabled()  # the queue emptied a moment: a burst's calls arrive over a while
+    pause.burst_began()  # queued again within the quiet time: the same burst
+    await asyncio.sleep(0.08)
+    assert not gc.isenabled()
+    pause.burst_ended()
+    await asyncio.sleep(0.1)
+    assert gc.isenabled() and not pause.paused
+
+
+async def test_a_burst_that_lasts_resumes_collecting_after_the_longest_pause(collector_on: None) -> None:
+    pause = CollectorPausedInBursts(max_pause_s=0.05, quiet_s=0.05)
+    pause.burst_began()
+    await asyncio.sleep(0.1)
+    assert gc.isenabled() and not pause.paused  # the gateway saturated: cycles are collected again
+    pause.burst_ended()
+    await asyncio.sleep(0.1)
+    assert gc.isenabled()
+
+
+async def test_a_collector_turned_off_by_something_else_stays_off(collector_on: None) -> None:
+    gc.disable()
+    pause = CollectorPausedInBursts(max_pause_s=0.05, quiet_s=0.01)
+    pause.burst_began()
+    pause.burst_ended()
+    await asyncio.sleep(0.1)
+    assert not gc.isenabled() and not pause.paused
+
+
+async def test_a_served_burst_of_streams_collects_nothing_until_its_calls_have_begun(
+    tmp_path: Path, collector_on: None
+) -> None:
+    """Through the real pacer of a real app: from the first call that queues to the last one's
+    start, the streams' objects pile up past the young generation's threshold several times over
+    and nothing is collected; once no call has queued for the quiet time, collecting resumes."""
+    settings = make_settings(tmp_path, model_starts_per_turn=2)
+    migrate(settings)
+    pause = CollectorPausedInBursts(max_pause_s=5.0, quiet_s=0.02)
+    pacer = asgi_app(create_app(settings), pause).pacer
+    assert pacer is not None and pacer.burst is pause
+    gc.collect()
+    threshold = gc.get_threshold()[0]
+    collections: list[int] = []
+    streams: list[list[list[int]]] = []  # what the started streams hold while they run
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and pacer.waiting:
+            collections.append(info["generation"])
+
+    async def call() -> None:
+        if not pacer.take():
+            await pacer.wait()
+        streams.append([[index] for index in range(threshold)])
+
+    gc.callbacks.append(counted)
+    try:
+        await asyncio.gather(*(call() for _ in range(40)))
+        assert pause.paused and not gc.isenabled()
+        assert collections == []
+        assert gc.get_count()[0] > 10 * threshold  # a collection was due many times over
+        await asyncio.sleep(0.1)
+        assert gc.isenabled() and not pause.paused
+    finally:
+        gc.callbacks.remove(counted)
+
+
+def test_test_apps_leave_the_collector_alone(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    migrate(settings)
+    pacer = asgi_app(create_app(settings)).pacer
+    assert pacer is not None and pacer.burst is None

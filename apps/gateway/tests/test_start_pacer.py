@@ -61,6 +61,22 @@ async def _burst(pacer: StartPacer, arrivals: list[int], cancel: set[int]) -> li
     return began
 
 
+class BurstLog:
+    """A burst observer that notes what it was told, and how many calls waited each time."""
+
+    def __init__(self, pacer: StartPacer | None = None) -> None:
+        self.said: list[str] = []
+        self.pacer = pacer
+
+    def burst_began(self) -> None:
+        assert self.pacer is None or self.pacer.waiting == 0  # before the first waiter queues
+        self.said.append("began")
+
+    def burst_ended(self) -> None:
+        assert self.pacer is None or self.pacer.waiting == 0
+        self.said.append("ended")
+
+
 async def test_a_call_alone_begins_at_once() -> None:
     pacer = StartPacer(8)
     assert pacer.take()
@@ -102,6 +118,22 @@ def test_a_loop_closed_with_a_turn_due_leaves_the_next_loop_paced() -> None:
     assert max(Counter(turn for _, turn in began).values()) <= 3
 
 
+async def test_the_burst_observer_hears_the_queue_begin_and_end_once_per_burst() -> None:
+    log = BurstLog()
+    pacer = StartPacer(4, log)
+    log.pacer = pacer
+    for _ in range(4):
+        assert pacer.take()  # calls alone, within a turn's starts: no burst
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert log.said == []
+    began = await _burst(pacer, [20], set())
+    assert len(began) == 20
+    assert log.said == ["began", "ended"]
+    await _burst(pacer, [3, 9], {12, 13})  # the last waiters cancelled: the queue still ends
+    assert log.said == ["began", "ended", "began", "ended"]
+
+
 def test_per_turn_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         StartPacer(0)
@@ -119,8 +151,9 @@ def test_every_call_not_cancelled_begins_in_order_and_no_turn_takes_more(
     """The invariant under any arrivals and cancellations: each call that is not cancelled begins
     exactly once, in arrival order, never more than ``per_turn`` in a turn (each turn also lets in
     whatever arrived in it while starts were left: at most twice ``per_turn`` by the loop's turns),
-    and the pacer ends idle."""
-    pacer = StartPacer(per_turn)
+    and the pacer ends idle; its burst observer hears each burst begin once and end once."""
+    log = BurstLog()
+    pacer = StartPacer(per_turn, log)
     began = asyncio.run(_burst(pacer, arrivals, cancel))
     numbers = [number for number, _ in began]
     total = sum(arrivals)
@@ -130,3 +163,4 @@ def test_every_call_not_cancelled_begins_in_order_and_no_turn_takes_more(
     assert waited == sorted(waited)
     assert max(Counter(turn for _, turn in began).values(), default=0) <= 2 * per_turn
     assert pacer.waiting == 0
+    assert log.said == ["began", "ended"] * (len(log.said) // 2)
