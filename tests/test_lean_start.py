@@ -27,7 +27,8 @@ SUBLANE = shutil.which("sublane", path=str(Path(sys.executable).parent)) or "sub
 
 # What only another feature needs: schema upgrades (a child process runs them), OIDC sign-in,
 # TOTP QR codes, SOCKS egress and upstream WebSockets, PostgreSQL, Redis coordination (SCALE-2),
-# OTLP export (OPS-12), the built-in price data (the first priced record reads it, COST-2).
+# OTLP export (OPS-12), the built-in price data (the first priced record reads it, COST-2), the AES
+# library (nothing sealed or opened yet: OPS-3's key check runs in a forked child).
 NOT_LOADED = (
     "alembic",
     "mako",
@@ -49,6 +50,7 @@ NOT_LOADED = (
     "genai_prices",  # the price data: read by the first priced call when no metered account exists
     "prometheus_client",  # the text of /metrics: imported by its first scrape
     "sublane_gateway._metrics_exposition",
+    "cryptography",  # AES for sealed values: the first one sealed or opened (OPS-3's check: a child)
 )
 
 # Idle resident memory of a started default gateway, with this repository's development

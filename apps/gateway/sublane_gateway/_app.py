@@ -27,7 +27,7 @@ from sublane_gateway._errors import install_error_handlers
 from sublane_gateway._file_modes import secure_data_files
 from sublane_gateway._gc import BurstObserver
 from sublane_gateway._health import router as health_router
-from sublane_gateway._key_check import verify_credentials_key
+from sublane_gateway._key_check import verify_credentials_key, verify_credentials_key_in_child
 from sublane_gateway._login_throttle import LoginThrottle
 from sublane_gateway._metered_spend import any_metered_provider, metered_only, spend_ledger
 from sublane_gateway._metrics import CallCounters
@@ -60,11 +60,14 @@ def create_app(
     *,
     clock: Clock | None = None,
     when_started: Callable[[], object] | None = None,
+    key_check_in_child: bool = False,
 ) -> FastAPI:
     """Build the gateway app. The database must already be migrated (``sublane migrate``/``serve``).
 
     ``when_started`` runs once the lifespan startup is done, before the first request is served
     (``sublane serve`` freezes what startup built out of the garbage collector's walks).
+    ``key_check_in_child``: OPS-3's key check runs in a forked child (``sublane serve``: a process
+    without threads yet), which keeps the AES library out of a gateway without credentials.
     """
     settings = settings or gateway_settings()
     engine = create_db_engine(settings.effective_database_url)
@@ -77,7 +80,13 @@ def create_app(
         clock=clock or SystemClock(),
         schema_head=head_revision(),
     )
-    verify_credentials_key(engine, state.cipher, key_source(settings), state.clock.time())  # OPS-3
+    if key_check_in_child:  # OPS-3
+        engine.dispose()  # no open database connection is carried into the child (SQLite's rule)
+        verify_credentials_key_in_child(
+            settings.effective_database_url, key, key_source(settings), state.clock.time()
+        )
+    else:
+        verify_credentials_key(engine, state.cipher, key_source(settings), state.clock.time())
     state.login_throttle = LoginThrottle(
         state.clock, settings.login_failures_max, settings.login_failure_window_s
     )

@@ -5,7 +5,8 @@ A bundle is ``MAGIC`` · scrypt parameters and salt · AES-256-GCM nonce · ciph
 r=8, p=1: about 32 MiB and a tenth of a second, per try; a bundle asking for more is refused,
 BULK-3); the header is authenticated as associated data, so a changed byte anywhere — header, nonce
 or ciphertext — fails the tag check, the same way a wrong passphrase does: :class:`BadBundle`, and
-nothing is imported. The plaintext is JSON:
+nothing is imported. ``cryptography`` is imported by the first export or import, not with the app
+(issue #49: a default start never loads it). The plaintext is JSON:
 ``{"version": 1, "exported_at", "accounts": [{"provider", "name", "credentials", …}]}``.
 """
 
@@ -15,10 +16,6 @@ import json
 import os
 import struct
 from typing import Any, Final
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 MAGIC: Final = b"SUBLANE-BUNDLE\x001"
 SCRYPT_N: Final = 2**15
@@ -38,11 +35,15 @@ def _key(passphrase: str, salt: bytes, n: int, r: int, p: int) -> bytes:
     # n·r·p): the uploader does not choose how much memory and time an import spends.
     if not (2**10 <= n <= SCRYPT_N and n & (n - 1) == 0 and 1 <= r <= SCRYPT_R and 1 <= p <= SCRYPT_P):
         raise BadBundle("unusual key-derivation parameters")
+    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
     return Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(passphrase.encode())
 
 
 def seal_bundle(passphrase: str, document: dict[str, Any]) -> bytes:
     """The bundle file of ``document``."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     salt, nonce = os.urandom(16), os.urandom(12)
     header = MAGIC + _HEADER.pack(SCRYPT_N, SCRYPT_R, SCRYPT_P, salt, nonce)
     plaintext = json.dumps(document, separators=(",", ":")).encode()
@@ -52,6 +53,9 @@ def seal_bundle(passphrase: str, document: dict[str, Any]) -> bytes:
 
 def open_bundle(passphrase: str, data: bytes) -> dict[str, Any]:
     """The document inside a bundle file; :class:`BadBundle` for anything else."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     size = len(MAGIC) + _HEADER.size
     if len(data) > MAX_BUNDLE_BYTES or len(data) < size + 16 or not data.startswith(MAGIC):
         raise BadBundle("not a SubLane bundle")

@@ -214,7 +214,9 @@ def _serve(settings: Settings) -> None:
         raise SystemExit(f"sublane: {exc}") from None
     _ready_schema(settings)
     try:
-        app = create_app(settings, when_started=freeze_startup_objects)  # and again once started
+        app = create_app(  # frozen again once started
+            settings, when_started=freeze_startup_objects, key_check_in_child=True
+        )
     except CredentialKeyError as exc:
         raise SystemExit(f"sublane: {exc}") from None
     common: dict[str, Any] = {

@@ -3,14 +3,26 @@
 A wrong but well-formed key used to be accepted: accounts showed ready and every model call
 failed with a 500. Now a value sealed with the key is stored the first time the key is used (an
 older database proves its key with one stored account instead), and every start opens it.
+
+``sublane serve`` opens it in a forked child (:func:`verify_credentials_key_in_child`): the check
+is the only thing a start-up without credentials would seal or open, and the AES library it loads
+stays in the server's memory for good once imported (7 MB, issue #49). A fork costs a few
+milliseconds and imports nothing anew; the child uses an engine of its own and leaves through
+``os._exit`` (none of the parent's connections, files or exit handlers are touched).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sublane_core import CredentialCipher, CredentialDecryptError, CredentialKeyError
+from sublane_core import CredentialCipher, CredentialDecryptError, CredentialKeyError, create_db_engine
+
+_WRONG_KEY = 3  # the child's exit status for CredentialKeyError (its message on the pipe)
+_FAILED = 4  # anything else (the traceback on the pipe)
 
 CHECK_VALUE = {"sublane": "credentials.key check"}
 
@@ -46,3 +58,52 @@ def _wrong_key(source: str) -> CredentialKeyError:
         "give the key the database's credentials were sealed with (restore credentials.key from the "
         "backup taken with the database, or set SUBLANE_CREDENTIALS_KEY to it; see README)"
     )
+
+
+def verify_credentials_key_in_child(database_url: str, key: bytes, source: str, now: float) -> None:
+    """:func:`verify_credentials_key` in a forked child of this process (``sublane serve``, before
+    it serves, while it has no thread and, its engine disposed, no database connection open: SQLite
+    must not see a connection carried across a fork). Where ``os.fork`` does not exist, here."""
+    if not hasattr(os, "fork"):
+        engine = create_db_engine(database_url)
+        try:
+            verify_credentials_key(engine, CredentialCipher(key), source, now)
+        finally:
+            engine.dispose()
+        return
+    reader, writer = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's lines run in another process)
+        os.close(reader)
+        _check_and_exit(writer, database_url, key, source, now)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        said = pipe.read().decode("utf-8", "replace")
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == _WRONG_KEY:
+        raise CredentialKeyError(said)
+    if code != 0:
+        raise RuntimeError(f"the credentials key check failed (exit status {code}): {said}")
+
+
+def _check_and_exit(writer: int, database_url: str, key: bytes, source: str, now: float) -> None:
+    status, said = _FAILED, ""
+    try:
+        engine = create_db_engine(database_url)
+        try:
+            verify_credentials_key(engine, CredentialCipher(key), source, now)
+        finally:
+            engine.dispose()
+        status = 0
+    except CredentialKeyError as exc:
+        status, said = _WRONG_KEY, str(exc)
+    except BaseException as exc:  # whatever it was, the parent reports it and stops
+        said = f"{type(exc).__name__}: {exc}"
+    finally:
+        try:
+            os.write(writer, said.encode("utf-8", "replace"))
+        finally:
+            os._exit(status)

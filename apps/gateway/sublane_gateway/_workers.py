@@ -29,7 +29,7 @@ class WorkerHttp(GuardedHttp):
 def worker_app() -> ModelRoutes:
     """One worker's app (uvicorn's ``factory``)."""
     configure_logging(_settings.log_level, _settings.log_format)
-    app = create_app(_settings, when_started=freeze_startup_objects)
+    app = create_app(_settings, when_started=freeze_startup_objects)  # threads run here: no fork
     freeze_startup_objects()
     rarer_collections()
     loop_first_switching()

@@ -12,10 +12,10 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 _VERSION = b"\x01"
 _NONCE_BYTES = 12
@@ -74,26 +74,43 @@ def _create_key(path: Path) -> bytes:
 
 
 class CredentialCipher:
-    """Encrypts and decrypts credential bundles (JSON objects) with one key."""
+    """Encrypts and decrypts credential bundles (JSON objects) with one key.
+
+    ``cryptography`` is imported by the first value sealed or opened, not with this module: a
+    gateway that holds no credential yet never loads it (7 MB of resident memory, issue #49)."""
+
+    __slots__ = ("_aead", "_key")
 
     def __init__(self, key: bytes) -> None:
         if len(key) != 32:
             raise CredentialKeyError("the credential key must be 32 bytes")
-        self._aead = AESGCM(key)
+        self._key = key
+        self._aead: AESGCM | None = None
+
+    def _sealer(self) -> AESGCM:
+        aead = self._aead
+        if aead is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            aead = self._aead = AESGCM(self._key)  # two threads may both build one: the same
+        return aead
 
     def encrypt(self, bundle: dict[str, Any]) -> bytes:
         """Serialize ``bundle`` and seal it: version byte, nonce, ciphertext with tag."""
         plaintext = json.dumps(bundle, separators=(",", ":"), sort_keys=True).encode("utf-8")
         nonce = secrets.token_bytes(_NONCE_BYTES)
-        return _VERSION + nonce + self._aead.encrypt(nonce, plaintext, _ASSOCIATED_DATA)
+        return _VERSION + nonce + self._sealer().encrypt(nonce, plaintext, _ASSOCIATED_DATA)
 
     def decrypt(self, sealed: bytes) -> dict[str, Any]:
         """Open a value made by :meth:`encrypt`."""
         if len(sealed) < 1 + _NONCE_BYTES + 16 or sealed[:1] != _VERSION:
             raise CredentialDecryptError("not a SubLane credential ciphertext")
         nonce = sealed[1 : 1 + _NONCE_BYTES]
+        aead = self._sealer()
+        from cryptography.exceptions import InvalidTag
+
         try:
-            plaintext = self._aead.decrypt(nonce, sealed[1 + _NONCE_BYTES :], _ASSOCIATED_DATA)
+            plaintext = aead.decrypt(nonce, sealed[1 + _NONCE_BYTES :], _ASSOCIATED_DATA)
         except InvalidTag:
             raise CredentialDecryptError("credentials do not open with this key") from None
         value = json.loads(plaintext)
