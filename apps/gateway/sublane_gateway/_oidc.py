@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import httpx
-
 from sublane_core import CredentialCipher, CredentialDecryptError, Settings
 
 PENDING_COOKIE: Final = "sublane_oidc"
@@ -133,6 +131,8 @@ class OidcProvider:
         )
 
     async def discovery(self) -> dict[str, Any]:
+        import httpx  # here, not at import: a default start has no OIDC sign-in (issue #49)
+
         cached = self._config
         if cached is not None and time.monotonic() - cached[0] < CACHE_TTL_S:
             return cached[1]
@@ -197,6 +197,7 @@ class OidcProvider:
         return check_claims(token.claims, self.issuer, self.client_id, nonce, now)
 
     async def _key_set(self, *, refresh: bool) -> KeySet:
+        import httpx  # here, not at import: a default start has no OIDC sign-in (issue #49)
         from joserfc.errors import JoseError
         from joserfc.jwk import KeySet
 

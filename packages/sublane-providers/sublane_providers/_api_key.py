@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import httpx
-
 from sublane_core import json_loads, signals
 from sublane_providers._adapter import ProviderAdapter, Quota
 from sublane_providers._credentials import (
@@ -79,6 +77,8 @@ def key_fingerprint(api_key: str) -> str:
 
 
 def _base_url(value: Any, default: str | None) -> str:
+    import httpx  # here, not at import: a default start imports no httpx (issue #49)
+
     if value is None or value == "":
         if default is None:
             raise CredentialFormatError("credentials need a 'base_url' (the server's API address)")
@@ -361,6 +361,8 @@ class ApiKeyAdapter(ProviderAdapter):
     async def check_credentials(self, imported: ImportedCredentials) -> ImportedCredentials:
         """PAID-1: the key must list models before the account is stored; refused keys, unreachable
         servers and answers that are no model list raise :class:`CredentialsRefused`."""
+        import httpx  # here, not at import: a default start imports no httpx (issue #49)
+
         try:
             models = await self.list_models(imported.bundle)
         except httpx.HTTPStatusError as exc:

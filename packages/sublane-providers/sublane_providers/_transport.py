@@ -10,7 +10,9 @@ BENCHMARKS.md, "The hot path (issue #19)") without any object that imitates anot
 unreachable host is ``UpstreamConnectError`` (the pipeline may move to the provider's next host,
 GEM-4), a silent one ``UpstreamTimeout``, and an answer cut mid-way is delivered up to the cut,
 then ``UpstreamCut``. Metadata calls (token refresh, quota, model lists) are rare and use httpx's
-``AsyncClient`` through its public API.
+``AsyncClient`` through its public API; httpx is imported by the first of them, not at import (a
+default start makes none, and httpx brings click, rich and pygments with it when they are
+installed: 4.5 MB resident, issue #49).
 
 EGRESS-1: every call leaves through the egress of the account it is for
 (:func:`~sublane_providers.current_egress`): the model pool keys its connections by proxy, the
@@ -29,7 +31,6 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidProxy,
@@ -53,6 +54,7 @@ METADATA_CONNECTIONS = 64
 KEEPALIVE_S = 30.0  # how long an idle upstream connection is kept for the next request
 
 if TYPE_CHECKING:
+    import httpx
     from websockets.asyncio.client import ClientConnection
 
 
@@ -65,11 +67,20 @@ def _socks_errors() -> tuple[type[Exception], ...]:
     return (ProxyError, ProxyConnectionError, ProxyTimeoutError)
 
 
+def _connect_timeout_s(settings: Settings) -> float:
+    """How long connecting (to a proxy too) may take; reading waits ``header_timeout_s``."""
+    return min(30.0, settings.header_timeout_s)
+
+
 def _timeout(settings: Settings) -> httpx.Timeout:
-    return httpx.Timeout(settings.header_timeout_s, connect=min(30.0, settings.header_timeout_s))
+    import httpx  # on first use: see the module's docstring (issue #49)
+
+    return httpx.Timeout(settings.header_timeout_s, connect=_connect_timeout_s(settings))
 
 
 def _metadata_client(settings: Settings, tls: ssl.SSLContext, proxy: str | None = None) -> httpx.AsyncClient:
+    import httpx  # on first use: see the module's docstring (issue #49)
+
     limits = httpx.Limits(max_connections=METADATA_CONNECTIONS, max_keepalive_connections=None)
     timeout = _timeout(settings)
     if proxy is not None and proxy.startswith("socks"):
@@ -132,26 +143,31 @@ def _not_refused_by_proxy(response: httpx.Response) -> httpx.Response:
     back as an answer: 407 is the proxy's, never the upstream's (EGRESS-2), and raised as httpx's
     ``ProxyError`` like a refused tunnel."""
     if response.status_code == 407 and current_egress() is not None:
+        import httpx  # loaded already: the response is httpx's
+
         raise httpx.ProxyError("the egress proxy refused the request (407)", request=response.request)
     return response
 
 
 class MetadataClients:
     """Metadata calls (token refresh, quota reads, model lists, sign-in exchanges) through the
-    egress of the account they are for: one httpx ``AsyncClient`` per proxy, made on first use.
+    egress of the account they are for: one httpx ``AsyncClient`` per proxy, made on first use
+    (the environment's too: a gateway that makes no metadata call never imports httpx, issue #49).
     The adapters call :meth:`get` and :meth:`post` with httpx's keyword arguments and get httpx's
     ``Response``; which client carries the call is this class's business."""
 
     def __init__(self, settings: Settings, tls: ssl.SSLContext) -> None:
         self._settings = settings
         self._tls = tls
-        self._environment = _metadata_client(settings, tls)
+        self._environment: httpx.AsyncClient | None = None
         self._by_proxy: dict[str, httpx.AsyncClient] = {}
 
     def client(self) -> httpx.AsyncClient:
         """The client of the current egress."""
         proxy = current_egress()
         if proxy is None:
+            if self._environment is None:
+                self._environment = _metadata_client(self._settings, self._tls)
             return self._environment
         client = self._by_proxy.get(proxy)
         if client is None:
@@ -169,10 +185,12 @@ class MetadataClients:
 
         A call's own ``timeout`` bounds reading; connecting (to a proxy too, EGRESS-2) keeps the
         connect timeout, so an unreachable proxy fails as a connect error, not as a slow answer."""
+        import httpx  # on first use: see the module's docstring (issue #49)
+
         if "timeout" in options:
             asked = httpx.Timeout(options["timeout"])
-            connect = _timeout(self._settings).connect
-            if connect is not None and (asked.connect is None or asked.connect > connect):
+            connect = _connect_timeout_s(self._settings)
+            if asked.connect is None or asked.connect > connect:
                 options["timeout"] = httpx.Timeout(
                     connect=connect, read=asked.read, write=asked.write, pool=asked.pool
                 )
@@ -187,7 +205,8 @@ class MetadataClients:
             await client.aclose()
 
     async def aclose(self) -> None:
-        clients, self._by_proxy = [self._environment, *self._by_proxy.values()], {}
+        made = [] if self._environment is None else [self._environment]
+        clients, self._by_proxy = [*made, *self._by_proxy.values()], {}
         for client in clients:
             await client.aclose()
 
@@ -231,13 +250,12 @@ class UpstreamClients:
         # One TLS context for all pools (each costs megabytes), its CA bundle read when first used.
         tls = CertificatesOnFirstHandshake(ssl.PROTOCOL_TLS_CLIENT)
         self.metadata = MetadataClients(settings, tls)
-        timeout = _timeout(settings)
         self._models = Http1Pool(
             tls,
             limit=MODEL_CONNECTIONS,
             keepalive_s=KEEPALIVE_S,
-            connect_timeout=timeout.connect,
-            read_timeout=timeout.read,
+            connect_timeout=_connect_timeout_s(settings),
+            read_timeout=settings.header_timeout_s,
         )
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:

@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 import anyio.to_thread
-import httpx
 from fastapi import APIRouter, Request
 from sqlmodel import Session
 
@@ -36,6 +35,8 @@ def _problem(code: str, message: str) -> dict[str, str]:
 
 async def _read(runtime: ClientRuntime, account: Account) -> tuple[str | None, dict[str, str] | None]:
     """The egress the check used and what went wrong (``None``: nothing)."""
+    import httpx  # here, not at import: a default start checks no account (issue #49)
+
     assert account.id is not None
     timeout = float(runtime.settings.metadata_timeout_s)
     try:

@@ -38,10 +38,9 @@ import secrets
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
-import httpx
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -50,6 +49,9 @@ from sqlmodel import col
 from sublane_core import AlertOutbox, Clock, CredentialCipher, Webhook, WebhookDelivery
 from sublane_gateway.pipeline._background import BackgroundTasks
 from sublane_gateway.pipeline._webhook_url import refused_resolution, url_problem
+
+if TYPE_CHECKING:
+    import httpx  # at run time: imported by the calls that use it (issue #49)
 
 _log = logging.getLogger("sublane.alerts")
 
@@ -183,8 +185,9 @@ class Deliverer:
         """Start each claimed delivery as a task of its own (at most ``BATCH`` in flight), so a
         receiver that stays silent until the timeout holds up nobody else."""
         in_flight = self._in_flight
-        # Built with the first delivery, not at start: its TLS context and CA bundle are ~2 MB
-        # resident that a gateway with no webhook never uses (issue #49).
+        # Built with the first delivery, not at start: httpx (4.5 MB with the click, rich and
+        # pygments it imports when installed), its TLS context and CA bundle (~2 MB) are resident
+        # memory that a gateway with no webhook never uses (issue #49).
         http: httpx.AsyncClient | None = None
         try:
             while True:
@@ -198,6 +201,8 @@ class Deliverer:
                         claimed = []
                     for delivery in claimed:
                         if http is None:
+                            import httpx
+
                             http = httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
                         in_flight[delivery.id] = delivery  # until settled (or given back at close)
                         self._work.start(self._deliver, http, delivery)
@@ -312,6 +317,8 @@ class Deliverer:
             return None
 
     async def _send(self, http: httpx.AsyncClient, delivery: _Claimed) -> tuple[int | None, str | None]:
+        import httpx  # here, not at import: a default start sends no webhook (issue #49)
+
         if url_problem(delivery.url) is not None:  # stored before URLs were checked (ALERT-1)
             return None, "invalid_url"
         if await refused_resolution(delivery.url):

@@ -24,7 +24,6 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import anyio
-import httpx
 
 MASK: Final = "***"
 _LABEL: Final = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
@@ -59,6 +58,8 @@ def literal_address(host: str) -> Address | None:
 
 def url_problem(url: str) -> str | None:
     """Why the deliverer could not use ``url`` as given, or ``None`` when it can."""
+    import httpx  # here, not at import: a default start judges no webhook URL (issue #49)
+
     try:
         # the request the deliverer sends, built by the same client library: every way httpx
         # refuses a URL (InvalidURL, idna's UnicodeError, …) counts, whatever its type
@@ -87,6 +88,8 @@ async def refused_resolution(url: str) -> bool:
     """Whether the URL's host resolves to an address a webhook may not reach (checked before each
     send: a host name may point at 169.254.169.254). A name that does not resolve is left to the
     send, which fails on it."""
+    import httpx  # here, not at import: a default start judges no webhook URL (issue #49)
+
     parsed = httpx.URL(url)
     host = parsed.raw_host.decode("ascii")
     if literal_address(host) is not None:

@@ -15,8 +15,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_provider_antigravity._cache import CACHE_LIFETIME_S
 from sublane_provider_antigravity._client_names import GEMINI_CLI_NAMES
@@ -134,6 +132,8 @@ class AntigravityAdapter(
         return RefreshedCredentials(bundle=merged, expires_at=refreshed.expires_at)
 
     async def _with_project(self, bundle: Mapping[str, Any]) -> dict[str, Any]:
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         merged = dict(bundle)
         if merged.get("project_id"):
             return merged
@@ -235,6 +235,8 @@ class AntigravityAdapter(
 
     async def _available_models(self, bundle: Mapping[str, Any]) -> Mapping[str, Any]:
         """``:fetchAvailableModels`` on the first host that answers (GEM-4 holds for metadata too)."""
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         for position, host in enumerate(self.hosts):
             try:
                 response = await self._http.post(

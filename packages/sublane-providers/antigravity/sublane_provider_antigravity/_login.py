@@ -12,14 +12,15 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sublane_provider_antigravity._credentials import parse_credentials
 from sublane_provider_antigravity._oauth import GoogleOAuth, error_code
 from sublane_providers import ImportedCredentials, PkcePair, RefreshFailed, new_pkce_pair
 from sublane_providers.kit import authorize_url
+
+if TYPE_CHECKING:
+    import httpx  # at run time: imported by the calls that use it (issue #49)
 
 REDIRECT_URI = "http://localhost:51121/oauth-callback"
 SCOPES = " ".join(

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sublane_providers import MetadataHttp, RefreshedCredentials, RefreshFailed
 from sublane_providers.kit import oauth_retry_after
+
+if TYPE_CHECKING:
+    import httpx  # at run time: imported by the calls that use it (issue #49)
 
 PERMANENT_CODES = frozenset({"invalid_grant"})
 _SAFE_CODE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -56,6 +57,8 @@ class GoogleOAuth:
         self._timeout = timeout
 
     async def token(self, form: Mapping[str, str]) -> httpx.Response:
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         data = {**form, "client_id": self.client_id, "client_secret": self._client_secret}
         try:
             return await self._http.post(
@@ -93,6 +96,8 @@ class GoogleOAuth:
 
     async def email_of(self, access_token: str) -> str | None:
         """The account's email from the userinfo endpoint (``None`` when it cannot tell)."""
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         try:
             response = await self._http.get(
                 self.userinfo_url, headers={"authorization": f"Bearer {access_token}"}, timeout=self._timeout

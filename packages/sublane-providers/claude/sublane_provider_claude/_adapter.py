@@ -7,9 +7,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_provider_claude._cache import CACHE_LIFETIME_S, cache_lifetime_s
@@ -49,6 +47,9 @@ from sublane_providers import (
     UpstreamRequest,
 )
 from sublane_providers.kit import oauth_retry_after, optional_text
+
+if TYPE_CHECKING:
+    import httpx  # at run time: imported by the calls that use it (issue #49)
 
 _log = logging.getLogger("sublane.providers.claude")
 
@@ -296,6 +297,8 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, H
         return str(bundle["access_token"])
 
     async def _token_call(self, payload: dict[str, str]) -> httpx.Response:
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         try:
             return await self._http.post(
                 self.token_url,
@@ -365,6 +368,8 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, H
 
     async def complete_import(self, imported: ImportedCredentials) -> ImportedCredentials:
         """Claude credential files name no email: ask the profile endpoint (best effort)."""
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         if imported.identity.email:
             return imported
         try:
@@ -432,6 +437,8 @@ class ClaudeAdapter(ProviderAdapter, AliasesModels, CompletesImports, SignsIn, H
         list stands in while ``SUBLANE_CLAUDE_MODELS_FALLBACK`` is on (the default); with it off the
         discovery fails and the catalogue rules of CAT-1/CAT-4 apply.
         """
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         try:
             return await self._read_model_list(bundle)
         except (httpx.HTTPError, ValueError) as exc:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sublane_provider_claude._credentials import parse_credentials
 from sublane_providers import (
@@ -19,6 +17,9 @@ from sublane_providers import (
 )
 from sublane_providers.kit import authorize_url as build_authorize_url
 from sublane_providers.kit import optional_text
+
+if TYPE_CHECKING:
+    import httpx  # at run time: imported by the calls that use it (issue #49)
 
 CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"  # the public Claude Code OAuth client
 AUTHORIZE_URL = "https://claude.ai/oauth/authorize"
@@ -75,6 +76,8 @@ class ClaudeLogin:
         Raises :class:`RefreshFailed`: ``permanent`` when the OAuth server refused the code (a new
         login is needed), transient for network failures, 408/429 and server errors.
         """
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         response = await self._token_call(
             {
                 "grant_type": "authorization_code",

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sublane_core import Clock, Settings, UpstreamOperation, WireProtocol, json_dumps
 from sublane_provider_codex._cache import CACHE_LIFETIME_S
@@ -45,6 +43,9 @@ from sublane_providers import (
     expiry_of,
 )
 from sublane_providers.kit import oauth_retry_after
+
+if TYPE_CHECKING:
+    import httpx  # at run time: imported by the calls that use it (issue #49)
 
 # Enum members this module reads on every call, bound once: on Python 3.11 the enum class's
 # __getattr__ sends every ``Enum.MEMBER`` read down CPython's slow attribute path (issue #49).
@@ -217,6 +218,8 @@ class CodexAdapter(ProviderAdapter, OpensSessions, ReportsQuotaInStream, SignsIn
 
     async def refresh(self, bundle: Mapping[str, Any]) -> RefreshedCredentials:
         """Trade the refresh token for new tokens. Refresh tokens rotate: persist before use."""
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         try:
             response = await self._http.post(
                 f"{self.auth_url}/oauth/token",

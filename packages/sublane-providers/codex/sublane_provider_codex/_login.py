@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import secrets
 
-import httpx
-
 from sublane_provider_codex._credentials import parse_credentials
 from sublane_provider_codex._errors import error_code
 from sublane_providers import (
@@ -65,6 +63,8 @@ class CodexLogin:
         Raises :class:`RefreshFailed`: ``permanent`` when the OAuth server refused the code (a new
         login is needed), transient for network failures and server errors.
         """
+        import httpx  # here, not at import: a default start makes no metadata call (issue #49)
+
         try:
             response = await self._http.post(
                 f"{self._auth_url}/oauth/token",
