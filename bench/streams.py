@@ -8,6 +8,11 @@ then through the gateway, and reports for each side the streams complete, the fr
 p50/p99 and the inter-chunk gap p99, the gateway's additions to them, and the gateway process's CPU
 time during its run divided by the chunks it relayed: the relay's cost per pass-through chunk
 (per-request work is spread over the chunks of each stream, a few per cent of it at 250).
+
+``BENCH_STREAMS_REPEAT=N`` runs each level N times (direct, then gateway, each time) in the same
+processes and adds, per level, every run's added TTFT p50 and their median: a burst's p50 moves by
+tens of milliseconds from one run to the next on a 2-core machine, where the mock and the driver
+share a core (issue #49), so one run says little.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from run import (
 
 LEVELS = [int(level) for level in os.environ.get("BENCH_STREAMS_LEVELS", "100,500,1000").split(",")]
 CHUNKS = int(os.environ.get("BENCH_STREAMS_CHUNKS", "250"))
+REPEAT = int(os.environ.get("BENCH_STREAMS_REPEAT", "1"))
 PACING_MS = int(os.environ.get("BENCH_STREAMS_PACING_MS", "20"))
 
 
@@ -67,7 +73,7 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
     raw = responses_body(stream=True, deltas=CHUNKS, pacing_ms=PACING_MS)
     await paced_level(gateway, gateway.request(raw), 20, CHUNKS)  # warm-up: pools, caches, code paths
     out: dict[str, Any] = {"chunks": CHUNKS, "pacing_ms": PACING_MS, "levels": []}
-    for level in LEVELS:
+    for level in [level for level in LEVELS for _ in range(REPEAT)]:
         row: dict[str, Any] = {"streams": level}
         row["direct"] = await paced_level(direct, direct.request(raw), level, CHUNKS)
         await asyncio.sleep(1.0)
@@ -89,7 +95,21 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
             f"{g['cpu_us_per_chunk']} µs CPU per chunk"
         )
         await asyncio.sleep(1.0)
+    if REPEAT > 1:
+        rows = out["levels"]
+        out["repeated"] = {
+            str(level): _spread([r["added_ttft_p50_ms"]["difference"] for r in rows if r["streams"] == level])
+            for level in LEVELS
+        }
+        log(f"added TTFT p50 by level: {out['repeated']}")
     return out
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return {"runs": values, "median": round(median, 1), "min": ordered[0], "max": ordered[-1]}
 
 
 def main() -> None:
