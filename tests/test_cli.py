@@ -385,6 +385,19 @@ def test_ops_7_open_data_files_are_tightened_at_start(tmp_path: Path) -> None:
     assert "set to 600 (OPS-7)" in log.read_text()
 
 
+def test_ops_7_a_fresh_data_folder_is_private_from_its_first_file(tmp_path: Path) -> None:
+    # Found by trying `make run`: the first start warned about the files it had just made (SQLite
+    # created the database 0644, and its -wal and -shm files copy the database's mode).
+    data_dir = tmp_path / "data"
+    log = tmp_path / "serve.log"
+    with serve(data_dir, log, SUBLANE_ADMIN_USERNAME="admin", SUBLANE_ADMIN_PASSWORD="admin-pass-1"):
+        modes = {path.name: oct(path.stat().st_mode & 0o777) for path in data_dir.iterdir()}
+    assert {"sublane.db", "sublane.db-wal", "sublane.db-shm", "credentials.key"} <= set(modes)
+    assert set(modes.values()) == {"0o600"}, modes
+    assert oct(data_dir.stat().st_mode & 0o777) == "0o700"
+    assert "OPS-7" not in log.read_text()
+
+
 def _read_answer(sock: socket.socket) -> bytes:
     """One whole HTTP/1.1 answer with a ``content-length`` body."""
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,8 @@ def create_db_engine(url: str) -> Engine:
     parsed = postgres_url(sa.make_url(url))
     if parsed.get_backend_name() != "sqlite":
         return sa.create_engine(parsed, pool_pre_ping=True, hide_parameters=True)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+        _private_file(Path(parsed.database))
     engine = sa.create_engine(
         url,
         # A failed statement's message must not carry its parameters (key digests, hints): STORE-4.
@@ -30,6 +32,17 @@ def create_db_engine(url: str) -> Engine:
     )
     event.listen(engine, "connect", _on_sqlite_connect)
     return engine
+
+
+def _private_file(database: Path) -> None:
+    """The database's folder (0700) and, when absent, an empty database file of mode 0600 (OPS-7).
+
+    SQLite would create the file with 0644 (less the umask), and its ``-wal`` and ``-shm`` files
+    take the database file's mode: made here first, none of them is ever readable by others, and a
+    fresh start has nothing to tighten. An empty file is a new database to SQLite."""
+    database.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def postgres_url(url: sa.URL) -> sa.URL:
