@@ -77,7 +77,7 @@ class CollectorPausedInBursts:
     for longer. Only the serving process pauses (``sublane serve``, its workers): tests build many
     apps in one process. A collector that something else turned off stays off."""
 
-    __slots__ = ("_limit", "_paused", "_quiet", "max_pause_s", "quiet_s")
+    __slots__ = ("_limit", "_loop", "_paused", "_quiet", "max_pause_s", "quiet_s")
 
     def __init__(self, max_pause_s: float = MAX_PAUSE_S, quiet_s: float = QUIET_S) -> None:
         self.max_pause_s = max_pause_s
@@ -85,12 +85,14 @@ class CollectorPausedInBursts:
         self._paused = False
         self._limit: asyncio.TimerHandle | None = None  # ends the pause after max_pause_s
         self._quiet: asyncio.TimerHandle | None = None  # ends it after quiet_s without a queue
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop both timers run on
 
     @property
     def paused(self) -> bool:
         return self._paused
 
     def burst_began(self) -> None:
+        loop = self._timers_on_running_loop()
         if self._quiet is not None:  # queued again within the quiet time: still the same burst
             self._quiet.cancel()
             self._quiet = None
@@ -98,11 +100,26 @@ class CollectorPausedInBursts:
             return
         gc.disable()
         self._paused = True
-        self._limit = asyncio.get_running_loop().call_later(self.max_pause_s, self._resume)
+        self._limit = loop.call_later(self.max_pause_s, self._resume)
+        self._loop = loop
 
     def burst_ended(self) -> None:
+        loop = self._timers_on_running_loop()
         if self._paused and self._quiet is None:
-            self._quiet = asyncio.get_running_loop().call_later(self.quiet_s, self._resume)
+            self._quiet = loop.call_later(self.quiet_s, self._resume)
+
+    def _timers_on_running_loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop; a pause begun on a loop that has ended since (a test's) is bounded
+        again on this one, whose timers will fire."""
+        loop = asyncio.get_running_loop()
+        if self._paused and self._loop is not loop:
+            for timer in (self._limit, self._quiet):
+                if timer is not None:
+                    timer.cancel()
+            self._quiet = None
+            self._limit = loop.call_later(self.max_pause_s, self._resume)
+            self._loop = loop
+        return loop
 
     def _resume(self) -> None:
         for timer in (self._limit, self._quiet):

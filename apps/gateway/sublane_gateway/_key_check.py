@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sublane_core import CredentialCipher, CredentialDecryptError, CredentialKeyError, create_db_engine
 
 _WRONG_KEY = 3  # the child's exit status for CredentialKeyError (its message on the pipe)
-_FAILED = 4  # anything else (the traceback on the pipe)
+_FAILED = 4  # anything else (its type and message on the pipe)
 
 CHECK_VALUE = {"sublane": "credentials.key check"}
 

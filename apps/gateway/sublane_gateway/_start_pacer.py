@@ -74,10 +74,13 @@ class StartPacer:
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._armed is not None and self._armed is not loop:  # the old loop's turn never comes
+            queued = bool(self._waiters)
             self._left = self.per_turn
             self._waiters = collections.deque(w for w in self._waiters if w.get_loop() is loop)
-            if not self._waiters and self.burst is not None:
+            if queued and self.burst is not None:  # the old loop's burst ends; this loop's begins
                 self.burst.burst_ended()
+                if self._waiters:
+                    self.burst.burst_began()
         self._armed = loop
         loop.call_soon(self._next_turn)
 

@@ -163,3 +163,20 @@ def test_test_apps_leave_the_collector_alone(tmp_path: Path) -> None:
     migrate(settings)
     pacer = asgi_app(create_app(settings)).pacer
     assert pacer is not None and pacer.burst is None
+
+
+def test_a_pause_begun_on_a_loop_that_ended_is_bounded_on_the_next(collector_on: None) -> None:
+    """A test's loop may end in a burst: its timers never fire, the next loop's bound the pause."""
+    pause = CollectorPausedInBursts(max_pause_s=0.2, quiet_s=5.0)
+
+    async def begin() -> None:
+        pause.burst_began()
+
+    async def end_and_wait() -> None:
+        pause.burst_ended()
+        await asyncio.sleep(0.5)
+
+    asyncio.run(begin())
+    assert not gc.isenabled()
+    asyncio.run(end_and_wait())
+    assert gc.isenabled() and not pause.paused
