@@ -65,11 +65,7 @@ def verify_credentials_key_in_child(database_url: str, key: bytes, source: str, 
     it serves, while it has no thread and, its engine disposed, no database connection open: SQLite
     must not see a connection carried across a fork). Where ``os.fork`` does not exist, here."""
     if not hasattr(os, "fork"):
-        engine = create_db_engine(database_url)
-        try:
-            verify_credentials_key(engine, CredentialCipher(key), source, now)
-        finally:
-            engine.dispose()
+        _verify_on_own_engine(database_url, key, source, now)
         return
     reader, writer = os.pipe()
     sys.stdout.flush()
@@ -89,14 +85,18 @@ def verify_credentials_key_in_child(database_url: str, key: bytes, source: str, 
         raise RuntimeError(f"the credentials key check failed (exit status {code}): {said}")
 
 
+def _verify_on_own_engine(database_url: str, key: bytes, source: str, now: float) -> None:
+    engine = create_db_engine(database_url)
+    try:
+        verify_credentials_key(engine, CredentialCipher(key), source, now)
+    finally:
+        engine.dispose()
+
+
 def _check_and_exit(writer: int, database_url: str, key: bytes, source: str, now: float) -> None:
     status, said = _FAILED, ""
     try:
-        engine = create_db_engine(database_url)
-        try:
-            verify_credentials_key(engine, CredentialCipher(key), source, now)
-        finally:
-            engine.dispose()
+        _verify_on_own_engine(database_url, key, source, now)
         status = 0
     except CredentialKeyError as exc:
         status, said = _WRONG_KEY, str(exc)

@@ -77,8 +77,6 @@ def key_fingerprint(api_key: str) -> str:
 
 
 def _base_url(value: Any, default: str | None) -> str:
-    import httpx  # here, not at import: a default start imports no httpx (issue #49)
-
     if value is None or value == "":
         if default is None:
             raise CredentialFormatError("credentials need a 'base_url' (the server's API address)")
@@ -96,6 +94,8 @@ def _base_url(value: Any, default: str | None) -> str:
         raise CredentialFormatError("credentials: 'base_url' may not carry a user or password")
     if parts.query or parts.fragment:
         raise CredentialFormatError("credentials: 'base_url' may not carry a query or fragment")
+    import httpx  # here, not at import: a default start imports no httpx (issue #49)
+
     try:
         httpx.URL(value.strip())  # what the calls will be sent to must be a URL httpx can send to
     except httpx.InvalidURL:
