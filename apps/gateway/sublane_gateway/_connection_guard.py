@@ -20,7 +20,10 @@ given) and talks to it only through asyncio's public protocol and transport inte
   (a request is in one phase at a time), moved on with an attribute store, no timer per request;
 - uvicorn's protocol writes to a :class:`ConnectionWrites` transport of ours, which sends a
   response's head in the same write as its first body bytes (one system call and one TCP
-  segment for a JSON answer, issue #19) and hands every other call to the real transport.
+  segment for a JSON answer, issue #19) and hands every other call to the real transport;
+- with a :class:`~sublane_gateway._backlog.BacklogDrain` (``sublane serve``'s), a connection made
+  takes every other connection waiting in the listening socket's queue, each served by a protocol
+  made as uvicorn made this one (uvloop alone takes one per turn of the event loop, issue #49).
 
 Nothing of uvicorn is subclassed, patched or read beyond its documented configuration; the
 protocol's constructor arguments are the ones uvicorn passes to any class given as ``http``.
@@ -37,6 +40,7 @@ import httptools
 from uvicorn.config import HTTP_PROTOCOLS
 
 from sublane_core import ERROR_CATALOGUE, MovingDeadline, json_dumps
+from sublane_gateway._backlog import BacklogDrain
 from sublane_gateway._errors import client_protocol_of
 from sublane_gateway.pipeline import error_reply
 
@@ -189,6 +193,8 @@ class GuardedHttp(asyncio.Protocol):
     header_timeout_s = 10.0
     body_timeout_s = 30.0
     served_by: type[asyncio.Protocol] = _uvicorn_protocol("httptools")
+    #: What else waits to be accepted is taken when a connection is made (``None``: left to the loop).
+    backlog: BacklogDrain | None = None
 
     def __init__(
         self,
@@ -198,6 +204,7 @@ class GuardedHttp(asyncio.Protocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._loop = _loop or asyncio.get_event_loop()
+        self._made_with = (config, server_state, app_state)
         self._inner = self.served_by(  # type: ignore[call-arg]
             config=config, server_state=server_state, app_state=app_state, _loop=_loop
         )
@@ -221,6 +228,14 @@ class GuardedHttp(asyncio.Protocol):
         self._writes = ConnectionWrites(cast(asyncio.Transport, transport), self._loop)
         self._due.set_in(self.header_timeout_s)
         self._inner.connection_made(self._writes)
+        backlog = self.backlog
+        if backlog is not None:
+            backlog.drain(self._loop, self._sibling)
+
+    def _sibling(self) -> GuardedHttp:
+        """The protocol for another connection of the same server, made as uvicorn makes ours."""
+        config, server_state, app_state = self._made_with
+        return type(self)(config, server_state, app_state, self._loop)
 
     def data_received(self, data: bytes) -> None:
         parser = self._parser
@@ -310,9 +325,11 @@ def body_timeout_answer(url: bytes) -> bytes:
     return b"\r\n".join(head) + body
 
 
-def guarded_http(header_timeout_s: float, body_timeout_s: float = 30.0) -> type[GuardedHttp]:
+def guarded_http(
+    header_timeout_s: float, body_timeout_s: float = 30.0, backlog: BacklogDrain | None = None
+) -> type[GuardedHttp]:
     """The protocol class for uvicorn's ``http`` option, closing connections whose request head
     takes longer than ``header_timeout_s``, or whose body takes longer than ``body_timeout_s``
-    after its head."""
-    attributes = {"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s}
+    after its head; with ``backlog``, a connection made takes the others waiting with it."""
+    attributes = {"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s, "backlog": backlog}
     return type("GuardedHttp", (GuardedHttp,), attributes)

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
 from sublane_gateway._app import asgi_app, create_app
+from sublane_gateway._backlog import BacklogDrain, listening_socket
 from sublane_gateway._connection_guard import guarded_http
 from sublane_gateway._settings import gateway_settings
 
@@ -38,6 +39,7 @@ def serve_in_thread(
     ``settings``: whose client header and body timeouts the server keeps (OPS-4; else the defaults).
     """
     timeouts = settings or Settings.model_construct()
+    backlog = BacklogDrain()
     # proxy_headers=False as `sublane serve` runs: X-Forwarded-* is SubLane's to judge (OPS-6); and
     # its HTTP protocol (OPS-4's header deadline, a response's head and body in one write).
     config = uvicorn.Config(
@@ -48,10 +50,13 @@ def serve_in_thread(
         access_log=False,
         lifespan="on",
         proxy_headers=False,
-        http=guarded_http(timeouts.client_header_timeout_s, timeouts.body_timeout_s),
+        http=guarded_http(timeouts.client_header_timeout_s, timeouts.body_timeout_s, backlog),
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="sublane-test-server", daemon=True)
+    listener = listening_socket(config)  # and the backlog drain `sublane serve` has (issue #49)
+    backlog.listener = listener
+    sockets = None if listener is None else [listener]
+    thread = threading.Thread(target=server.run, args=(sockets,), name="sublane-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not server.started:
