@@ -7,11 +7,16 @@ milliseconds of starts and relays — then takes new connections at one per turn
 connected together (all connected, in the kernel's queue, within 30–60 ms), the last were accepted
 0.4–0.8 s later, and their wait counted in their time to first token (``bench/streams.py``).
 
-:class:`BacklogDrain` accepts them all, as asyncio's own event loop does (up to its backlog per
-poll): whenever a connection is made, what else waits in the queue is accepted with the listening
-socket's ``accept()`` and handed to the loop with ``loop.connect_accepted_socket`` (asyncio's public
-API for a socket accepted outside the loop), with the protocol uvicorn would have built for it. In a
-quiet gateway the queue is empty: one ``accept()`` that finds nothing per new connection (~2 µs).
+:class:`BacklogDrain` takes them a few per turn, as many as the start pacer begins calls in a turn
+(``SUBLANE_MODEL_STARTS_PER_TURN``): whenever a connection is made, what else waits in the queue is
+accepted with the listening socket's ``accept()``, up to the turn's budget, and handed to the loop
+with ``loop.connect_accepted_socket`` (asyncio's public API for a socket accepted outside the loop),
+with the protocol uvicorn would have built for it. Taking the whole queue at once (asyncio's own
+loop takes up to its backlog per poll) was measured too: 100 clients connecting together then
+waited for all 100 to be accepted and parsed before the first call began (+10–15 ms on the median
+stream's first token); one per turn is what starves a busy gateway. At the pacer's rate accepting
+is never the narrower door, and each turn's accepts stay a few. In a quiet gateway the queue is
+empty: one ``accept()`` that finds nothing per new connection (~2 µs).
 
 The socket is uvicorn's own (``uvicorn.Config.bind_socket``, as its multi-process mode binds one),
 given to ``uvicorn.Server.run(sockets=...)``; uvloop closes it at shutdown, and the drain stops there.
@@ -34,8 +39,9 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("sublane.serve")
 
-#: The most connections one drain accepts (then the loop's next accept drains on).
-DRAIN_LIMIT = 1024
+#: The most connections taken in one turn when no start pacer sets the number (asyncio's own loop
+#: takes up to its backlog, 100 by default, per poll).
+DRAIN_LIMIT = 100
 #: uvicorn's exit status when its start-up failed (``uvicorn.run`` exits with it too).
 STARTUP_FAILURE = 3
 
@@ -43,20 +49,32 @@ _adopting: set[asyncio.Task[None]] = set()
 
 
 class BacklogDrain:
-    """Accepts what waits on :attr:`listener` (``None``: nothing to drain) and hands it to the loop."""
+    """Accepts what waits on :attr:`listener` (``None``: nothing to drain), at most ``per_turn``
+    connections per turn of the event loop, and hands them to the loop."""
 
-    __slots__ = ("listener",)
+    __slots__ = ("_armed", "_left", "listener", "per_turn")
 
-    def __init__(self) -> None:
+    def __init__(self, per_turn: int = DRAIN_LIMIT) -> None:
+        if per_turn < 1:
+            raise ValueError("per_turn must be at least 1")
+        self.per_turn = per_turn
         self.listener: socket.socket | None = None
+        self._left = per_turn
+        # The loop whose next turn gives the budget back (``None``: no turn armed), per loop as the
+        # start pacer keeps it: a test's loop closed with a turn armed must not starve the next.
+        self._armed: asyncio.AbstractEventLoop | None = None
 
     def drain(self, loop: asyncio.AbstractEventLoop, make_protocol: Callable[[], asyncio.Protocol]) -> int:
-        """Accept every waiting connection (at most :data:`DRAIN_LIMIT`); how many were taken."""
+        """Accept waiting connections, as many as this turn has left; how many were taken."""
         listener = self.listener
         if listener is None:
             return 0
+        if self._armed is not loop:
+            self._armed = loop
+            self._left = self.per_turn
+            loop.call_soon(self._next_turn)
         taken = 0
-        while taken < DRAIN_LIMIT:
+        while self._left:
             try:
                 connection, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -68,11 +86,16 @@ class BacklogDrain:
                 if exc.errno not in (errno.EBADF, errno.EMFILE, errno.ENFILE):
                     _log.warning("accepting a waiting connection failed: %s", exc)
                 break
+            self._left -= 1
             taken += 1
             task = loop.create_task(_adopt(loop, make_protocol, connection))
             _adopting.add(task)
             task.add_done_callback(_adopting.discard)
         return taken
+
+    def _next_turn(self) -> None:
+        self._armed = None
+        self._left = self.per_turn
 
 
 async def _adopt(

@@ -193,7 +193,7 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from sublane_gateway._app import asgi_app, create_app
-    from sublane_gateway._backlog import BacklogDrain, serve
+    from sublane_gateway._backlog import DRAIN_LIMIT, BacklogDrain, serve
     from sublane_gateway._connection_guard import guarded_http
     from sublane_gateway._gc import CollectorPausedInBursts, freeze_startup_objects, rarer_collections
     from sublane_gateway._switching import loop_first_switching
@@ -240,7 +240,7 @@ def _serve(settings: Settings) -> None:
     freeze_startup_objects()
     rarer_collections()
     loop_first_switching()
-    backlog = BacklogDrain()  # every waiting connection taken in one turn (issue #49)
+    backlog = BacklogDrain(settings.model_starts_per_turn or DRAIN_LIMIT)  # issue #49: a crowd's door
     config = uvicorn.Config(
         asgi_app(app, CollectorPausedInBursts()),
         http=guarded_http(settings.client_header_timeout_s, settings.body_timeout_s, backlog),

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp
 
 from sublane_core import Settings, ShiftedClock, create_db_engine, upgrade_database
 from sublane_gateway._app import asgi_app, create_app
-from sublane_gateway._backlog import BacklogDrain, listening_socket
+from sublane_gateway._backlog import DRAIN_LIMIT, BacklogDrain, listening_socket
 from sublane_gateway._connection_guard import guarded_http
 from sublane_gateway._settings import gateway_settings
 
@@ -39,7 +39,7 @@ def serve_in_thread(
     ``settings``: whose client header and body timeouts the server keeps (OPS-4; else the defaults).
     """
     timeouts = settings or Settings.model_construct()
-    backlog = BacklogDrain()
+    backlog = BacklogDrain(timeouts.model_starts_per_turn or DRAIN_LIMIT)
     # proxy_headers=False as `sublane serve` runs: X-Forwarded-* is SubLane's to judge (OPS-6); and
     # its HTTP protocol (OPS-4's header deadline, a response's head and body in one write).
     config = uvicorn.Config(

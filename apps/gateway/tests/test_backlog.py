@@ -1,24 +1,26 @@
-"""A connection made takes every other connection waiting in the listening socket's queue (issue #49).
+"""A connection made takes others waiting in the listening socket's queue, a few per turn (issue #49).
 
 uvloop accepts one connection per turn of the event loop; a gateway whose turns are long (a burst of
 calls starting) took new clients at one per turn. Here a real uvicorn server on uvloop, with SubLane's
 protocol and :class:`BacklogDrain`, is blocked while a client process opens many connections (all
-wait in the kernel's queue), then runs turns with work in them: every connection is taken within a
-few turns, and every one is served.
+wait in the kernel's queue), then runs turns with work in them: the connections are taken at the
+drain's rate per turn (plus uvloop's own one), never more, and every one is served.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import subprocess
 import sys
 import time
 from typing import Any
 
+import pytest
 import uvicorn
 import uvloop
 
-from sublane_gateway._backlog import BacklogDrain, listening_socket
+from sublane_gateway._backlog import DRAIN_LIMIT, BacklogDrain, listening_socket
 from sublane_gateway._connection_guard import guarded_http
 
 CONNECTIONS = 120
@@ -112,11 +114,26 @@ async def _taken_at_turns(backlog: BacklogDrain | None) -> tuple[list[int], int]
     return made, answered
 
 
-def test_a_busy_loop_takes_every_waiting_connection_within_a_few_turns() -> None:
-    made, answered = uvloop.run(_taken_at_turns(BacklogDrain()))
+def test_a_busy_loop_takes_waiting_connections_at_the_drains_rate_per_turn() -> None:
+    per_turn = 8
+    made, answered = uvloop.run(_taken_at_turns(BacklogDrain(per_turn)))
     assert len(made) == CONNECTIONS
-    assert made[-1] - made[0] <= 3, made  # uvloop alone: one connection per turn (~CONNECTIONS turns)
+    per_turn_made = collections.Counter(made)
+    # uvloop alone: one connection per turn, ~CONNECTIONS turns; drained: ~CONNECTIONS / 9
+    assert made[-1] - made[0] <= CONNECTIONS // (per_turn + 1) + 4, sorted(per_turn_made.items())
+    assert max(per_turn_made.values()) <= per_turn + 1  # the budget, and uvloop's own accept
     assert answered == CONNECTIONS  # each connection taken by the drain is served as any other
+
+
+def test_an_unpaced_drain_takes_the_whole_queue_in_one_turn() -> None:
+    made, answered = uvloop.run(_taken_at_turns(BacklogDrain(DRAIN_LIMIT)))
+    assert made[-1] - made[0] <= 3
+    assert answered == CONNECTIONS
+
+
+def test_a_drain_takes_at_least_one_connection_a_turn() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        BacklogDrain(0)
 
 
 def test_after_the_server_closed_the_drain_takes_nothing() -> None:
