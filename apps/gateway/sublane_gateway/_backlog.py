@@ -15,8 +15,9 @@ with the protocol uvicorn would have built for it. Taking the whole queue at onc
 loop takes up to its backlog per poll) was measured too: 100 clients connecting together then
 waited for all 100 to be accepted and parsed before the first call began (+10–15 ms on the median
 stream's first token); one per turn is what starves a busy gateway. At the pacer's rate accepting
-is never the narrower door, and each turn's accepts stay a few. In a quiet gateway the queue is
-empty: one ``accept()`` that finds nothing per new connection (~2 µs).
+is never the narrower door, and each turn's accepts stay a few. Only a connection made within
+:data:`CROWD_S` of the one before looks for others: a quiet gateway's queue is empty, and an
+``accept()`` that finds nothing costs ~5 µs.
 
 The socket is uvicorn's own (``uvicorn.Config.bind_socket``, as its multi-process mode binds one),
 given to ``uvicorn.Server.run(sockets=...)``; uvloop closes it at shutdown, and the drain stops there.
@@ -45,6 +46,9 @@ DRAIN_LIMIT = 100
 #: uvicorn's exit status when its start-up failed (``uvicorn.run`` exits with it too).
 STARTUP_FAILURE = 3
 
+#: A connection made this soon after the one before may have others waiting behind it.
+CROWD_S = 0.1
+
 _adopting: set[asyncio.Task[None]] = set()
 
 
@@ -52,7 +56,7 @@ class BacklogDrain:
     """Accepts what waits on :attr:`listener` (``None``: nothing to drain), at most ``per_turn``
     connections per turn of the event loop, and hands them to the loop."""
 
-    __slots__ = ("_armed", "_left", "listener", "per_turn")
+    __slots__ = ("_armed", "_last_made", "_left", "listener", "per_turn")
 
     def __init__(self, per_turn: int = DRAIN_LIMIT) -> None:
         if per_turn < 1:
@@ -63,11 +67,17 @@ class BacklogDrain:
         # The loop whose next turn gives the budget back (``None``: no turn armed), per loop as the
         # start pacer keeps it: a test's loop closed with a turn armed must not starve the next.
         self._armed: asyncio.AbstractEventLoop | None = None
+        self._last_made = float("-inf")
 
     def drain(self, loop: asyncio.AbstractEventLoop, make_protocol: Callable[[], asyncio.Protocol]) -> int:
-        """Accept waiting connections, as many as this turn has left; how many were taken."""
+        """Accept waiting connections, as many as this turn has left; how many were taken. Called
+        when a connection is made; it looks only if the one before was made within :data:`CROWD_S`."""
         listener = self.listener
         if listener is None:
+            return 0
+        now = loop.time()
+        last, self._last_made = self._last_made, now
+        if now - last > CROWD_S:
             return 0
         if self._armed is not loop:
             self._armed = loop
