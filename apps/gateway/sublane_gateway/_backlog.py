@@ -1,4 +1,4 @@
-"""Taking every connection that waits in the listening socket's queue in one turn (issue #49).
+"""Taking connections waiting in the listening socket's queue when one per turn is too few (issue #49).
 
 libuv, under uvloop, accepts one connection per listening socket per turn of the event loop (since
 libuv 1.45, "unix: don't accept() connections in a loop", libuv/libuv#3696) and leaves the next one
@@ -7,17 +7,23 @@ milliseconds of starts and relays — then takes new connections at one per turn
 connected together (all connected, in the kernel's queue, within 30–60 ms), the last were accepted
 0.4–0.8 s later, and their wait counted in their time to first token (``bench/streams.py``).
 
-:class:`BacklogDrain` takes them a few per turn, as many as the start pacer begins calls in a turn
-(``SUBLANE_MODEL_STARTS_PER_TURN``): whenever a connection is made, what else waits in the queue is
-accepted with the listening socket's ``accept()``, up to the turn's budget, and handed to the loop
-with ``loop.connect_accepted_socket`` (asyncio's public API for a socket accepted outside the loop),
-with the protocol uvicorn would have built for it. Taking the whole queue at once (asyncio's own
-loop takes up to its backlog per poll) was measured too: 100 clients connecting together then
-waited for all 100 to be accepted and parsed before the first call began (+10–15 ms on the median
-stream's first token); one per turn is what starves a busy gateway. At the pacer's rate accepting
-is never the narrower door, and each turn's accepts stay a few. Only a connection made within
-:data:`CROWD_S` of the one before looks for others: a quiet gateway's queue is empty, and an
-``accept()`` that finds nothing costs ~5 µs.
+:class:`BacklogDrain`: when a connection is made in a turn that came :data:`SLOW_TURN_S` or more
+after the last turn that made one (turns that long take fewer than 500 connections a second one at
+a time) and no more than :data:`CROWD_S` after it (a crowd, not a lone client), what else waits is
+accepted with the listening socket's ``accept()`` — up to as many as the start pacer begins calls
+in a turn (``SUBLANE_MODEL_STARTS_PER_TURN``) — and handed to the loop with
+``loop.connect_accepted_socket`` (asyncio's public API for a socket accepted outside the loop), with
+the protocol uvicorn would have built for it. At the pacer's rate accepting is never the narrower
+door, and each turn's accepts stay a few.
+
+Measured against the alternatives (``bench/streams.py``, alternated with uvloop's own accept):
+taking the whole queue at once (asyncio's own loop takes up to its backlog per poll) made 100
+clients connecting together wait for all of them to be accepted and parsed before the first call
+began (+13 ms on the median first token), and so did a drain on every connection made, a few per
+turn (+4.5 ms, nine runs): while the loop turns fast, one per turn takes a crowd in as fast as it is
+served, each connection parsed and begun as soon as it is taken, where a drained batch waits for
+its last member. A quiet gateway's queue is empty: it never looks (an ``accept()`` that finds
+nothing costs ~5 µs).
 
 The socket is uvicorn's own (``uvicorn.Config.bind_socket``, as its multi-process mode binds one),
 given to ``uvicorn.Server.run(sockets=...)``; uvloop closes it at shutdown, and the drain stops there.
@@ -32,6 +38,7 @@ import errno
 import ipaddress
 import logging
 import socket
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -48,43 +55,41 @@ STARTUP_FAILURE = 3
 
 #: A connection made this soon after the one before may have others waiting behind it.
 CROWD_S = 0.1
+#: Turns this far apart take connections too slowly one at a time (500 a second).
+SLOW_TURN_S = 0.002
 
 _adopting: set[asyncio.Task[None]] = set()
 
 
 class BacklogDrain:
-    """Accepts what waits on :attr:`listener` (``None``: nothing to drain), at most ``per_turn``
-    connections per turn of the event loop, and hands them to the loop."""
+    """Accepts what waits on :attr:`listener` (``None``: nothing to drain), up to ``per_turn``
+    connections when a turn of the event loop that made a connection came too late for one per
+    turn to keep up (the module's docstring), and hands them to the loop."""
 
-    __slots__ = ("_armed", "_last_made", "_left", "listener", "per_turn")
+    __slots__ = ("_last_made", "listener", "per_turn")
 
     def __init__(self, per_turn: int = DRAIN_LIMIT) -> None:
         if per_turn < 1:
             raise ValueError("per_turn must be at least 1")
         self.per_turn = per_turn
         self.listener: socket.socket | None = None
-        self._left = per_turn
-        # The loop whose next turn gives the budget back (``None``: no turn armed), per loop as the
-        # start pacer keeps it: a test's loop closed with a turn armed must not starve the next.
-        self._armed: asyncio.AbstractEventLoop | None = None
         self._last_made = float("-inf")
 
     def drain(self, loop: asyncio.AbstractEventLoop, make_protocol: Callable[[], asyncio.Protocol]) -> int:
-        """Accept waiting connections, as many as this turn has left; how many were taken. Called
-        when a connection is made; it looks only if the one before was made within :data:`CROWD_S`."""
+        """Called when a connection is made: accept up to ``per_turn`` waiting connections when
+        the last connection was made between :data:`SLOW_TURN_S` and :data:`CROWD_S` before this
+        one (connections made in one turn are microseconds apart: the turn's first looks for the
+        turn); how many were taken."""
         listener = self.listener
         if listener is None:
             return 0
-        now = loop.time()
-        last, self._last_made = self._last_made, now
-        if now - last > CROWD_S:
+        now = time.monotonic()  # not loop.time(): uvloop's is libuv's, not renewed every turn
+        gap = now - self._last_made
+        self._last_made = now
+        if not SLOW_TURN_S <= gap <= CROWD_S:  # a lone client, or a loop fast enough one at a time
             return 0
-        if self._armed is not loop:
-            self._armed = loop
-            self._left = self.per_turn
-            loop.call_soon(self._next_turn)
         taken = 0
-        while self._left:
+        while taken < self.per_turn:
             try:
                 connection, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -96,16 +101,11 @@ class BacklogDrain:
                 if exc.errno not in (errno.EBADF, errno.EMFILE, errno.ENFILE):
                     _log.warning("accepting a waiting connection failed: %s", exc)
                 break
-            self._left -= 1
             taken += 1
             task = loop.create_task(_adopt(loop, make_protocol, connection))
             _adopting.add(task)
             task.add_done_callback(_adopting.discard)
         return taken
-
-    def _next_turn(self) -> None:
-        self._armed = None
-        self._left = self.per_turn
 
 
 async def _adopt(

@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 import uvloop
 
-from sublane_gateway._backlog import CROWD_S, DRAIN_LIMIT, BacklogDrain, listening_socket
+from sublane_gateway._backlog import CROWD_S, DRAIN_LIMIT, SLOW_TURN_S, BacklogDrain, listening_socket
 from sublane_gateway._connection_guard import guarded_http
 
 CONNECTIONS = 120
@@ -89,10 +89,10 @@ async def _taken_at_turns(backlog: BacklogDrain | None) -> tuple[list[int], int]
         # Blocking here blocks the event loop: every connection waits in the kernel's queue.
         assert client.stdout.readline() == b"connected\n"
 
-        def busy_turn() -> None:  # a turn with ~1 ms of work in it, as a busy gateway's
+        def busy_turn() -> None:  # a turn with ~3 ms of work in it, as a busy gateway's
             nonlocal turns
             turns += 1
-            time.sleep(0.001)
+            time.sleep(0.003)
             if len(made) < CONNECTIONS:
                 loop.call_soon(busy_turn)
 
@@ -127,7 +127,7 @@ def test_a_busy_loop_takes_waiting_connections_at_the_drains_rate_per_turn() -> 
 
 def test_an_unpaced_drain_takes_the_whole_queue_in_one_turn() -> None:
     made, answered = uvloop.run(_taken_at_turns(BacklogDrain(DRAIN_LIMIT)))
-    assert made[-1] - made[0] <= 4  # the first connection made does not look; the second takes the rest
+    assert made[-1] - made[0] <= 4  # the first connection made does not look; the next takes the rest
     assert answered == CONNECTIONS
 
 
@@ -159,7 +159,7 @@ class _CountingListener:
         raise BlockingIOError
 
 
-def test_a_lone_connection_does_not_look_for_others() -> None:
+def test_only_a_crowd_met_by_slow_turns_looks_for_others() -> None:
     backlog = BacklogDrain(8)
     listener = _CountingListener()
     backlog.listener = listener  # type: ignore[assignment]
@@ -167,12 +167,16 @@ def test_a_lone_connection_does_not_look_for_others() -> None:
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
         backlog.drain(loop, asyncio.Protocol)
-        assert listener.accepts == 0  # a quiet gateway: no system call per new connection
+        assert listener.accepts == 0  # a lone connection: no system call for it
         await asyncio.sleep(CROWD_S * 1.5)
         backlog.drain(loop, asyncio.Protocol)
-        assert listener.accepts == 0
-        backlog.drain(loop, asyncio.Protocol)  # made right after the one before: a crowd
-        assert listener.accepts == 1
+        assert listener.accepts == 0  # another, long after
+        await asyncio.sleep(0)
+        backlog.drain(loop, asyncio.Protocol)
+        assert listener.accepts == 0  # the next turn, at once: one a turn keeps up
+        await asyncio.sleep(SLOW_TURN_S * 2.5)
+        backlog.drain(loop, asyncio.Protocol)
+        assert listener.accepts == 1  # a turn several milliseconds on: one a turn is too few
 
     uvloop.run(scenario())
 
