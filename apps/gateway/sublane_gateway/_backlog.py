@@ -120,13 +120,17 @@ async def _adopt(
 
 def listening_socket(config: uvicorn.Config) -> socket.socket | None:
     """The socket uvicorn would listen on, bound here (``Config.bind_socket``) so that the drain
-    can accept on it too; ``None`` for a host name, which may name several addresses (uvicorn then
-    binds each, and serves them without the drain)."""
+    can accept on it too, for an IPv4 address (the default ``127.0.0.1``, a container's
+    ``0.0.0.0``); ``None`` — uvicorn binds and serves it without the drain — for a host name, which
+    may name several addresses, and for an IPv6 address, which uvicorn's event loop binds IPv6-only
+    where ``bind_socket`` would also take IPv4."""
     if config.uds is not None or config.fd is not None:
         return None
     try:
-        ipaddress.ip_address(config.host)
+        address = ipaddress.ip_address(config.host)
     except ValueError:
+        return None
+    if address.version != 4:
         return None
     return config.bind_socket()
 

@@ -184,6 +184,8 @@ def test_only_a_crowd_met_by_slow_turns_looks_for_others() -> None:
 def test_a_host_name_is_left_to_uvicorn_an_address_is_bound_here() -> None:
     by_name = uvicorn.Config(_app, host="localhost", port=0)
     assert listening_socket(by_name) is None  # uvicorn binds each address the name has
+    ipv6 = uvicorn.Config(_app, host="::1", port=0)
+    assert listening_socket(ipv6) is None  # uvicorn's loop binds it IPv6-only
     by_address = uvicorn.Config(_app, host="127.0.0.1", port=0)
     listener = listening_socket(by_address)
     assert listener is not None
