@@ -79,7 +79,8 @@ class BacklogDrain:
         """Called when a connection is made: accept up to ``per_turn`` waiting connections when
         the last connection was made between :data:`SLOW_TURN_S` and :data:`CROWD_S` before this
         one (connections made in one turn are microseconds apart: the turn's first looks for the
-        turn); how many were taken."""
+        turn; a loaded machine that stretches a turn's callbacks that far apart makes it look
+        twice); how many were taken."""
         listener = self.listener
         if listener is None:
             return 0
