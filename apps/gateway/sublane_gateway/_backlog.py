@@ -84,7 +84,7 @@ class BacklogDrain:
         listener = self.listener
         if listener is None:
             return 0
-        now = time.monotonic()  # not loop.time(): uvloop's is libuv's, not renewed every turn
+        now = time.monotonic()  # to the microsecond: uvloop's loop.time() is libuv's, in milliseconds
         gap = now - self._last_made
         self._last_made = now
         if not SLOW_TURN_S <= gap <= CROWD_S:  # a lone client, or a loop fast enough one at a time
