@@ -22,8 +22,8 @@ given) and talks to it only through asyncio's public protocol and transport inte
   response's head in the same write as its first body bytes (one system call and one TCP
   segment for a JSON answer, issue #19) and hands every other call to the real transport;
 - with a :class:`~sublane_gateway._backlog.BacklogDrain` (``sublane serve``'s), a connection made
-  takes every other connection waiting in the listening socket's queue, each served by a protocol
-  made as uvicorn made this one (uvloop alone takes one per turn of the event loop, issue #49).
+  while the loop turns too slowly for uvloop's one accept per turn takes a few others waiting in
+  the listening socket's queue, each served by a protocol made as uvicorn made this one (issue #49).
 
 Nothing of uvicorn is subclassed, patched or read beyond its documented configuration; the
 protocol's constructor arguments are the ones uvicorn passes to any class given as ``http``.
@@ -330,6 +330,6 @@ def guarded_http(
 ) -> type[GuardedHttp]:
     """The protocol class for uvicorn's ``http`` option, closing connections whose request head
     takes longer than ``header_timeout_s``, or whose body takes longer than ``body_timeout_s``
-    after its head; with ``backlog``, a connection made takes the others waiting with it."""
+    after its head; with ``backlog``, a connection made may take others waiting (the drain decides)."""
     attributes = {"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s, "backlog": backlog}
     return type("GuardedHttp", (GuardedHttp,), attributes)
