@@ -7,7 +7,9 @@ here 8–57 µs. What makes the difference is what is not done: no connection ch
 and back per command, no task or ``wait_for`` around a write, no command object and callback
 table. Replies come back in the order the commands went out (Redis answers one connection in
 order), so each is matched with the oldest waiting future; a caller that stops waiting (a
-cancellation) leaves its future to be skipped when its reply comes.
+cancellation) leaves its future to be skipped when its reply comes. A script Redis does not know
+(``NOSCRIPT``: a restart, ``SCRIPT FLUSH``) is sent again whole by the connection itself, caller or
+no caller: a release sent by a request whose client went away still happens.
 
 The connection's settings come from the redis-py client the replica builds from
 ``SUBLANE_REDIS_URL`` (its pool's ``connection_kwargs``: host and port or a socket path, database,
@@ -51,6 +53,10 @@ class Script:
     def __init__(self, body: str) -> None:
         self.body = body.encode()
         self.sha = hashlib.sha1(self.body, usedforsecurity=False).hexdigest().encode()
+
+
+#: A script call: the script, its keys and its arguments.
+ScriptCall = tuple[Script, Sequence[str], Sequence[Arg]]
 
 
 def command(parts: Sequence[Arg]) -> bytes:
@@ -119,7 +125,11 @@ class _Connection(asyncio.Protocol):
         self._counts = counts
         self._timeout_s = timeout_s
         self._transport: asyncio.Transport | None = None
-        self._waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
+        #: Each command sent and unanswered: its future, when it went, and for a script called by
+        #: its SHA-1 the call itself, to be sent whole (``EVAL``) if Redis answers ``NOSCRIPT``.
+        self._waiting: collections.deque[tuple[asyncio.Future[Any], float, ScriptCall | None]] = (
+            collections.deque()
+        )
         self._outgoing: list[bytes] = []
         self._buffer = b""
         self._watch: asyncio.TimerHandle | None = None
@@ -132,16 +142,27 @@ class _Connection(asyncio.Protocol):
     def send(self, data: bytes) -> asyncio.Future[Any]:
         """Queue one command; its reply's future. Sent with the rest of this loop turn's."""
         future: asyncio.Future[Any] = self._loop.create_future()
+        self._queue(future, data, None)
+        return future
+
+    def call(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> asyncio.Future[Any]:
+        """Queue one script call by its SHA-1 (``EVALSHA``); its reply's future. Redis answering
+        ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``) has it sent whole here, whether or not its caller
+        still waits: a release or an unlock must not be lost with a cancelled caller."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._queue(future, command([b"EVALSHA", script.sha, len(keys), *keys, *args]), (script, keys, args))
+        return future
+
+    def _queue(self, future: asyncio.Future[Any], data: bytes, call: ScriptCall | None) -> None:
         if self.closed:
             future.set_exception(LinkError("the connection to Redis is closed"))
-            return future
+            return
         if not self._outgoing:
             self._loop.call_soon(self._flush)
         self._outgoing.append(data)
-        self._waiting.append((future, self._loop.time()))
+        self._waiting.append((future, self._loop.time(), call))
         if self._watch is None:
             self._watch = self._loop.call_at(self._loop.time() + self._timeout_s, self._check)
-        return future
 
     def _flush(self) -> None:
         outgoing, self._outgoing = self._outgoing, []
@@ -171,12 +192,15 @@ class _Connection(asyncio.Protocol):
                 reply, at = parse(buffer, at)
                 if not waiting:
                     raise LinkError("a reply from Redis that no command asked for")
-                future, _ = waiting.popleft()
-                if not future.done():
-                    if isinstance(reply, ReplyError):
+                future, _, call = waiting.popleft()
+                if isinstance(reply, ReplyError):
+                    if call is not None and str(reply).startswith("NOSCRIPT"):
+                        script, keys, args = call
+                        self._queue(future, command([b"EVAL", script.body, len(keys), *keys, *args]), None)
+                    elif not future.done():
                         future.set_exception(reply)
-                    else:
-                        future.set_result(reply)
+                elif not future.done():
+                    future.set_result(reply)
         except _Incomplete:
             pass
         except (LinkError, ValueError) as error:
@@ -194,7 +218,7 @@ class _Connection(asyncio.Protocol):
             self._watch.cancel()
             self._watch = None
         while self._waiting:
-            future, _ = self._waiting.popleft()
+            future, _, _ = self._waiting.popleft()
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # a caller that stopped waiting must not leave it unretrieved
@@ -275,31 +299,17 @@ class ScriptLink:
     async def run(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """``script``'s reply, by ``EVALSHA`` (``EVAL`` once if Redis does not know it)."""
         connection = await self._connected()
-        try:
-            return await connection.send(command([b"EVALSHA", script.sha, len(keys), *keys, *args]))
-        except ReplyError as error:
-            if not str(error).startswith("NOSCRIPT"):
-                raise
-        return await connection.send(command([b"EVAL", script.body, len(keys), *keys, *args]))
+        return await connection.call(script, keys, args)
 
     async def run_all(self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Arg]]]) -> list[Any]:
         """Several scripts' replies, sent together (one write, one round trip)."""
         connection = await self._connected()
-        futures = [
-            connection.send(command([b"EVALSHA", script.sha, len(keys), *keys, *args]))
-            for script, keys, args in calls
-        ]
+        futures = [connection.call(script, keys, args) for script, keys, args in calls]
         replies: list[Any] = []
         failure: LinkError | None = None
-        for (script, keys, args), future in zip(calls, futures, strict=True):
+        for future in futures:
             try:
                 replies.append(await future)
-            except ReplyError as error:
-                if not str(error).startswith("NOSCRIPT"):
-                    failure = failure or error
-                    replies.append(None)
-                    continue
-                replies.append(await self.run(script, keys, args))
             except LinkError as error:
                 failure = failure or error
                 replies.append(None)

@@ -131,6 +131,29 @@ async def test_scale_4_scripts_redis_forgot_are_sent_again(
         sync.close()
 
 
+async def test_scale_3_a_release_redis_forgot_is_made_when_its_caller_stopped_waiting(
+    limits: SharedLimits, redis_server: RedisServer
+) -> None:
+    """A caller cancelled while its ``EVALSHA`` is out, answered ``NOSCRIPT``: the call is still
+    made (``EVAL``), or a release or an unlock sent by a request whose client went away would be
+    lost and its slot or lock held until its life ends."""
+    sync = SyncRedis.from_url(redis_server.url)
+    try:
+        assert await limits.acquire([(6, 1)], "gone") == 6
+        sync.script_flush()
+        release = asyncio.ensure_future(limits.release(6, "gone"))
+        await asyncio.sleep(0)  # the EVALSHA goes out with this turn's write
+        await asyncio.sleep(0)
+        release.cancel()
+        await asyncio.wait({release})
+        assert release.cancelled()
+        await limits.version()  # one more round trip: the EVAL went out before it
+        assert await limits.in_flight(6) == 0
+        assert await limits.acquire([(6, 1)], "next") == 6
+    finally:
+        sync.close()
+
+
 def test_scale_3_a_replica_killed_in_the_middle_of_its_batches_leaks_no_slot(
     redis_server: RedisServer,
 ) -> None:
