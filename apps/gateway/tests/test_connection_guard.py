@@ -180,13 +180,14 @@ async def test_ops_4_body_timeout_a_body_short_of_its_length_gets_408_and_the_so
 
 
 async def test_ops_4_body_timeout_ends_with_the_body_and_a_kept_connection_stays() -> None:
-    protocol, raw = _guard(_reading_app, body_timeout_s=0.05)
+    # A body time ten times the pause: a loaded machine can hold the test's wake-up for tens of ms.
+    protocol, raw = _guard(_reading_app, body_timeout_s=0.25)
     for _ in range(3):  # each request's body in time: answered, and the connection kept
         protocol.data_received(b"POST /api/x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{")
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.025)
         protocol.data_received(b"}")
         await _turns()
-    await asyncio.sleep(0.1)  # past the body time: nothing is pending
+    await asyncio.sleep(0.3)  # past every request's body time: nothing is pending
     assert not raw.closed and len(raw.calls) == 3
     protocol.connection_lost(None)
 
