@@ -20,6 +20,13 @@ A client that leaves a paced stream is noticed at once (a task waits on ``http.d
 time (``time.monotonic()``, shared by all processes on Linux) is kept for ``GET /_mock/stats`` so
 the cancellation scenario can tell how fast the gateway let go of its upstream.
 
+An idle connection is kept ``BENCH_MOCK_KEEPALIVE_S`` seconds (default 400), as Cloudflare keeps
+an HTTP/1.1 client connection in front of the real upstreams (its documented "Connection
+Keep-Alive HTTP/1.1" limit): the gateway's pool (30 s) then reuses its upstream connections between
+bursts a few seconds apart, as it would against them. uvicorn's own default (5 s) closed every one
+between two bursts of ``bench/streams.py``: ``BENCH_MOCK_KEEPALIVE_S=5`` measures a burst on a cold
+pool (issue #49, BENCHMARKS.md).
+
 Run: ``python bench/mock.py --port 9100`` (uvicorn, httptools, uvloop, one worker).
 """
 
@@ -28,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import time
 from collections import deque
@@ -369,6 +377,9 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
         await _stream(send, headers, parts, deltas, pacing)
 
 
+KEEPALIVE_S = float(os.environ.get("BENCH_MOCK_KEEPALIVE_S", "400"))
+
+
 def main() -> None:
     """``python bench/mock.py --port N``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -384,6 +395,7 @@ def main() -> None:
         access_log=False,
         log_level="warning",
         backlog=4096,
+        timeout_keep_alive=KEEPALIVE_S,
     )
 
 
