@@ -8,8 +8,9 @@ and back per command, no task or ``wait_for`` around a write, no command object 
 table. Replies come back in the order the commands went out (Redis answers one connection in
 order), so each is matched with the oldest waiting future; a caller that stops waiting (a
 cancellation) leaves its future to be skipped when its reply comes. A script Redis does not know
-(``NOSCRIPT``: a restart, ``SCRIPT FLUSH``) is sent again whole by the connection itself, caller or
-no caller: a release sent by a request whose client went away still happens.
+(``NOSCRIPT``: a restart, ``SCRIPT FLUSH``) is sent again whole by the connection itself: a
+give-back (a release, an unlock) whether or not its caller still waits, so that one sent by a
+request whose client went away still happens; a take only for a caller still waiting.
 
 The connection's settings come from the redis-py client the replica builds from
 ``SUBLANE_REDIS_URL`` (its pool's ``connection_kwargs``: host and port or a socket path, database,
@@ -46,13 +47,20 @@ class ReplyError(LinkError):
 
 
 class Script:
-    """A Lua script, called by its SHA-1 (``EVALSHA``); sent whole once a Redis does not know it."""
+    """A Lua script, called by its SHA-1 (``EVALSHA``); sent whole once a Redis does not know it.
 
-    __slots__ = ("body", "sha")
+    ``gives_back``: the script lets go of what one holder took (a slot, a place, a lock), and only
+    that holder's: sent whole even when its caller stopped waiting, since nothing else would let go
+    in its stead, and harmless whenever it runs. Any other script is sent whole only for a caller
+    still waiting: a take whose caller was cancelled has its give-back behind it, which has run
+    by the time the take would (see :meth:`_Connection.call`)."""
 
-    def __init__(self, body: str) -> None:
+    __slots__ = ("body", "gives_back", "sha")
+
+    def __init__(self, body: str, *, gives_back: bool = False) -> None:
         self.body = body.encode()
         self.sha = hashlib.sha1(self.body, usedforsecurity=False).hexdigest().encode()
+        self.gives_back = gives_back
 
 
 #: A script call: the script, its keys and its arguments.
@@ -147,8 +155,11 @@ class _Connection(asyncio.Protocol):
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> asyncio.Future[Any]:
         """Queue one script call by its SHA-1 (``EVALSHA``); its reply's future. Redis answering
-        ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``) has it sent whole here, whether or not its caller
-        still waits: a release or an unlock must not be lost with a cancelled caller."""
+        ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``) has it sent whole (``EVAL``) from here, so that a
+        give-back is not lost with its cancelled caller. Sent whole, a call runs after the
+        commands that went out behind its ``EVALSHA``: a take whose caller stopped waiting is
+        therefore not sent again — its give-back may be one of those commands, and would have run
+        first — and what it would have taken is never taken."""
         future: asyncio.Future[Any] = self._loop.create_future()
         self._queue(future, command([b"EVALSHA", script.sha, len(keys), *keys, *args]), (script, keys, args))
         return future
@@ -196,7 +207,9 @@ class _Connection(asyncio.Protocol):
                 if isinstance(reply, ReplyError):
                     if call is not None and str(reply).startswith("NOSCRIPT"):
                         script, keys, args = call
-                        self._queue(future, command([b"EVAL", script.body, len(keys), *keys, *args]), None)
+                        if script.gives_back or not future.done():
+                            whole = command([b"EVAL", script.body, len(keys), *keys, *args])
+                            self._queue(future, whole, None)
                     elif not future.done():
                         future.set_exception(reply)
                 elif not future.done():
@@ -307,12 +320,17 @@ class ScriptLink:
         futures = [connection.call(script, keys, args) for script, keys, args in calls]
         replies: list[Any] = []
         failure: LinkError | None = None
-        for future in futures:
-            try:
-                replies.append(await future)
-            except LinkError as error:
-                failure = failure or error
-                replies.append(None)
+        try:
+            for future in futures:
+                try:
+                    replies.append(await future)
+                except LinkError as error:
+                    failure = failure or error
+                    replies.append(None)
+        except asyncio.CancelledError:
+            for future in futures:  # nobody waits for any of them now (Script.gives_back)
+                future.cancel()
+            raise
         if failure is not None:
             raise failure
         return replies

@@ -217,16 +217,16 @@ return redis.call('ZREM', KEYS[2], ARGV[1])
 
 ACQUIRE: Final = Script(_ACQUIRE)
 ENQUEUE: Final = Script(_ENQUEUE)
-LEAVE_QUEUE: Final = Script(_LEAVE_QUEUE)
+LEAVE_QUEUE: Final = Script(_LEAVE_QUEUE, gives_back=True)
 RENEW: Final = Script(_RENEW)
-RELEASE: Final = Script(_RELEASE)
-LEAVE: Final = Script(_LEAVE)
+RELEASE: Final = Script(_RELEASE, gives_back=True)
+LEAVE: Final = Script(_LEAVE, gives_back=True)
 PUBLISH: Final = Script(_PUBLISH)
 COUNT: Final = Script(_COUNT)
 ADMIT: Final = Script(_ADMIT)
 ADMIT_ACQUIRE: Final = Script(_ADMIT_ACQUIRE)
 BEGIN_READ: Final = Script(_BEGIN_READ)
-END_READ: Final = Script(_END_READ)
+END_READ: Final = Script(_END_READ, gives_back=True)
 
 
 def unavailable() -> SubLaneError:
@@ -575,7 +575,7 @@ return 0
 
 LOCK: Final = Script(_LOCK)
 STILL_HELD: Final = Script(_STILL_HELD)
-UNLOCK: Final = Script(_UNLOCK)
+UNLOCK: Final = Script(_UNLOCK, gives_back=True)
 
 
 class Fence:

@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 from redis_server import REDIS_SERVER, RedisServer
 from shared_workers import cycle_in_batches
 
-from sublane_scheduler._shared import SharedLimits
+from sublane_scheduler._shared import ACQUIRE, SharedLimits
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -150,6 +150,41 @@ async def test_scale_3_a_release_redis_forgot_is_made_when_its_caller_stopped_wa
         await limits.version()  # one more round trip: the EVAL went out before it
         assert await limits.in_flight(6) == 0
         assert await limits.acquire([(6, 1)], "next") == 6
+    finally:
+        sync.close()
+
+
+async def test_scale_3_a_take_redis_forgot_is_not_made_once_its_caller_stopped_waiting(
+    limits: SharedLimits, redis_server: RedisServer
+) -> None:
+    """A take cancelled while its ``EVALSHA`` is out, answered ``NOSCRIPT``, is not sent again: its
+    give-back (a script Redis knows) went out behind it and ran first, and a take made after it
+    would hold the slot until its TTL."""
+    sync = SyncRedis.from_url(redis_server.url)
+    try:
+        sync.script_flush()
+        assert not await limits.release(7, "nobody")  # the give-back's script is known again
+        take = asyncio.ensure_future(limits.acquire([(7, 1)], "gone"))
+        await asyncio.sleep(0)  # the take's EVALSHA is queued for this turn's write
+        take.cancel()
+        give_back = asyncio.ensure_future(limits.release(7, "gone"))  # as the scheduler does
+        await asyncio.wait({take, give_back})
+        assert take.cancelled() and give_back.result() is False  # nothing was there to give back
+        await limits.version()  # one more round trip after any answer to the take
+        assert await limits.in_flight(7) == 0
+        assert await limits.acquire([(7, 1)], "next") == 7
+        # Takes sent together in one batch, its caller cancelled while waiting for the first answer.
+        sync.script_flush()
+        assert not await limits.release(8, "nobody")
+        takes = [(ACQUIRE, *limits._acquire_call([(8, 2)], f"batch-{n}", "", None, None)) for n in (1, 2)]
+        batch = asyncio.ensure_future(limits.link.run_all(takes))
+        await asyncio.sleep(0)
+        batch.cancel()
+        gone = [asyncio.ensure_future(limits.release(8, f"batch-{n}")) for n in (1, 2)]
+        await asyncio.wait({batch, *gone})
+        assert batch.cancelled()
+        await limits.version()
+        assert await limits.in_flight(8) == 0
     finally:
         sync.close()
 
