@@ -5,6 +5,11 @@ encryption, the clock, identifiers and the error catalogue.
 """
 
 from sublane_core import _signals as signals
+from sublane_core._background import (
+    background_steps,
+    background_thread_begins,
+    lower_background_threads,
+)
 from sublane_core._clock import Clock, FakeClock, ShiftedClock, SystemClock
 from sublane_core._crypto import (
     CredentialCipher,
@@ -204,4 +209,8 @@ __all__ = [
     "json_loads_strict",
     "NotStrictJson",
     "json_loads_text",
+    # background threads below the event loop (issue #49)
+    "background_steps",
+    "background_thread_begins",
+    "lower_background_threads",
 ]

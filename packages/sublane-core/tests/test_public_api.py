@@ -26,6 +26,7 @@ EXPECTED = [
     "configure_logging", "current_request_id", "redact",
     "MAX_JSON_DEPTH", "json_problem", "storable_text",
     "json_dumps", "json_loads", "json_loads_strict", "NotStrictJson", "json_loads_text",
+    "background_steps", "background_thread_begins", "lower_background_threads",
 ]  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from typing import Final, TypeAlias
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sublane_core import AlertOutbox, Clock, signals
+from sublane_core import AlertOutbox, Clock, background_thread_begins, signals
 from sublane_history._costs import CostLedger, RecordCosts
 from sublane_history._retention import Retention, apply_retention
 from sublane_history._rows import INSERT_RECORDS, record_values
@@ -275,6 +275,7 @@ class HistoryRecorder:
         return lost, self._outbox.add(connection, "history.dropped", data)
 
     def _run(self) -> None:
+        background_thread_begins()  # the loop first, where the process asked (issue #49)
         pending = self._pending
         held = _HeldConnection(self._engine)
         last_write = float("-inf")

@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from sublane_core import NO_GROUP, ROLE_ADMIN, Clock, signals
+from sublane_core import NO_GROUP, ROLE_ADMIN, Clock, background_thread_begins, signals
 from sublane_pricing._book import PriceBook
 
 _log = logging.getLogger("sublane.pricing")
@@ -251,6 +251,7 @@ class SpendLedger:
             thread.join(10.0)
 
     def _run(self) -> None:
+        background_thread_begins()
         while not self._stop.wait(self._refresh_s):
             try:
                 self.refresh()

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy.engine import Engine
 
-from sublane_core import AlertOutbox, Clock, signals
+from sublane_core import AlertOutbox, Clock, background_thread_begins, signals
 from sublane_quota._book import QuotaBook
 from sublane_quota._refresher import QuotaReader, QuotaRefresher
 from sublane_quota._store import QuotaStore
@@ -59,7 +59,9 @@ class QuotaObserver:
             if reader is not None
             else None
         )
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sublane-quota-writer")
+        self._writer = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="sublane-quota-writer", initializer=background_thread_begins
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[int, signals.QuotaObserved] = {}  # newest queued header observation
         self._pending_lock = threading.Lock()

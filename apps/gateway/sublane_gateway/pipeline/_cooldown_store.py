@@ -20,7 +20,14 @@ import anyio.to_thread
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from sublane_core import ACCOUNT_WIDE, AccountCooldown, AlertOutbox, Clock, account_ref
+from sublane_core import (
+    ACCOUNT_WIDE,
+    AccountCooldown,
+    AlertOutbox,
+    Clock,
+    account_ref,
+    background_thread_begins,
+)
 from sublane_scheduler import Cooldown, CooldownBook
 
 _log = logging.getLogger("sublane.cooldowns")
@@ -56,6 +63,7 @@ class CooldownStore:
             self._thread = None
 
     def _drain(self) -> None:
+        background_thread_begins()
         while (item := self._queue.get()) is not None:
             try:
                 self._write(*item)
