@@ -21,11 +21,11 @@ time (``time.monotonic()``, shared by all processes on Linux) is kept for ``GET 
 the cancellation scenario can tell how fast the gateway let go of its upstream.
 
 An idle connection is kept ``BENCH_MOCK_KEEPALIVE_S`` seconds (default 400), as Cloudflare keeps
-an HTTP/1.1 client connection in front of the real upstreams (its documented "Connection
-Keep-Alive HTTP/1.1" limit): the gateway's pool (30 s) then reuses its upstream connections between
-bursts a few seconds apart, as it would against them. uvicorn's own default (5 s) closed every one
-between two bursts of ``bench/streams.py``: ``BENCH_MOCK_KEEPALIVE_S=5`` measures a burst on a cold
-pool (issue #49, BENCHMARKS.md).
+an HTTP/1.1 client connection in front of the Codex upstream (chatgpt.com answers carry ``cf-ray``,
+PROTOCOLS.md; Cloudflare's documented "Connection Keep-Alive HTTP/1.1" limit): the gateway's pool
+(30 s) then reuses its upstream connections between bursts a few seconds apart, as it would there.
+uvicorn's own default (5 s) closed every one between two bursts of ``bench/streams.py``:
+``BENCH_MOCK_KEEPALIVE_S=5`` measures a burst on a cold pool (issue #49, BENCHMARKS.md).
 
 Run: ``python bench/mock.py --port 9100`` (uvicorn, httptools, uvloop, one worker).
 """
