@@ -16,6 +16,12 @@ connection. Any other cut is the caller's error.
 
 Timeouts: ``connect_timeout`` bounds opening a connection (and a proxy tunnel); ``read_timeout``
 bounds every wait for the upstream's next bytes, the head included.
+
+Idle connections: one is kept ``keepalive_s`` after its last answer, or less when the upstream said
+it keeps it less (``Keep-Alive: timeout=N``: until a second before). Every connection asks the
+kernel for TCP keep-alive probes once idle ``TCP_KEEPALIVE_S`` (as Go's dialer does): they keep a
+NAT's or firewall's mapping of a pooled connection alive, and a peer gone silently is found while
+the connection waits in the pool, not by the request sent on it next.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import contextlib
+import socket
 import ssl
 import urllib.parse
 import urllib.request
@@ -53,6 +61,34 @@ Origin = tuple[str, str, int]  # (scheme, IDNA host, port): where the pool conne
 #: egress, EGRESS-1) or only https ones do (the environment's proxy; http goes in absolute form).
 PoolKey = tuple[str, str, int, str | None, bool]
 _MAX_TARGETS = 256  # parsed request targets kept by a pool
+#: A connection the upstream says it keeps N seconds idle is reused for N less this at most: its
+#: close would otherwise cross the next request on the wire.
+KEEP_ALIVE_MARGIN_S: Final = 1.0
+#: Idle seconds before the kernel's first TCP keep-alive probe, and between probes (Go's default).
+TCP_KEEPALIVE_S: Final = 15
+
+
+def keep_alive_timeout(value: bytes) -> float | None:
+    """The ``timeout`` parameter of a ``Keep-Alive`` header (``timeout=5, max=100``), in seconds;
+    ``None`` when it has none or it is not a whole number of seconds."""
+    for parameter in value.split(b","):
+        name, _, number = parameter.partition(b"=")
+        if name.strip().lower() == b"timeout":
+            number = number.strip().strip(b'"')
+            return float(number) if number.isdigit() else None
+    return None
+
+
+def probe_when_idle(transport: asyncio.BaseTransport) -> None:
+    """Turn on TCP keep-alive probes for ``transport``'s socket (where the system has them)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's own timing
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_KEEPALIVE_S)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, TCP_KEEPALIVE_S)
 
 
 class _Connection(asyncio.Protocol):
@@ -79,6 +115,7 @@ class _Connection(asyncio.Protocol):
         self.head_done = False
         self.complete = False
         self.keep_alive = False
+        self.kept_for: float | None = None  # the answer's ``Keep-Alive: timeout=`` (seconds)
         self.error: str | None = None  # why the exchange ended early (_TIMED_OUT, a cut, bad bytes)
         self.answered = False  # a byte of this exchange's answer arrived
         self._chunks: collections.deque[bytes] = collections.deque()
@@ -126,7 +163,10 @@ class _Connection(asyncio.Protocol):
         self.reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, name.lower(), value))
+        lower = name.lower()
+        self.headers.append((name, lower, value))
+        if lower == b"keep-alive":
+            self.kept_for = keep_alive_timeout(value)
 
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
@@ -134,6 +174,7 @@ class _Connection(asyncio.Protocol):
             self._informational = True
             self.headers = []
             self.reason = b""
+            self.kept_for = None
             return
         self.status = status
         self.head_done = True
@@ -163,7 +204,7 @@ class _Connection(asyncio.Protocol):
         self.reason = b""
         self.headers = []
         self.head_done = self.complete = self.keep_alive = self.answered = False
-        self.error = None
+        self.kept_for = self.error = None
         if self._chunks:  # the last answer's body, given back unread: never part of this one
             self.take()
         self._read_timeout = read_timeout
@@ -424,12 +465,15 @@ class Http1Pool:
             connection.close()
             return
         self._free_slot()
-        if not connection.reusable:
+        keep = self._keepalive_s
+        if connection.kept_for is not None:  # the upstream keeps it less: not to be reused then
+            keep = min(keep, connection.kept_for - KEEP_ALIVE_MARGIN_S)
+        if keep <= 0 or not connection.reusable:
             connection.close()
             return
         idle = self._idle.setdefault(connection.key, [])
         idle.append(connection)
-        connection.idle.set_in(self._keepalive_s)
+        connection.idle.set_in(keep)
 
     async def aclose(self) -> None:
         self._close_all()
@@ -512,6 +556,8 @@ class Http1Pool:
                     connection = await self._through_socks(key, loop, factory)
                 else:
                     connection = await self._through_proxy(key, loop, factory)
+                if connection.transport is not None:
+                    probe_when_idle(connection.transport)
                 connection.on_idle_expired = self._expire
                 self._open.add(connection)
                 return connection

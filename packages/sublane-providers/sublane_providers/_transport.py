@@ -51,7 +51,13 @@ _log = logging.getLogger("sublane.transport")
 
 MODEL_CONNECTIONS = 1024
 METADATA_CONNECTIONS = 64
-KEEPALIVE_S = 30.0  # how long an idle upstream connection is kept for the next request
+#: How long an idle upstream connection is kept for the next request: Go's and reqwest's default
+#: (reqwest is the Codex CLI's client), below what Cloudflare keeps an idle HTTP/1.1 connection in
+#: front of the Codex upstream (400 s) and what common NATs keep an idle flow (AWS's 350 s, Azure's
+#: 240 s). A coding agent's next call after a tool run of a minute finds its connection open
+#: instead of paying TCP and TLS handshakes (issue #49); an upstream that keeps idle connections
+#: less says so (``Keep-Alive: timeout=``), and the pool keeps them less.
+KEEPALIVE_S = 90.0
 
 if TYPE_CHECKING:
     import httpx

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import datetime
 import ipaddress
+import os
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ from sublane_providers import (
     chunks_of,
     read_all,
 )
-from sublane_providers._http1 import HIGH_WATER, Http1Pool
+from sublane_providers._http1 import HIGH_WATER, TCP_KEEPALIVE_S, Http1Pool, keep_alive_timeout
 from sublane_providers.testing import close_quietly, read_http_request, serving
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -335,6 +336,111 @@ async def test_the_keepalive_counts_from_the_last_release_though_one_timer_serve
         await asyncio.sleep(0.5)
         assert connection.closed  # idle 0.5 s > 0.3 s since its last release
         await pool.aclose()
+
+
+class _HintingUpstream(_CountingUpstream):
+    """Answers every request with ``Keep-Alive: {hint}`` and never closes a connection itself."""
+
+    def __init__(self, hint: bytes) -> None:
+        super().__init__()
+        self.hint = hint
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                await read_http_request(reader)
+                writer.write(b"HTTP/1.1 200 OK\r\nkeep-alive: %s\r\ncontent-length: 2\r\n\r\nok" % self.hint)
+                await writer.drain()
+        await close_quietly(writer)
+
+
+async def _calls_after(pool: Http1Pool, port: int, pauses: tuple[float, ...]) -> None:
+    for pause in pauses:
+        await asyncio.sleep(pause)
+        response = await pool.send(_post(f"http://127.0.0.1:{port}/x"))
+        assert await read_all(response) == b"ok"
+
+
+async def test_an_upstream_that_keeps_connections_less_is_left_a_second_before_it_closes_them() -> None:
+    """``Keep-Alive: timeout=2``: reused 0.3 s after its answer, not 1.3 s after (the upstream would
+    close it at 2 s, and its close could cross the request); the pool's own 30 s do not count."""
+    upstream = _HintingUpstream(b"timeout=2, max=100")
+    pool = _pool(keepalive_s=30.0)
+    async with serving(upstream) as port:
+        await _calls_after(pool, port, (0.0, 0.3))
+        assert upstream.connections == 1
+        await _calls_after(pool, port, (1.3,))
+        assert upstream.connections == 2
+        await pool.aclose()
+
+
+async def test_a_connection_an_upstream_keeps_a_second_or_less_is_not_kept() -> None:
+    upstream = _HintingUpstream(b"timeout=1")
+    pool = _pool(keepalive_s=30.0)
+    async with serving(upstream) as port:
+        await _calls_after(pool, port, (0.0, 0.0, 0.0))
+        assert upstream.connections == 3
+        assert not [c for idle in pool._idle.values() for c in idle]
+        await pool.aclose()
+
+
+async def test_an_upstream_that_keeps_connections_longer_does_not_lengthen_the_pools_keepalive() -> None:
+    upstream = _HintingUpstream(b"timeout=600")
+    pool = _pool(keepalive_s=0.2)
+    async with serving(upstream) as port:
+        await _calls_after(pool, port, (0.0, 0.05, 0.5))
+        await pool.aclose()
+    assert upstream.connections == 2  # reused after 50 ms, a new one after 500 ms
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (b"timeout=5, max=100", 5.0),
+        (b"max=100, Timeout = 7", 7.0),
+        (b'timeout="9"', 9.0),
+        (b"max=100", None),
+        (b"timeout=soon", None),
+        (b"timeout=-3", None),
+        (b"timeout=2.5", None),
+        (b"", None),
+    ],
+)
+def test_the_keep_alive_headers_timeout_is_read_when_it_is_a_whole_number_of_seconds(
+    value: bytes, seconds: float | None
+) -> None:
+    assert keep_alive_timeout(value) == seconds
+
+
+def _keepalive_timer_s(local_port: int) -> float | None:
+    """Seconds until the kernel's TCP keep-alive probe of the loopback socket bound to ``local_port``
+    (``/proc/net/tcp``: timer kind 2 is keep-alive, its time in USER_HZ ticks); ``None``: no such timer."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == local_port:
+            kind, when = fields[5].split(":")
+            return int(when, 16) / os.sysconf("SC_CLK_TCK") if int(kind, 16) == 2 else None
+    raise AssertionError(f"no socket on port {local_port}")
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the kernel's socket table (Linux)")
+async def test_a_pooled_connection_has_the_kernel_probe_its_peer_once_idle_fifteen_seconds() -> None:
+    """SO_KEEPALIVE with TCP_KEEPIDLE 15 s: a NAT keeps the pooled connection's mapping, and a peer
+    gone silently is found while the connection waits in the pool (read back from the kernel)."""
+    peers: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peers.append(writer.get_extra_info("peername")[1])
+        await _keep_answering(reader, writer)
+
+    pool = _pool()
+    async with serving(handler) as port:
+        await _calls_after(pool, port, (0.0,))
+        await asyncio.sleep(0.05)  # the last ACKs in: the socket's only timer is keep-alive's
+        timer = _keepalive_timer_s(peers[0])
+        await pool.aclose()
+    assert timer is not None and 13.0 < timer <= float(TCP_KEEPALIVE_S)
 
 
 async def test_a_kept_connection_still_times_out_a_silent_upstream() -> None:
