@@ -13,6 +13,11 @@ time during its run divided by the chunks it relayed: the relay's cost per pass-
 processes and adds, per level, every run's added TTFT p50 and their median: a burst's p50 moves by
 tens of milliseconds from one run to the next on a 2-core machine, where the mock and the driver
 share a core (issue #49), so one run says little.
+
+The warm-up is one burst of ``BENCH_STREAMS_WARMUP`` streams (default: the largest level): each
+measured burst meets a warm pool, the first of a level included — before, the first burst of a
+larger level opened the connections the smaller ones had not (one per turn of a busy mock) and was
+the slow run of its invocation. ``BENCH_MOCK_KEEPALIVE_S=5`` still measures bursts on a cold pool.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ from run import (
 LEVELS = [int(level) for level in os.environ.get("BENCH_STREAMS_LEVELS", "100,500,1000").split(",")]
 CHUNKS = int(os.environ.get("BENCH_STREAMS_CHUNKS", "250"))
 REPEAT = int(os.environ.get("BENCH_STREAMS_REPEAT", "1"))
+#: Streams of the warm-up burst: by default the largest level, so that every measured burst meets a
+#: pool holding as many upstream connections as it needs (while the mock keeps them: its
+#: ``BENCH_MOCK_KEEPALIVE_S``), the first of its level included.
+WARMUP = int(os.environ.get("BENCH_STREAMS_WARMUP", str(max(LEVELS))))
 PACING_MS = int(os.environ.get("BENCH_STREAMS_PACING_MS", "20"))
 
 
@@ -71,7 +80,8 @@ async def main_async(procs: Processes, tmp: Path) -> dict[str, Any]:
         {"Authorization": f"Bearer {key}"},
     )
     raw = responses_body(stream=True, deltas=CHUNKS, pacing_ms=PACING_MS)
-    await paced_level(gateway, gateway.request(raw), 20, CHUNKS)  # warm-up: pools, caches, code paths
+    await paced_level(gateway, gateway.request(raw), WARMUP, CHUNKS)  # warm-up: pools, caches, code paths
+    await asyncio.sleep(1.0)
     out: dict[str, Any] = {"chunks": CHUNKS, "pacing_ms": PACING_MS, "levels": []}
     for level in [level for level in LEVELS for _ in range(REPEAT)]:
         row: dict[str, Any] = {"streams": level}
