@@ -143,6 +143,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self.idle.at is not None and self.on_idle_expired is not None:
+            self.on_idle_expired(self)  # closed by the upstream while idle: out of the pool now
         self._stop_timers()
         if not self.complete and self.error is None:
             if self.head_done and self._ends_at_close():

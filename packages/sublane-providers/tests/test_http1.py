@@ -443,6 +443,32 @@ async def test_a_pooled_connection_has_the_kernel_probe_its_peer_once_idle_fifte
     assert timer is not None and 13.0 < timer <= float(TCP_KEEPALIVE_S)
 
 
+async def test_a_connection_the_upstream_closes_while_idle_leaves_the_pool_at_once() -> None:
+    """Not at the next request to that upstream, which may never come: the pool holds no dead
+    connection (nor its parser and buffers) for its keep-alive."""
+    closed_by_upstream = asyncio.Event()
+
+    async def answer_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_http_request(reader)
+        writer.write(_ok(b"ok"))
+        await writer.drain()
+        await asyncio.sleep(0.1)  # idle in the pool by now
+        await close_quietly(writer)
+        closed_by_upstream.set()
+
+    pool = _pool(keepalive_s=30.0)
+    async with serving(answer_then_close) as port:
+        responses = await asyncio.gather(*(pool.send(_post(f"http://127.0.0.1:{port}/x")) for _ in range(3)))
+        for response in responses:
+            assert await read_all(response) == b"ok"
+        assert len([c for idle in pool._idle.values() for c in idle]) == 3
+        await closed_by_upstream.wait()
+        await asyncio.sleep(0.1)
+        assert not [c for idle in pool._idle.values() for c in idle]
+        await _calls_after(pool, port, (0.0,))  # and the next call opens a new one
+        await pool.aclose()
+
+
 async def test_a_kept_connection_still_times_out_a_silent_upstream() -> None:
     """The read-timeout timer outlives an exchange for the next one on the connection; the next
     exchange is still bounded by its own read timeout, counted from its own start."""
