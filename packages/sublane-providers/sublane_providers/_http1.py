@@ -66,6 +66,9 @@ _MAX_TARGETS = 256  # parsed request targets kept by a pool
 KEEP_ALIVE_MARGIN_S: Final = 1.0
 #: Idle seconds before the kernel's first TCP keep-alive probe, and between probes (Go's default).
 TCP_KEEPALIVE_S: Final = 15
+#: Unanswered probes before the kernel gives the connection up: 15 s + 4 × 15 s = 75 s, so that a
+#: peer gone silently is found before the pool's keep-alive (90 s) would hand its connection out.
+TCP_KEEPALIVE_PROBES: Final = 4
 
 
 def keep_alive_timeout(value: bytes) -> float | None:
@@ -89,6 +92,7 @@ def probe_when_idle(transport: asyncio.BaseTransport) -> None:
         if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's own timing
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_KEEPALIVE_S)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, TCP_KEEPALIVE_S)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, TCP_KEEPALIVE_PROBES)
 
 
 class _Connection(asyncio.Protocol):

@@ -12,6 +12,7 @@ import contextlib
 import datetime
 import ipaddress
 import os
+import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,7 +35,14 @@ from sublane_providers import (
     chunks_of,
     read_all,
 )
-from sublane_providers._http1 import HIGH_WATER, TCP_KEEPALIVE_S, Http1Pool, keep_alive_timeout
+from sublane_providers._http1 import (
+    HIGH_WATER,
+    TCP_KEEPALIVE_PROBES,
+    TCP_KEEPALIVE_S,
+    Http1Pool,
+    keep_alive_timeout,
+)
+from sublane_providers._transport import KEEPALIVE_S
 from sublane_providers.testing import close_quietly, read_http_request, serving
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -439,8 +447,18 @@ async def test_a_pooled_connection_has_the_kernel_probe_its_peer_once_idle_fifte
         await _calls_after(pool, port, (0.0,))
         await asyncio.sleep(0.05)  # the last ACKs in: the socket's only timer is keep-alive's
         timer = _keepalive_timer_s(peers[0])
+        (kept,) = [c for idle in pool._idle.values() for c in idle]
+        assert kept.transport is not None
+        sock = kept.transport.get_extra_info("socket")
+        interval, probes = (
+            sock.getsockopt(socket.IPPROTO_TCP, option)
+            for option in (socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT)
+        )
         await pool.aclose()
     assert timer is not None and 13.0 < timer <= float(TCP_KEEPALIVE_S)
+    # Given up after 75 s unanswered: before the pool's own 90 s would hand the connection out.
+    assert (interval, probes) == (TCP_KEEPALIVE_S, TCP_KEEPALIVE_PROBES)
+    assert TCP_KEEPALIVE_S * (1 + TCP_KEEPALIVE_PROBES) < KEEPALIVE_S
 
 
 async def test_a_connection_the_upstream_closes_while_idle_leaves_the_pool_at_once() -> None:
