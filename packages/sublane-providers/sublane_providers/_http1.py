@@ -69,6 +69,11 @@ TCP_KEEPALIVE_S: Final = 15
 #: Unanswered probes before the kernel gives the connection up: 15 s + 4 × 15 s = 75 s, so that a
 #: peer gone silently is found before the pool's keep-alive (90 s) would hand its connection out.
 TCP_KEEPALIVE_PROBES: Final = 4
+_KEEPALIVE_TIMING: Final = (
+    ("TCP_KEEPIDLE", TCP_KEEPALIVE_S),
+    ("TCP_KEEPINTVL", TCP_KEEPALIVE_S),
+    ("TCP_KEEPCNT", TCP_KEEPALIVE_PROBES),
+)
 
 
 def keep_alive_timeout(value: bytes) -> float | None:
@@ -89,10 +94,10 @@ def probe_when_idle(transport: asyncio.BaseTransport) -> None:
         return
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's own timing
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_KEEPALIVE_S)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, TCP_KEEPALIVE_S)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, TCP_KEEPALIVE_PROBES)
+        for name, value in _KEEPALIVE_TIMING:  # where the system has them; else its own timing
+            option = getattr(socket, name, None)
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 class _Connection(asyncio.Protocol):
