@@ -343,6 +343,33 @@ def test_ops_1_a_malformed_known_field_is_refused_before_any_upstream_call(
     assert _cooling(pool) == []  # no account and no model counted a failure
 
 
+@pytest.mark.parametrize("provider", ["claude", "antigravity"])
+def test_ops_1_an_input_type_that_is_not_a_string_is_refused_on_a_translated_call(
+    three_providers: Pool, provider: str
+) -> None:
+    """An item's or a content part's ``type`` given as a list or an object, on a call translated for
+    another provider: 400 ``invalid_request`` naming the item, nothing upstream, nothing cooled (a
+    set lookup of the list was a 500)."""
+    pool = three_providers
+    api = pool.client()
+    model = f"{provider}/{MODELS[('codex', 'claude', 'antigravity').index(provider)]}"
+    inputs = [
+        [{"type": [], "role": "user", "content": "hi"}],
+        [{"type": {}, "role": "user", "content": "hi"}],
+        [{"type": "message", "role": "user", "content": [{"type": [], "text": "hi"}]}],
+        [{"type": "message", "role": "user", "content": [{"type": {"a": 1}, "text": "hi"}]}],
+    ]
+    before = model_calls(pool)
+    for stream in (False, True):
+        for value in inputs:
+            answer = api.post("/v1/responses", json={"model": model, "input": value, "stream": stream})
+            assert answer.status_code == 400, (value, answer.status_code, answer.text)
+            assert code_of(answer, "openai") == "invalid_request", answer.text
+            assert "input[0]" in answer.text
+    assert model_calls(pool) == before
+    assert _cooling(pool) == []
+
+
 _SCALARS = (
     st.none()
     | st.booleans()

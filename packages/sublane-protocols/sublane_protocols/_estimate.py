@@ -27,7 +27,7 @@ def _walk(value: Any, totals: list[int]) -> None:
         for item in value:
             _walk(item, totals)
     elif isinstance(value, Mapping):
-        if value.get("type") in _MEDIA:
+        if isinstance(kind := value.get("type"), str) and kind in _MEDIA:
             totals[1] += 1
             return
         for key in _TEXT_KEYS:

@@ -172,7 +172,7 @@ def portable_tools(body: dict[str, Any]) -> dict[str, Any]:
         if kind == "namespace" and isinstance(tool.get("tools"), list):
             kept.extend(tool["tools"])
             changed = True
-        elif kind in SERVER_TOOLS and kind != forced:
+        elif isinstance(kind, str) and kind in SERVER_TOOLS and kind != forced:
             changed = True
         else:
             kept.append(tool)
@@ -209,16 +209,14 @@ def namespaced_tools(body: Mapping[str, Any]) -> dict[str, str]:
     return names
 
 
-_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
-
-
 def with_namespace(item: Any, namespaces: Mapping[str, str]) -> Any:
     """``item`` with its ``namespace`` when it is a call of a namespaced tool."""
     if (
         isinstance(item, dict)
-        and item.get("type") in _CALL_ITEMS
+        and item.get("type") in ("function_call", "custom_tool_call")  # compared, never hashed
         and "namespace" not in item
-        and item.get("name") in namespaces
+        and isinstance(item.get("name"), str)
+        and item["name"] in namespaces
     ):
         return dict(item, namespace=namespaces[item["name"]])
     return item

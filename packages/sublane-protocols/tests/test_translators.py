@@ -8,13 +8,22 @@ any OpenAI-compatible server) through a hub cell.
 from __future__ import annotations
 
 import itertools
+import json
+from typing import Any
 
 import pytest
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import TypeAdapter
 
 from sublane_core import Dialect, WireProtocol
-from sublane_protocols import HubTranslator, TranslationRefused, Translator, can_serve, translator_for
+from sublane_protocols import (
+    HubTranslator,
+    TranslationRefused,
+    Translator,
+    can_serve,
+    translator_for,
+    upstream_side,
+)
 from sublane_protocols.chat import ChatFrames, ChatOverResponses
 
 PROTOCOLS = tuple(WireProtocol)
@@ -195,3 +204,48 @@ def test_xlat_2_a_mid_conversation_system_message_of_claude_code_is_kept_as_inst
     request = translator.request(body)
     roles = [item.get("role") for item in request["input"] if item.get("type") == "message"]
     assert roles == ["user", "developer", "user"]
+
+
+_UNHASHABLE_TYPES = ([], {}, [1], ["input_text"])
+_TYPE_CONFUSED_ITEMS = [
+    *({"input": [{"type": kind, "role": "user", "content": "hi"}]} for kind in _UNHASHABLE_TYPES),
+    *(
+        {"input": [{"type": "message", "role": role, "content": [{"type": kind, "text": "hi"}]}]}
+        for kind in _UNHASHABLE_TYPES
+        for role in ("user", "assistant")
+    ),
+]
+_TYPE_CONFUSED_TOOLS = [
+    {"input": "hi", "tools": [{"type": [], "name": "f"}]},
+    {"input": "hi", "tools": [{"type": {}, "name": "f"}], "tool_choice": {"type": []}},
+]
+_TRANSLATED_UPSTREAMS = [
+    p for p in PROTOCOLS if p is not WireProtocol.RESPONSES and upstream_side(p) is not None
+]
+
+
+@pytest.mark.parametrize("upstream", _TRANSLATED_UPSTREAMS, ids=lambda p: p.value)
+@pytest.mark.parametrize("body", _TYPE_CONFUSED_ITEMS, ids=lambda b: json.dumps(b)[:70])
+def test_xlat_3_an_item_or_part_type_that_is_not_a_string_is_refused_as_invalid(
+    upstream: WireProtocol, body: dict[str, Any]
+) -> None:
+    """A ``type`` given as a list or an object is the client's mistake: refused as invalid (a 400
+    in the client's shape), never a TypeError from a set lookup (a 500)."""
+    side = upstream_side(upstream)
+    assert side is not None
+    with pytest.raises(TranslationRefused) as refused:
+        side.request_from_responses({"model": "m", **body})
+    assert refused.value.code == "invalid_request"
+    assert refused.value.param is not None and refused.value.param.startswith("input[0]")
+
+
+@pytest.mark.parametrize("upstream", _TRANSLATED_UPSTREAMS, ids=lambda p: p.value)
+@pytest.mark.parametrize("body", _TYPE_CONFUSED_TOOLS, ids=lambda b: json.dumps(b)[:70])
+def test_xlat_3_a_tool_type_that_is_not_a_string_is_refused_never_a_crash(
+    upstream: WireProtocol, body: dict[str, Any]
+) -> None:
+    translator = translator_for(WireProtocol.RESPONSES, upstream)
+    assert translator is not None
+    with pytest.raises(TranslationRefused) as refused:
+        translator.translate({"model": "m", **body})
+    assert refused.value.param is not None and refused.value.param.startswith("tools")

@@ -118,6 +118,8 @@ def _content_part(part: Any, param: str) -> dict[str, Any] | None:
     if not isinstance(part, Mapping):
         raise refuse("Each content part must be an object.", param)
     kind = part.get("type")
+    if not isinstance(kind, str):  # a list or an object would not even be looked up in a set
+        raise refuse("Each content part needs a 'type' string.", f"{param}.type")
     if kind in _TEXT_PARTS:
         return {"type": "text", "text": _text(part.get("text"), f"{param}.text")}
     if kind == "refusal":
@@ -243,6 +245,8 @@ def _input_items(messages: _Messages, value: Any) -> None:
         if not isinstance(item, Mapping):
             raise refuse("Each input item must be an object.", param)
         kind = item.get("type", "message" if "role" in item else None)
+        if not isinstance(kind, str):  # a list or an object would not even be looked up in a set
+            raise refuse("Each input item needs a 'type' string.", f"{param}.type")
         if kind == "message":
             _message(messages, item, param)
         elif kind in ("function_call", "custom_tool_call"):
