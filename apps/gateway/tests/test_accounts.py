@@ -251,3 +251,62 @@ def test_the_providers_the_web_views_offer_come_from_the_gateway(
     # what an account's identity subject is called, when admins look for it (the web's account cards)
     assert [item["subject_label"] for item in items] == ["", "", "project"]
     assert gateway.client().get("/api/providers").status_code == 401  # signed-in users only
+
+
+def _with(file: dict[str, Any], where: str, key: str, value: Any) -> dict[str, Any]:
+    changed = json.loads(json.dumps(file))
+    (changed[where] if where else changed)[key] = value
+    return changed
+
+
+def _post_escaped(admin: httpx.Client, path: str, body: dict[str, Any]) -> httpx.Response:
+    """``body`` as JSON with every non-ASCII character escaped: a lone surrogate as ``\\ud800``,
+    as a client's JSON encoder writes it."""
+    return admin.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize(
+    ("provider", "credentials"),
+    [
+        ("claude", _with(CLAUDE_FILE, "claudeAiOauth", "accessToken", "\ud800")),
+        ("claude", _with(CLAUDE_FILE, "claudeAiOauth", "refreshToken", "a\x00b")),
+        ("codex", _with(CODEX_AUTH_JSON, "tokens", "access_token", "\ud800")),
+        ("antigravity", _with(ANTIGRAVITY_FILE, "", "refresh_token", "1//日本")),
+    ],
+)
+def test_ops_1_a_token_no_header_can_carry_is_refused_at_import_and_at_reauthorization(
+    admin: httpx.Client, provider: str, credentials: dict[str, Any]
+) -> None:
+    """Found by a bad-input sweep: a lone surrogate in a token was a 500 at import (the database
+    cannot store it) and, for Claude, at every call (the header cannot carry it)."""
+    body = {"provider": provider, "name": "acct", "credentials": credentials}
+    refused = _post_escaped(admin, "/api/accounts/import", body)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "invalid_credentials_file"
+    assert admin.get("/api/accounts").json()["items"] == []
+    good = {"claude": CLAUDE_FILE, "codex": CODEX_AUTH_JSON, "antigravity": ANTIGRAVITY_FILE}[provider]
+    created = _import(admin, provider, "acct", good)
+    assert created.status_code == 201
+    again = _post_escaped(
+        admin, f"/api/accounts/{created.json()['id']}/credentials", {"credentials": credentials}
+    )
+    assert again.status_code == 400, again.text
+    assert again.json()["error"]["code"] == "invalid_credentials_file"
+
+
+@pytest.mark.parametrize(
+    ("provider", "credentials"),
+    [
+        ("claude", _with(CLAUDE_FILE, "claudeAiOauth", "subscriptionType", "\ud800")),
+        ("codex", _with(CODEX_AUTH_JSON, "tokens", "account_id", "\ud800")),
+        ("antigravity", _with(ANTIGRAVITY_FILE, "", "email", "\ud800")),
+        ("antigravity", _with(ANTIGRAVITY_FILE, "", "project_id", "p\ud800")),
+    ],
+)
+def test_ops_1_an_identity_field_no_column_can_hold_is_left_out_not_a_500(
+    admin: httpx.Client, provider: str, credentials: dict[str, Any]
+) -> None:
+    body = {"provider": provider, "name": "acct", "credentials": credentials}
+    created = _post_escaped(admin, "/api/accounts/import", body)
+    assert created.status_code == 201, created.text
+    assert "\\ud800" not in created.text

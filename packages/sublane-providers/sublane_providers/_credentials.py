@@ -53,15 +53,29 @@ def optional_token(data: Mapping[str, Any], key: str, where: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise CredentialFormatError(f"{where}: {key!r} must be a string")
-    if len(value) > MAX_TOKEN_CHARS or any(ch.isspace() for ch in value):
+    # A token goes into a header: visible ASCII only (RFC 6750's b64token is narrower still); a
+    # control character, a lone surrogate or any other text could be neither stored nor sent.
+    if (
+        len(value) > MAX_TOKEN_CHARS
+        or not (value.isascii() and value.isprintable())
+        or any(ch.isspace() for ch in value)
+    ):
         raise CredentialFormatError(f"{where}: {key!r} is not a token")
     return value
 
 
-def optional_text(data: Mapping[str, Any], key: str, limit: int = 256) -> str | None:
-    """A short informational string (email, plan, project), or ``None`` when absent or unusable."""
+def optional_text(data: Mapping[str, Any], key: str, limit: int = 256, *, header: bool = False) -> str | None:
+    """A short informational string (email, plan, project), or ``None`` when absent or unusable:
+    not text, too long, or holding a control character or a lone surrogate (which no column or
+    header can hold). ``header``: a value sent in a header must be ASCII too."""
     value = data.get(key)
-    if isinstance(value, str) and value and len(value) <= limit:
+    if (
+        isinstance(value, str)
+        and value
+        and len(value) <= limit
+        and value.isprintable()
+        and (value.isascii() or not header)
+    ):
         return value
     return None
 

@@ -50,7 +50,9 @@ def parse_credentials(data: Mapping[str, Any]) -> ImportedCredentials:
     if claims and isinstance(claims.get(AUTH_CLAIM), Mapping):
         auth = claims[AUTH_CLAIM]
 
-    account_id = optional_text(tokens, "account_id") or optional_text(auth, "chatgpt_account_id")
+    account_id = optional_text(tokens, "account_id", header=True) or optional_text(
+        auth, "chatgpt_account_id", header=True
+    )  # sent as the chatgpt-account-id header
     identity = AccountIdentity(
         email=optional_text(claims or {}, "email") or optional_text(data, "email"),
         plan=optional_text(auth, "chatgpt_plan_type"),
