@@ -243,6 +243,9 @@ def test_ops_1_every_answer_under_v1beta_is_google_shaped(three_providers: Pool)
     unknown_method = _google_error(api.post(f"/v1beta/models/{GEMINI_MODEL}:nope", json=GEMINI_BODY), 404)
     assert unknown_method["status"] == "NOT_FOUND"
     assert _google_error(api.get("/v1beta/nothing/here"), 404)["status"] == "NOT_FOUND"
+    assert _google_error(api.get("/v1beta"), 404)["status"] == "NOT_FOUND"  # the bare base URL too
+    bare_openai = api.get("/v1")
+    assert bare_openai.status_code == 404 and code_of(bare_openai, "openai") == "not_found", bare_openai.text
     assert _google_error(api.delete("/v1beta/models"), 404)["status"] == "NOT_FOUND"
     bad_key = three_providers.gateway.client(headers={"x-goog-api-key": "sl_nope"})
     assert _google_error(bad_key.post("/v1beta/models/x/y:countTokens", json=GEMINI_BODY), 401)

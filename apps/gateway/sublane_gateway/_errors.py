@@ -90,9 +90,12 @@ async def _bad_input(request: Request, exc: Exception) -> Response:
 def client_protocol_of(path: str) -> WireProtocol | None:
     """The client protocol whose error shape an answer on ``path`` takes (``None``: not a model
     route): Google's under ``/v1beta/``, for ``/v1/models/{model}:method`` and for Code Assist's
-    ``/v1internal:method``, Anthropic's on ``/v1/messages``, OpenAI's on the other ``/v1/`` routes."""
-    if path.startswith(("/v1beta/", "/v1internal:", "/v1internal/")):
+    ``/v1internal:method``, Anthropic's on ``/v1/messages``, OpenAI's on the other ``/v1/`` routes.
+    The bare prefixes (``/v1beta``, ``/v1``: a base URL called as it is) take their API's shape too."""
+    if path.startswith(("/v1beta/", "/v1internal:", "/v1internal/")) or path == "/v1beta":
         return WireProtocol.GEMINI
+    if path == "/v1":
+        return WireProtocol.RESPONSES
     if not path.startswith("/v1/"):
         return None
     if path.startswith("/v1/messages"):
