@@ -237,6 +237,7 @@ def test_xlat_3_an_item_or_part_type_that_is_not_a_string_is_refused_as_invalid(
         side.request_from_responses({"model": "m", **body})
     assert refused.value.code == "invalid_request"
     assert refused.value.param is not None and refused.value.param.startswith("input[0]")
+    assert "None" not in refused.value.message  # says what is wrong, not the value it was read as
 
 
 @pytest.mark.parametrize("upstream", _TRANSLATED_UPSTREAMS, ids=lambda p: p.value)

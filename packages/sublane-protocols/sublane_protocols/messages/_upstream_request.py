@@ -217,7 +217,10 @@ class _Conversation:
         elif kind in _SERVER_ITEMS:
             unsupported(f"Input items of type {kind!r} are not supported by this model provider.", where)
         else:
-            refuse(f"Unknown input item type {kind!r}.", f"{where}.type")
+            refuse(
+                f"Unknown input item type {kind!r}." if kind else "Each input item needs a 'type' string.",
+                f"{where}.type",
+            )
 
     def _read_message(self, item: Mapping[str, Any], where: str) -> None:
         role = item.get("role")
@@ -290,7 +293,10 @@ def _content_block(part: Mapping[str, Any], where: str) -> dict[str, Any] | None
         return _document_block(part, where)
     if kind == "input_audio":
         unsupported("Audio input is not supported by this model provider.", f"{where}.type")
-    refuse(f"Unknown content part type {kind!r}.", f"{where}.type")
+    refuse(
+        f"Unknown content part type {kind!r}." if kind else "Each content part needs a 'type' string.",
+        f"{where}.type",
+    )
 
 
 def _image_block(part: Mapping[str, Any], where: str) -> dict[str, Any]:
