@@ -128,3 +128,13 @@ def test_ops_1_integers_beyond_64_bits_in_model_bodies_are_400(
         assert shape != "anthropic" or answer.json()["type"] == "error"
     fits = client.post(path, json={**body, "max_tokens": 2**63 - 1} if "max_tokens" in body else body)
     assert fits.status_code != 500
+
+
+@pytest.mark.parametrize("written", ["1.0", "+1", "%201", "1%20", "1_0", "01e0", "١", "１", "0x1"])
+def test_ops_1_an_id_in_a_path_is_ascii_digits_only(admin: httpx.Client, written: str) -> None:
+    """Found by a bad-input sweep: "1.0", "+1" and " 1" were read as id 1 (a lax integer parse)."""
+    answer = admin.patch(f"/api/users/{written}", json={"username": "renamed"})
+    assert answer.status_code == 400, (written, answer.status_code, answer.text)
+    assert _code(answer) == "invalid_request"
+    assert {user["username"] for user in admin.get("/api/users").json()["items"]} == {ADMIN_USERNAME}
+    assert admin.patch("/api/users/01", json={"username": ADMIN_USERNAME}).status_code == 200  # digits

@@ -6,7 +6,7 @@ import ipaddress
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Username = Annotated[
@@ -16,8 +16,18 @@ Password = Annotated[str, StringConstraints(min_length=8, max_length=128)]  # TE
 ModelId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 Role = Literal["admin", "member"]
 Id = Annotated[int, Field(ge=1, le=2**62)]
+
+
+def _ascii_digits(value: Any) -> Any:
+    """OPS-1 (digits): a path's id is ASCII digits only — "1.0", "+1", " 1" and "1_0", which a
+    lax integer parse would take for 1, are refused like "١" and "0x1" are."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("an id is ASCII digits only")
+    return value
+
+
 # OPS-1: a row id in a path; anything beyond 64 bits is a 400, never an OverflowError in SQLite.
-PathId = Annotated[int, Path(ge=1, le=2**62)]
+PathId = Annotated[int, BeforeValidator(_ascii_digits), Path(ge=1, le=2**62)]
 
 
 class Body(BaseModel):
