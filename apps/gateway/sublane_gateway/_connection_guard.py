@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from typing import Any, cast
+from http import HTTPStatus
+from typing import Any, Final, cast
 
 import httptools
 from uvicorn.config import HTTP_PROTOCOLS
@@ -187,6 +188,12 @@ class _Closed(asyncio.Transport):
         return 0
 
 
+#: OPS-1: a request head (request line and headers) may hold this many bytes; more is answered
+#: ``431 headers_too_large`` and the connection closed (httptools, unlike h11, sets no bound; real
+#: clients send a few KiB, and 16 KiB is where h11 and Node stop).
+MAX_HEAD_BYTES: Final = 64 * 1024
+
+
 class GuardedHttp(asyncio.Protocol):
     """Uvicorn's HTTP protocol for one connection, behind the header and body deadlines (see the module)."""
 
@@ -213,6 +220,7 @@ class GuardedHttp(asyncio.Protocol):
         self._parser: httptools.HttpRequestParser | None = parser
         self._due = MovingDeadline(self._loop, self._too_slow)  # the head's, then the body's
         self._in_body = False  # which of the two ``_due`` holds
+        self._head_bytes = 0  # received while the request's head is not complete
         self._url = b""
         self._writes: ConnectionWrites | None = None
 
@@ -240,13 +248,27 @@ class GuardedHttp(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         parser = self._parser
         if parser is not None:
+            in_head = not self._in_body
             try:
                 parser.feed_data(data)
             except httptools.HttpParserUpgrade:  # a WebSocket: the rest is not HTTP
                 self._stop_watching()
             except httptools.HttpParserError:  # uvicorn answers 400 and closes; the deadline stays
                 self._parser = None
+            if (in_head or not self._in_body) and self._parser is not None and self._head_too_large(data):
+                self._refuse_head()
+                return
         self._inner.data_received(data)
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Count what of ``data`` belongs to a request head: all of it while the head goes on, up to
+        its blank line when the head ended in it (one search, once per request)."""
+        if self._in_body:
+            end = data.find(b"\r\n\r\n")
+            self._head_bytes += end + 4 if end != -1 else len(data)
+        else:
+            self._head_bytes += len(data)
+        return self._head_bytes > MAX_HEAD_BYTES
 
     def eof_received(self) -> bool | None:
         return self._inner.eof_received()
@@ -264,7 +286,7 @@ class GuardedHttp(asyncio.Protocol):
     # -- httptools parser callbacks ---------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._in_body, self._url = False, b""
+        self._in_body, self._url, self._head_bytes = False, b"", 0
         if self._due.at is None:  # counted from the connection's opening for the first
             self._due.set_in(self.header_timeout_s)
             if self._writes is not None:
@@ -302,6 +324,13 @@ class GuardedHttp(asyncio.Protocol):
             return
         writes.close()
 
+    def _refuse_head(self) -> None:
+        """OPS-1: a head past :data:`MAX_HEAD_BYTES` is not read on (uvicorn never sees the rest)."""
+        self._stop_watching()
+        writes = self._writes
+        if writes is not None and not writes.is_closing():
+            writes.answer_and_close(closing_answer(self._url, "headers_too_large"))
+
     def _stop_watching(self) -> None:
         self._parser = None
         self._due.close()
@@ -310,16 +339,23 @@ class GuardedHttp(asyncio.Protocol):
 def body_timeout_answer(url: bytes) -> bytes:
     """The whole ``408 body_timeout`` response for a request to ``url``, in its route's error shape
     (a client protocol's on the model routes, SubLane's own elsewhere)."""
-    spec = ERROR_CATALOGUE["body_timeout"]
+    return closing_answer(url, "body_timeout")
+
+
+def closing_answer(url: bytes, code: str) -> bytes:
+    """The whole response refusing a request to ``url`` with ``code`` before uvicorn has it, in its
+    route's error shape, on a connection that closes after it."""
+    spec = ERROR_CATALOGUE[code]
     path = url.partition(b"?")[0].decode("latin-1")
     protocol = client_protocol_of(path)
     if protocol is None:
-        body = json_dumps({"error": {"code": "body_timeout", "message": spec.message}})
+        body = json_dumps({"error": {"code": code, "message": spec.message}})
         headers: dict[str, str] = {}
     else:
-        reply = error_reply(protocol, spec.status, "body_timeout", spec.message)
+        reply = error_reply(protocol, spec.status, code, spec.message)
         body, headers = reply.content, reply.headers
-    head = [b"HTTP/1.1 408 Request Timeout", b"content-type: application/json"]
+    status = HTTPStatus(spec.status)
+    head = [f"HTTP/1.1 {status.value} {status.phrase}".encode("ascii"), b"content-type: application/json"]
     head += [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
     head += [b"content-length: %d" % len(body), b"connection: close", b"", b""]
     return b"\r\n".join(head) + body

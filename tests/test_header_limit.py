@@ -1,0 +1,75 @@
+"""OPS-1: a request head larger than 64 KiB is answered ``431 headers_too_large`` in its route's
+error shape and its connection closed; a large head within the bound is served.
+
+Found by a bad-input sweep: a 1 MB header and 3,000 headers were read whole and served (httptools,
+unlike h11, bounds nothing). Raw sockets against a real gateway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from collections.abc import Callable
+
+from gateway_pool import Pool
+
+from sublane_gateway._connection_guard import MAX_HEAD_BYTES
+
+
+def _exchange(pool: Pool, request: bytes) -> bytes:
+    port = int(pool.gateway.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(request)  # may be closed while the rest of the head is still being sent
+        received = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                received += chunk
+        return received
+
+
+def _status_and_body(answer: bytes) -> tuple[int, dict[str, object]]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+def test_ops_1_a_head_past_64_kib_is_431_in_the_routes_shape_and_the_connection_closes(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    key = f"Authorization: Bearer {pool.key}\r\n"
+    filler = "x-filler: " + "a" * 1000 + "\r\n"
+    many = filler * (MAX_HEAD_BYTES // len(filler) + 2)  # past the bound by a few headers
+    cases = [
+        ("/v1/responses", key + many, "openai"),
+        ("/v1/messages", key + "x-big: " + "b" * 1_000_000 + "\r\n", "anthropic"),
+        ("/v1beta/models/gemini-3-flash:generateContent", many, "gemini"),
+        ("/api/auth/login", many, "sublane"),
+    ]
+    for path, headers, shape in cases:
+        request = f"POST {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: 2\r\n\r\n{{}}".encode()
+        status, body = _status_and_body(_exchange(pool, request))
+        assert status == 431, (path, status, body)
+        if shape == "gemini":
+            error = body["error"]
+            assert isinstance(error, dict) and error["status"] == "INVALID_ARGUMENT", body
+            assert error["details"][0]["reason"] == "headers_too_large"
+        elif shape == "anthropic":
+            assert body["type"] == "error" and body["error"]["code"] == "headers_too_large", body  # type: ignore[index]
+        else:
+            assert body["error"]["code"] == "headers_too_large", body  # type: ignore[index]
+    assert pool.client().get("/healthz").status_code == 200  # the gateway goes on
+
+
+def test_ops_1_a_large_head_within_the_bound_is_served(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool()
+    filler = "x-filler: " + "a" * 1000 + "\r\n"
+    headers = filler * 40  # ~40 KiB, across several reads
+    body = json.dumps({"model": "gpt-5-codex", "input": "hi"})
+    request = (
+        f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {pool.key}\r\n{headers}"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}"
+    ).encode()
+    status, answer = _status_and_body(_exchange(pool, request))
+    assert status == 200, answer
