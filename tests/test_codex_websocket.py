@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -172,3 +173,28 @@ async def test_ops_1_a_malformed_known_field_on_a_websocket_turn_is_refused_here
     assert pool.sim.counters(pool.sim_accounts[0].id).model_requests == 1  # only the good turn went out
     accounts = pool.admin.get("/api/accounts/runtime").json()["accounts"]
     assert accounts[0]["state"] == "ready" and accounts[0]["limited_models"] == []
+
+
+async def test_ops_1_a_key_refused_at_the_upgrade_logs_no_error(
+    make_pool: Callable[..., Pool], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Uvicorn's sansio protocol logs 'ASGI callable returned without completing handshake.' at
+    ERROR after every denial response (uvicorn PR #3138); a wrong key is not a server error."""
+    pool = make_pool()
+    caplog.set_level(logging.INFO, logger="uvicorn.error")
+    for _ in range(2):
+        with pytest.raises(InvalidStatus) as refused:
+            async with websockets.connect(_url(pool), additional_headers={"authorization": "Bearer sl_bad"}):
+                pass
+        assert refused.value.response.status_code == 401
+    async with websockets.connect(
+        _url(pool), additional_headers={"authorization": f"Bearer {pool.key}"}
+    ) as ws:
+        await ws.send(json.dumps(CREATE))
+        while json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] != "response.completed":
+            pass
+    await asyncio.sleep(0.3)  # uvicorn logs from the connection's task after the route returned
+    errors = [
+        r.getMessage() for r in caplog.records if r.name == "uvicorn.error" and r.levelno >= logging.ERROR
+    ]
+    assert errors == []

@@ -40,6 +40,7 @@ from sublane_gateway._settings import gateway_settings
 from sublane_gateway._setup_page import router as setup_router
 from sublane_gateway._start_pacer import StartPacer
 from sublane_gateway._state import GatewayState
+from sublane_gateway.routes._websocket_denials import quiet_denials
 from sublane_history import (
     HistoryReader,
     HistoryRecorder,
@@ -143,6 +144,7 @@ async def _serving(app: FastAPI, state: GatewayState) -> AsyncIterator[None]:
     bootstrap(state)
     runtime = pipeline.build_runtime(settings, engine, state.cipher, state.clock)
     await runtime.start()
+    quiet_denials()  # a key refused at a WebSocket's upgrade is no ERROR line (uvicorn's)
     app.state.client = runtime
     # Request records (HIST): queued on the request path, written by one background thread.
     retention = Retention.from_settings(settings)

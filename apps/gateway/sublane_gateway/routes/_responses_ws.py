@@ -21,6 +21,7 @@ from sublane_gateway.pipeline import ClientRuntime, Principal, client_runtime
 from sublane_gateway.pipeline._socket_turn import ClientGone, SocketTurns, TurnError, frame_type
 from sublane_gateway.routes._bodies import parse_json_object
 from sublane_gateway.routes._http import headers_by_name
+from sublane_gateway.routes._websocket_denials import mark_denied
 from sublane_protocols.responses import openai_error_body
 
 router = APIRouter(tags=["client: OpenAI Responses"])
@@ -137,6 +138,7 @@ async def responses_websocket(websocket: WebSocket) -> None:
         body = openai_error_body(error.status, error.code, error.message)
         try:
             await websocket.send_denial_response(JSONResponse(body, status_code=error.status))
+            mark_denied()
         except RuntimeError:
             await websocket.close(code=1008, reason=error.code)
         return
