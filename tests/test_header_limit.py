@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import time
 from collections.abc import Callable
 
 from gateway_pool import Pool
@@ -72,4 +73,27 @@ def test_ops_1_a_large_head_within_the_bound_is_served(make_pool: Callable[..., 
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}"
     ).encode()
     status, answer = _status_and_body(_exchange(pool, request))
+    assert status == 200, answer
+
+
+def test_ops_1_a_head_whose_blank_line_is_split_across_reads_does_not_count_its_body(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """The head's last line break arrives alone before a 200 KB body: the body is not the head's."""
+    pool = make_pool()
+    body = json.dumps({"model": "gpt-5-codex", "input": "x" * 200_000}).encode()
+    head = (
+        f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {pool.key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r"
+    ).encode()
+    port = int(pool.gateway.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(head)
+        time.sleep(0.2)  # the gateway reads the head without its last byte
+        sock.sendall(b"\n" + body)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    status, answer = _status_and_body(received)
     assert status == 200, answer

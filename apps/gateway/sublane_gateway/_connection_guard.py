@@ -221,6 +221,7 @@ class GuardedHttp(asyncio.Protocol):
         self._due = MovingDeadline(self._loop, self._too_slow)  # the head's, then the body's
         self._in_body = False  # which of the two ``_due`` holds
         self._head_bytes = 0  # received while the request's head is not complete
+        self._head_tail = b""  # the last bytes of the head's latest read: where its blank line may begin
         self._url = b""
         self._writes: ConnectionWrites | None = None
 
@@ -262,12 +263,16 @@ class GuardedHttp(asyncio.Protocol):
 
     def _head_too_large(self, data: bytes) -> bool:
         """Count what of ``data`` belongs to a request head: all of it while the head goes on, up to
-        its blank line when the head ended in it (one search, once per request)."""
+        its blank line when the head ended in it (one search, once per request). The blank line may
+        have begun in the read before (its last bytes are kept): a body after it is never counted."""
         if self._in_body:
-            end = data.find(b"\r\n\r\n")
-            self._head_bytes += end + 4 if end != -1 else len(data)
+            tail = self._head_tail
+            end = (tail + data).find(b"\r\n\r\n") if tail else data.find(b"\r\n\r\n")
+            if end != -1:  # else a head ended by bare line feeds: its bytes were counted before
+                self._head_bytes += end + 4 - len(tail)
         else:
             self._head_bytes += len(data)
+            self._head_tail = data[-3:]
         return self._head_bytes > MAX_HEAD_BYTES
 
     def eof_received(self) -> bool | None:
@@ -286,7 +291,7 @@ class GuardedHttp(asyncio.Protocol):
     # -- httptools parser callbacks ---------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._in_body, self._url, self._head_bytes = False, b"", 0
+        self._in_body, self._url, self._head_bytes, self._head_tail = False, b"", 0, b""
         if self._due.at is None:  # counted from the connection's opening for the first
             self._due.set_in(self.header_timeout_s)
             if self._writes is not None:
