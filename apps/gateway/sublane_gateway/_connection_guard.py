@@ -223,6 +223,7 @@ class GuardedHttp(asyncio.Protocol):
         self._head_bytes = 0  # received while the request's head is not complete
         self._head_tail = b""  # the last bytes of the head's latest read: where its blank line may begin
         self._url = b""
+        self._completed = 0  # requests read whole on this connection
         self._writes: ConnectionWrites | None = None
 
     @property
@@ -249,13 +250,16 @@ class GuardedHttp(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         parser = self._parser
         if parser is not None:
-            in_head = not self._in_body
+            in_head, completed = not self._in_body, self._completed
             try:
                 parser.feed_data(data)
             except httptools.HttpParserUpgrade:  # a WebSocket: the rest is not HTTP
                 self._stop_watching()
-            except httptools.HttpParserError:  # uvicorn answers 400 and closes; the deadline stays
+            except httptools.HttpParserError as error:
                 self._parser = None
+                if self._completed == completed and self._refuse_malformed(data, str(error)):
+                    return
+                # else uvicorn's protocol answers its plain 400 and closes; the deadline stays
             if (in_head or not self._in_body) and self._parser is not None and self._head_too_large(data):
                 self._refuse_head()
                 return
@@ -310,6 +314,7 @@ class GuardedHttp(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self._due.at = None
+        self._completed += 1
 
     # -- the deadline ------------------------------------------------------------------------------
 
@@ -336,6 +341,21 @@ class GuardedHttp(asyncio.Protocol):
         if writes is not None and not writes.is_closing():
             writes.answer_and_close(closing_answer(self._url, "headers_too_large"))
 
+    def _refuse_malformed(self, data: bytes, reason: str) -> bool:
+        """OPS-1: a request that is not well-formed HTTP/1.1 (a byte its request line, a header or a
+        chunked body may not hold; ``Content-Length`` with ``Transfer-Encoding``) is answered ``400
+        malformed_http`` in its route's shape, where uvicorn would answer plain text. Not where a
+        whole request came before it in the same read (uvicorn's protocol must serve that one
+        first) or where this request's answer has begun: then uvicorn's protocol ends it as before."""
+        writes = self._writes
+        if writes is None or writes.is_closing() or (self._in_body and writes.wrote):
+            return False
+        self._stop_watching()
+        message = f"The request is not well-formed HTTP/1.1: {reason}."
+        url = self._url or request_target(data)  # on_message_begin emptied the last request's
+        writes.answer_and_close(closing_answer(url, "malformed_http", message))
+        return True
+
     def _stop_watching(self) -> None:
         self._parser = None
         self._due.close()
@@ -347,17 +367,26 @@ def body_timeout_answer(url: bytes) -> bytes:
     return closing_answer(url, "body_timeout")
 
 
-def closing_answer(url: bytes, code: str) -> bytes:
-    """The whole response refusing a request to ``url`` with ``code`` before uvicorn has it, in its
-    route's error shape, on a connection that closes after it."""
+def request_target(data: bytes) -> bytes:
+    """The target of the request line ``data`` begins with (``b""`` if none): where the parser
+    stopped inside it, before any ``on_url``, it still chooses the error's shape."""
+    line = data.partition(b"\n")[0]
+    return line.partition(b" ")[2].partition(b" ")[0]
+
+
+def closing_answer(url: bytes, code: str, message: str | None = None) -> bytes:
+    """The whole response refusing a request to ``url`` with ``code`` (and the catalogue's message,
+    or ``message``) before uvicorn has it, in its route's error shape, on a connection that closes
+    after it."""
     spec = ERROR_CATALOGUE[code]
+    message = message or spec.message
     path = url.partition(b"?")[0].decode("latin-1")
     protocol = client_protocol_of(path)
     if protocol is None:
-        body = json_dumps({"error": {"code": code, "message": spec.message}})
+        body = json_dumps({"error": {"code": code, "message": message}})
         headers: dict[str, str] = {}
     else:
-        reply = error_reply(protocol, spec.status, code, spec.message)
+        reply = error_reply(protocol, spec.status, code, message)
         body, headers = reply.content, reply.headers
     status = HTTPStatus(spec.status)
     head = [f"HTTP/1.1 {status.value} {status.phrase}".encode("ascii"), b"content-type: application/json"]

@@ -25,6 +25,7 @@ ERROR_CATALOGUE: Final[dict[str, ErrorSpec]] = {
     "unsupported_media_type": ErrorSpec(415, "Send the body as application/json."),
     "body_too_large": ErrorSpec(413, "The request body is too large."),
     "body_timeout": ErrorSpec(408, "The request body did not arrive in time."),
+    "malformed_http": ErrorSpec(400, "The request is not well-formed HTTP/1.1."),
     "headers_too_large": ErrorSpec(431, "The request's headers are larger than 64 KiB."),
     "cross_origin": ErrorSpec(403, "Cross-origin requests may not change anything."),
     "not_found": ErrorSpec(404, "Not found."),

@@ -1,8 +1,13 @@
-"""OPS-1: a request head larger than 64 KiB is answered ``431 headers_too_large`` in its route's
-error shape and its connection closed; a large head within the bound is served.
+"""OPS-1: what is wrong with a request's HTTP framing is answered in its route's error shape.
 
-Found by a bad-input sweep: a 1 MB header and 3,000 headers were read whole and served (httptools,
-unlike h11, bounds nothing). Raw sockets against a real gateway.
+A request head larger than 64 KiB is answered ``431 headers_too_large`` and its connection closed;
+a large head within the bound is served. A request that is not well-formed HTTP/1.1 (a space or a
+control byte in its target, a bad header name, ``Content-Length`` with ``Transfer-Encoding``, a bad
+chunk size) is answered ``400 malformed_http`` in its route's shape, not uvicorn's plain text.
+
+Found by bad-input sweeps: a 1 MB header and 3,000 headers were read whole (httptools, unlike h11,
+bounds nothing), and a malformed request got ``text/plain`` "Invalid HTTP request received." on
+every route. Raw sockets against a real gateway.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def test_ops_1_a_head_past_64_kib_is_431_in_the_routes_shape_and_the_connection_
         elif shape == "anthropic":
             assert body["type"] == "error" and body["error"]["code"] == "headers_too_large", body  # type: ignore[index]
         else:
-            assert body["error"]["code"] == "headers_too_large", body  # type: ignore[index]
+            assert _shape_of(body, shape, "headers_too_large"), body
     assert pool.client().get("/healthz").status_code == 200  # the gateway goes on
 
 
@@ -97,3 +102,69 @@ def test_ops_1_a_head_whose_blank_line_is_split_across_reads_does_not_count_its_
             received += chunk
     status, answer = _status_and_body(received)
     assert status == 200, answer
+
+
+def _shape_of(body: dict[str, object], shape: str, code: str) -> bool:
+    error = body["error"]
+    assert isinstance(error, dict), body
+    if shape == "gemini":
+        return error["status"] == "INVALID_ARGUMENT" and error["details"][0]["reason"] == code
+    if shape == "anthropic":
+        return body["type"] == "error" and error["code"] == code
+    if shape == "openai":
+        return error["code"] == code and error["type"] == "invalid_request_error"
+    return set(error) == {"code", "message"} and error["code"] == code  # SubLane's own
+
+
+def test_ops_1_a_request_that_is_not_well_formed_http_is_400_in_its_routes_shape(
+    make_pool: Callable[..., Pool],
+) -> None:
+    pool = make_pool()
+    key = f"Authorization: Bearer {pool.key}\r\n".encode()
+    cases = [
+        (b"GET /v1/mo dels HTTP/1.1\r\nHost: x\r\n" + key + b"\r\n", "openai"),
+        (b"GET /v1/models\x01 HTTP/1.1\r\nHost: x\r\n" + key + b"\r\n", "openai"),
+        (b"GET /v1/models\xff HTTP/1.1\r\nHost: x\r\n\r\n", "openai"),
+        (
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\nContent-Length: 2\r\n\r\n{}",
+            "anthropic",
+        ),
+        (
+            b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n" + key + b"Content-Length: 5\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "openai",
+        ),
+        (
+            b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n" + key + b"Transfer-Encoding: chunked\r\n\r\n"
+            b"zz\r\n{}\r\n0\r\n\r\n",
+            "openai",
+        ),
+        (
+            b"POST /v1beta/models/gemini-3-flash:generateContent HTTP/1.1\r\nContent-Length: abc\r\n\r\n{}",
+            "gemini",
+        ),
+        (b"GET /api/me HTTP/3.0\r\nHost: x\r\n\r\n", "sublane"),
+    ]
+    for request, shape in cases:
+        answer = _exchange(pool, request)
+        assert b"\r\ncontent-type: application/json\r\n" in answer.partition(b"\r\n\r\n")[0], answer
+        status, body = _status_and_body(answer)
+        assert status == 400 and _shape_of(body, shape, "malformed_http"), (request, body)
+        error = body["error"]
+        assert isinstance(error, dict) and "well-formed HTTP/1.1" in str(error["message"]), body
+    # a keep-alive connection: the first request is served, the malformed second refused in the shape
+    good = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + key + b"\r\n"
+    port = int(pool.gateway.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(good)
+        first = sock.recv(65536)
+        while b'"object":"list"' not in first or not first.endswith(b"}"):
+            first += sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 "), first
+        sock.sendall(b"\x00garbage\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    status, body = _status_and_body(received)
+    assert status == 400 and _shape_of(body, "sublane", "malformed_http"), body
+    assert pool.client().get("/healthz").status_code == 200  # the gateway goes on
