@@ -168,3 +168,50 @@ def test_ops_1_a_request_that_is_not_well_formed_http_is_400_in_its_routes_shape
     status, body = _status_and_body(received)
     assert status == 400 and _shape_of(body, "sublane", "malformed_http"), body
     assert pool.client().get("/healthz").status_code == 200  # the gateway goes on
+
+
+def _upgrade(pool: Pool, extra: str) -> bytes:
+    return (
+        f"GET /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {pool.key}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        f"OpenAI-Beta: responses_websockets=2026-02-06\r\n{extra}\r\n"
+    ).encode()
+
+
+def _answer_head(pool: Pool, parts: list[bytes]) -> bytes:
+    """Sends ``parts`` apart (each its own read) and returns the answer's head, or what came before
+    the connection closed."""
+    port = int(pool.gateway.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for index, part in enumerate(parts):
+            if index:
+                time.sleep(0.2)
+            sock.sendall(part)
+        received = b""
+        while b"\r\n\r\n" not in received and (chunk := sock.recv(65536)):
+            received += chunk
+        if received.startswith(b"HTTP/1.1 431"):
+            while chunk := sock.recv(65536):
+                received += chunk
+        return received
+
+
+def test_ops_4_a_websocket_upgrade_websockets_cannot_read_is_431_not_left_open(
+    make_pool: Callable[..., Pool],
+) -> None:
+    """uvicorn hands an upgrade to websockets, which reads lines of 8,192 bytes and 128 headers at
+    most: past that it answered nothing and left the connection open as long as the client waited."""
+    pool = make_pool()
+    long_line = _upgrade(pool, "x-big: " + "a" * 9000 + "\r\n")
+    many = _upgrade(pool, "".join(f"x-h{index}: v\r\n" for index in range(130)))
+    for parts in ([long_line], [many], [long_line[:4000], long_line[4000:]]):
+        answer = _answer_head(pool, parts)
+        status, body = _status_and_body(answer)
+        assert status == 431 and _shape_of(body, "openai", "headers_too_large"), body
+        assert "8192 bytes" in str(body["error"]["message"]), body  # type: ignore[index]
+    # within websockets' bounds: upgraded
+    fits = _upgrade(
+        pool, "x-big: " + "a" * 8000 + "\r\n" + "".join(f"x-h{index}: v\r\n" for index in range(100))
+    )
+    assert _answer_head(pool, [fits]).startswith(b"HTTP/1.1 101 "), "the upgrade within the bounds"

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from http import HTTPStatus
 from typing import Any, Final, cast
 
@@ -221,7 +222,7 @@ class GuardedHttp(asyncio.Protocol):
         self._due = MovingDeadline(self._loop, self._too_slow)  # the head's, then the body's
         self._in_body = False  # which of the two ``_due`` holds
         self._head_bytes = 0  # received while the request's head is not complete
-        self._head_tail = b""  # the last bytes of the head's latest read: where its blank line may begin
+        self._head_reads: list[bytes] = []  # the reads of a head not complete yet
         self._url = b""
         self._completed = 0  # requests read whole on this connection
         self._writes: ConnectionWrites | None = None
@@ -255,6 +256,9 @@ class GuardedHttp(asyncio.Protocol):
                 parser.feed_data(data)
             except httptools.HttpParserUpgrade:  # a WebSocket: the rest is not HTTP
                 self._stop_watching()
+                if not websocket_head_fits(b"".join(self._head_reads) + data):
+                    self._refuse_upgrade()
+                    return
             except httptools.HttpParserError as error:
                 self._parser = None
                 if self._completed == completed and self._refuse_malformed(data, str(error)):
@@ -268,15 +272,16 @@ class GuardedHttp(asyncio.Protocol):
     def _head_too_large(self, data: bytes) -> bool:
         """Count what of ``data`` belongs to a request head: all of it while the head goes on, up to
         its blank line when the head ended in it (one search, once per request). The blank line may
-        have begun in the read before (its last bytes are kept): a body after it is never counted."""
+        have begun in the read before (a head's reads are kept): a body after it is never counted."""
         if self._in_body:
-            tail = self._head_tail
+            reads = self._head_reads
+            tail = reads[-1][-3:] if reads else b""
             end = (tail + data).find(b"\r\n\r\n") if tail else data.find(b"\r\n\r\n")
             if end != -1:  # else a head ended by bare line feeds: its bytes were counted before
                 self._head_bytes += end + 4 - len(tail)
         else:
             self._head_bytes += len(data)
-            self._head_tail = data[-3:]
+            self._head_reads.append(data)
         return self._head_bytes > MAX_HEAD_BYTES
 
     def eof_received(self) -> bool | None:
@@ -295,7 +300,9 @@ class GuardedHttp(asyncio.Protocol):
     # -- httptools parser callbacks ---------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._in_body, self._url, self._head_bytes, self._head_tail = False, b"", 0, b""
+        self._in_body, self._url, self._head_bytes = False, b"", 0
+        if self._head_reads:
+            self._head_reads = []
         if self._due.at is None:  # counted from the connection's opening for the first
             self._due.set_in(self.header_timeout_s)
             if self._writes is not None:
@@ -341,6 +348,17 @@ class GuardedHttp(asyncio.Protocol):
         if writes is not None and not writes.is_closing():
             writes.answer_and_close(closing_answer(self._url, "headers_too_large"))
 
+    def _refuse_upgrade(self) -> None:
+        """OPS-1/OPS-4: an upgrade head websockets cannot read would get no answer at all (uvicorn's
+        WebSocket protocol leaves the connection open, unanswered, for as long as the client waits)."""
+        writes = self._writes
+        if writes is not None and not writes.is_closing():
+            message = (
+                f"A WebSocket upgrade's header lines may hold {WEBSOCKET_MAX_LINE} bytes each, "
+                f"and {WEBSOCKET_MAX_HEADERS} headers at most."
+            )
+            writes.answer_and_close(closing_answer(self._url, "headers_too_large", message))
+
     def _refuse_malformed(self, data: bytes, reason: str) -> bool:
         """OPS-1: a request that is not well-formed HTTP/1.1 (a byte its request line, a header or a
         chunked body may not hold; ``Content-Length`` with ``Transfer-Encoding``) is answered ``400
@@ -365,6 +383,29 @@ def body_timeout_answer(url: bytes) -> bytes:
     """The whole ``408 body_timeout`` response for a request to ``url``, in its route's error shape
     (a client protocol's on the model routes, SubLane's own elsewhere)."""
     return closing_answer(url, "body_timeout")
+
+
+#: What websockets (uvicorn's WebSocket protocol) reads of an upgrade's head: its documented
+#: ``WEBSOCKETS_MAX_LINE_LENGTH`` and ``WEBSOCKETS_MAX_NUM_HEADERS``, with their defaults.
+WEBSOCKET_MAX_LINE: Final = int(os.environ.get("WEBSOCKETS_MAX_LINE_LENGTH", "8192"))
+WEBSOCKET_MAX_HEADERS: Final = int(os.environ.get("WEBSOCKETS_MAX_NUM_HEADERS", "128"))
+
+
+def websocket_head_fits(head: bytes) -> bool:
+    """Whether websockets can read the upgrade request ``head`` begins with as uvicorn hands it on
+    (each line rewritten ``name: value``, the value stripped): every line with its line break within
+    :data:`WEBSOCKET_MAX_LINE`, at most :data:`WEBSOCKET_MAX_HEADERS` headers."""
+    end = head.find(b"\r\n\r\n")
+    if end == -1:  # no blank line of CRLFs: not a head httptools lets through; nothing to judge
+        return True
+    lines = head[:end].split(b"\r\n")
+    if len(lines) - 1 > WEBSOCKET_MAX_HEADERS or len(lines[0]) + 2 > WEBSOCKET_MAX_LINE:
+        return False
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if len(name) + 2 + len(value.strip(b" \t")) + 2 > WEBSOCKET_MAX_LINE:
+            return False
+    return True
 
 
 def request_target(data: bytes) -> bytes:
