@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from gateway_pool import Pool
 
-from sublane_gateway._connection_guard import MAX_HEAD_BYTES
+from sublane_gateway._framing import MAX_HEAD_BYTES
 
 
 def _exchange(pool: Pool, request: bytes) -> bytes:

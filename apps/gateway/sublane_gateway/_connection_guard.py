@@ -23,7 +23,12 @@ given) and talks to it only through asyncio's public protocol and transport inte
   segment for a JSON answer, issue #19) and hands every other call to the real transport;
 - with a :class:`~sublane_gateway._backlog.BacklogDrain` (``sublane serve``'s), a connection made
   while the loop turns too slowly for uvloop's one accept per turn takes a few others waiting in
-  the listening socket's queue, each served by a protocol made as uvicorn made this one (issue #49).
+  the listening socket's queue, each served by a protocol made as uvicorn made this one (issue #49);
+- what the same parser refuses is answered in the route's error shape before uvicorn's protocol
+  sees it (OPS-1, :mod:`sublane_gateway._framing`): a head past 64 KiB (``431``), a request that is
+  not well-formed HTTP/1.1 (``400 malformed_http``, where uvicorn answers plain text), and a
+  WebSocket upgrade websockets could not read (``431``, where uvicorn's WebSocket protocol answers
+  nothing and leaves the connection open).
 
 Nothing of uvicorn is subclassed, patched or read beyond its documented configuration; the
 protocol's constructor arguments are the ones uvicorn passes to any class given as ``http``.
@@ -34,17 +39,22 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
-from http import HTTPStatus
-from typing import Any, Final, cast
+from typing import Any, cast
 
 import httptools
 from uvicorn.config import HTTP_PROTOCOLS
 
-from sublane_core import ERROR_CATALOGUE, MovingDeadline, json_dumps
+from sublane_core import MovingDeadline
 from sublane_gateway._backlog import BacklogDrain
-from sublane_gateway._errors import client_protocol_of
-from sublane_gateway.pipeline import error_reply
+from sublane_gateway._framing import (
+    MAX_HEAD_BYTES,
+    WEBSOCKET_MAX_HEADERS,
+    WEBSOCKET_MAX_LINE,
+    body_timeout_answer,
+    closing_answer,
+    request_target,
+    websocket_head_fits,
+)
 
 
 def _uvicorn_protocol(name: str) -> type[asyncio.Protocol]:
@@ -187,12 +197,6 @@ class _Closed(asyncio.Transport):
 
     def get_write_buffer_size(self) -> int:
         return 0
-
-
-#: OPS-1: a request head (request line and headers) may hold this many bytes; more is answered
-#: ``431 headers_too_large`` and the connection closed (httptools, unlike h11, sets no bound; real
-#: clients send a few KiB, and 16 KiB is where h11 and Node stop).
-MAX_HEAD_BYTES: Final = 64 * 1024
 
 
 class GuardedHttp(asyncio.Protocol):
@@ -377,63 +381,6 @@ class GuardedHttp(asyncio.Protocol):
     def _stop_watching(self) -> None:
         self._parser = None
         self._due.close()
-
-
-def body_timeout_answer(url: bytes) -> bytes:
-    """The whole ``408 body_timeout`` response for a request to ``url``, in its route's error shape
-    (a client protocol's on the model routes, SubLane's own elsewhere)."""
-    return closing_answer(url, "body_timeout")
-
-
-#: What websockets (uvicorn's WebSocket protocol) reads of an upgrade's head: its documented
-#: ``WEBSOCKETS_MAX_LINE_LENGTH`` and ``WEBSOCKETS_MAX_NUM_HEADERS``, with their defaults.
-WEBSOCKET_MAX_LINE: Final = int(os.environ.get("WEBSOCKETS_MAX_LINE_LENGTH", "8192"))
-WEBSOCKET_MAX_HEADERS: Final = int(os.environ.get("WEBSOCKETS_MAX_NUM_HEADERS", "128"))
-
-
-def websocket_head_fits(head: bytes) -> bool:
-    """Whether websockets can read the upgrade request ``head`` begins with as uvicorn hands it on
-    (each line rewritten ``name: value``, the value stripped): every line with its line break within
-    :data:`WEBSOCKET_MAX_LINE`, at most :data:`WEBSOCKET_MAX_HEADERS` headers."""
-    end = head.find(b"\r\n\r\n")
-    if end == -1:  # no blank line of CRLFs: not a head httptools lets through; nothing to judge
-        return True
-    lines = head[:end].split(b"\r\n")
-    if len(lines) - 1 > WEBSOCKET_MAX_HEADERS or len(lines[0]) + 2 > WEBSOCKET_MAX_LINE:
-        return False
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if len(name) + 2 + len(value.strip(b" \t")) + 2 > WEBSOCKET_MAX_LINE:
-            return False
-    return True
-
-
-def request_target(data: bytes) -> bytes:
-    """The target of the request line ``data`` begins with (``b""`` if none): where the parser
-    stopped inside it, before any ``on_url``, it still chooses the error's shape."""
-    line = data.partition(b"\n")[0]
-    return line.partition(b" ")[2].partition(b" ")[0]
-
-
-def closing_answer(url: bytes, code: str, message: str | None = None) -> bytes:
-    """The whole response refusing a request to ``url`` with ``code`` (and the catalogue's message,
-    or ``message``) before uvicorn has it, in its route's error shape, on a connection that closes
-    after it."""
-    spec = ERROR_CATALOGUE[code]
-    message = message or spec.message
-    path = url.partition(b"?")[0].decode("latin-1")
-    protocol = client_protocol_of(path)
-    if protocol is None:
-        body = json_dumps({"error": {"code": code, "message": message}})
-        headers: dict[str, str] = {}
-    else:
-        reply = error_reply(protocol, spec.status, code, message)
-        body, headers = reply.content, reply.headers
-    status = HTTPStatus(spec.status)
-    head = [f"HTTP/1.1 {status.value} {status.phrase}".encode("ascii"), b"content-type: application/json"]
-    head += [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
-    head += [b"content-length: %d" % len(body), b"connection: close", b"", b""]
-    return b"\r\n".join(head) + body
 
 
 def guarded_http(
