@@ -261,7 +261,10 @@ class GuardedHttp(asyncio.Protocol):
             except httptools.HttpParserUpgrade:  # a WebSocket: the rest is not HTTP
                 self._stop_watching()
                 if not websocket_head_fits(b"".join(self._head_reads) + data):
-                    self._refuse_upgrade()
+                    self._refuse_head(
+                        f"A WebSocket upgrade's header lines may hold {WEBSOCKET_MAX_LINE} bytes each, "
+                        f"and {WEBSOCKET_MAX_HEADERS} headers at most."
+                    )
                     return
             except httptools.HttpParserError as error:
                 self._parser = None
@@ -345,22 +348,13 @@ class GuardedHttp(asyncio.Protocol):
             return
         writes.close()
 
-    def _refuse_head(self) -> None:
-        """OPS-1: a head past :data:`MAX_HEAD_BYTES` is not read on (uvicorn never sees the rest)."""
+    def _refuse_head(self, message: str | None = None) -> None:
+        """OPS-1: a head past :data:`MAX_HEAD_BYTES` is not read on (uvicorn never sees the rest);
+        with ``message``, an upgrade head websockets cannot read, which would get no answer at all
+        (uvicorn's WebSocket protocol leaves the connection open for as long as the client waits)."""
         self._stop_watching()
         writes = self._writes
         if writes is not None and not writes.is_closing():
-            writes.answer_and_close(closing_answer(self._url, "headers_too_large"))
-
-    def _refuse_upgrade(self) -> None:
-        """OPS-1/OPS-4: an upgrade head websockets cannot read would get no answer at all (uvicorn's
-        WebSocket protocol leaves the connection open, unanswered, for as long as the client waits)."""
-        writes = self._writes
-        if writes is not None and not writes.is_closing():
-            message = (
-                f"A WebSocket upgrade's header lines may hold {WEBSOCKET_MAX_LINE} bytes each, "
-                f"and {WEBSOCKET_MAX_HEADERS} headers at most."
-            )
             writes.answer_and_close(closing_answer(self._url, "headers_too_large", message))
 
     def _refuse_malformed(self, data: bytes, reason: str) -> bool:
